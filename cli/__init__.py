@@ -1,0 +1,1 @@
+"""Typer command-line interface: one thin module per subcommand."""

@@ -1,0 +1,102 @@
+"""The ``shepherd`` entry point: the Typer app and its error contract.
+
+User errors (:class:`UserError`, bad option values) print one line
+``error: …`` on stderr and exit 2; ``--verbose`` anywhere on the command line
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Annotated, Sequence
+
+import typer
+
+from shepherd import __version__
+from shepherd.cli import profile as profile_cmd
+from shepherd.cli import traces as traces_cmd
+from shepherd.core.errors import UserError
+
+app = typer.Typer(
+    name="shepherd",
+    help=(
+        "Trace-driven experiments on DNN inference serving: Shepherd, PPipe, Symphony and "
+        "Accordion on one engine.\n\n"
+        "Stages pass Parquet artifacts: profile → traces → plan → simulate → report.\n\n"
+        "Example: shepherd profile --table shepherd-v100 -o profiles.parquet"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show tracebacks for errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
+app.add_typer(profile_cmd.app, name="profile")
+app.add_typer(traces_cmd.app, name="traces")
+
+
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns (and exits with) the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in args
+    args = [a for a in args if a != "--verbose"]
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="shepherd", standalone_mode=False)
+    except UserError as exc:
+        if verbose:
+            traceback.print_exc()
+        sys.stderr.write(f"error: {exc}\n")
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - last resort: never a bare traceback
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if "NoArgsIsHelpError" in kinds:
+            # A group called bare: show its help (click's convention), exit 2.
+            sys.stderr.write(exc.format_message() + "\n")  # type: ignore[attr-defined]
+            code = 2
+        elif "ClickException" in kinds:
+            # Bad option values and usage mistakes (typer vendors click, so match by name).
+            if verbose:
+                traceback.print_exc()
+            sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")  # type: ignore[attr-defined]
+            code = 2 if "UsageError" in kinds else int(getattr(exc, "exit_code", 1))
+        elif "Abort" in kinds:
+            sys.stderr.write("error: aborted\n")
+            code = 130
+        elif verbose:
+            traceback.print_exc()
+            code = 1
+        else:
+            sys.stderr.write(
+                f"error: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                "(re-run with --verbose for the traceback)\n"
+            )
+            code = 1
+    if not isinstance(code, int):
+        code = 0
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,116 @@
+"""``shepherd profile``: model latency profiles as a Parquet artifact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import polars as pl
+import typer
+
+from shepherd.cli.common import console, frame_table, summary_table
+from shepherd.core import profiles as prof
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.errors import UserError
+
+app = typer.Typer(
+    help=(
+        "Build a profiles artifact: a built-in paper table (--table) or a least-squares fit of "
+        "measured latencies (--from).\n\n"
+        "Examples:\n\n"
+        "  shepherd profile --table shepherd-v100 -o profiles.parquet\n\n"
+        "  shepherd profile --from measured.csv -o profiles.parquet\n\n"
+        "  shepherd profile list\n\n"
+        "  shepherd profile show profiles.parquet"
+    ),
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+@app.callback()
+def build(
+    ctx: typer.Context,
+    table: Annotated[Optional[str], typer.Option("--table", help="Built-in table (see `shepherd profile list`).")] = None,
+    from_file: Annotated[
+        Optional[Path],
+        typer.Option("--from", help="Measured latencies, CSV or Parquet with columns model, hardware, batch, latency_ms."),
+    ] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the profiles artifact.")] = Path("profiles.parquet"),
+    max_batch: Annotated[int, typer.Option("--max-batch", help="Largest batch size expanded from α/β tables.")] = prof.DEFAULT_MAX_BATCH,
+    seed: Annotated[int, typer.Option("--seed", help="Recorded in provenance (profiles draw no randomness).")] = 0,
+) -> None:
+    """Write a profiles artifact (one row per model × hardware × batch, with α, β, R²)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if (table is None) == (from_file is None):
+        raise UserError("give exactly one of --table NAME or --from FILE (see `shepherd profile --help`)")
+    inputs: list[Path] = []
+    if table is not None:
+        frame = prof.load_builtin(table, max_batch=max_batch)
+    else:
+        assert from_file is not None
+        measured = prof.read_measurements(from_file)
+        frame = prof.fit_measurements(measured, source=f"measured:{from_file.name}")
+        inputs.append(from_file)
+    config = {"table": table, "from": str(from_file) if from_file else None, "max_batch": max_batch}
+    write_artifact(frame, out, "profiles", make_provenance(config, seed, inputs))
+    _print_fits(frame, title=f"profiles → {out}")
+    summary_table("profile", {
+        "source": table or str(from_file),
+        "models": frame["model"].n_unique(),
+        "hardware": ", ".join(sorted(frame["hardware"].unique().to_list())),
+        "rows": frame.height,
+        "written": out,
+    })
+
+
+@app.command("list")
+def list_tables() -> None:
+    """List the built-in tables.
+
+    Example: shepherd profile list
+    """
+    rows = []
+    for t in prof.BUILTIN_TABLES.values():
+        raw = prof.read_builtin_raw(t.name)
+        rows.append({"table": t.name, "models": raw["model"].n_unique(), "source": t.citation,
+                     "contents": t.description})
+    frame_table("built-in profile tables", pl.DataFrame(rows))
+
+
+@app.command("show")
+def show(
+    path: Annotated[Optional[Path], typer.Argument(help="A profiles artifact.")] = None,
+    table: Annotated[Optional[str], typer.Option("--table", help="Show a built-in table instead of a file.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Only this model.")] = None,
+) -> None:
+    """Print a profiles artifact (or a built-in table) as a table of fits.
+
+    Example: shepherd profile show profiles.parquet --model ResNet50
+    """
+    if (path is None) == (table is None):
+        raise UserError("give a profiles file or --table NAME")
+    frame = read_artifact(path, "profiles").frame if path else prof.load_builtin(table)  # type: ignore[arg-type]
+    if model is not None:
+        frame = frame.filter(pl.col("model") == model)
+        if frame.height == 0:
+            raise UserError(f"no model '{model}' in the profiles")
+    _print_fits(frame, title=str(path or table))
+
+
+def _print_fits(frame: pl.DataFrame, title: str) -> None:
+    params = prof.model_params(frame)
+    stats = frame.group_by(["model", "hardware"], maintain_order=True).agg(
+        pl.col("batch").min().alias("b_min"),
+        pl.col("batch").max().alias("b_max"),
+        pl.col("latency_ms").min().alias("lat_min_ms"),
+        pl.col("latency_ms").max().alias("lat_max_ms"),
+    )
+    extras = [c for c in ("short", "exit_points", "slo_ms", "static_mb", "dynamic_mb", "eps", "speedup")
+              if c in params.columns]
+    shown = params.select(["model", "hardware", "alpha_ms", "beta_ms", "r2", *extras]).join(
+        stats, on=["model", "hardware"], how="left"
+    )
+    frame_table(title, shown)
+    console.print()

@@ -1,0 +1,1 @@
+"""Domain model, Parquet artifacts, profiles and the discrete-event engine."""

@@ -1,0 +1,464 @@
+"""Parquet artifacts: declared schemas, validation, atomic writes, provenance.
+
+Every stage of the pipeline (profile → plan → simulate → report) talks to the
+next only through the files written here (DESIGN.md "The pipeline"). Each
+artifact *kind* has a declared schema: required columns with their dtypes,
+optional columns that are type-checked when present, and an optional semantic
+check (e.g. a trace must be sorted by arrival). Columns not declared are
+allowed and carried along, so later planners can extend a kind without
+breaking older readers.
+
+Writes are atomic: the table goes to a temporary file in the destination
+directory, is flushed to disk, and is renamed over the destination only when
+complete — a killed run leaves no half file. Provenance travels in the
+Parquet key-value metadata (``shepherd.provenance``, JSON): command line,
+resolved config, seed, package version, git commit when known, and SHA-256
+content hashes of the input artifacts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shepherd import __version__
+from shepherd.core.errors import UserError
+
+KIND_KEY = b"shepherd.kind"
+PROVENANCE_KEY = b"shepherd.provenance"
+EXTRA_KEY = b"shepherd.extra"
+
+SemanticCheck = Callable[[pl.DataFrame], "str | None"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared column: name, polars dtype, and what it holds."""
+
+    name: str
+    dtype: pl.DataType
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class ArtifactSchema:
+    """The contract of one artifact kind."""
+
+    kind: str
+    doc: str
+    required: tuple[Column, ...]
+    optional: tuple[Column, ...] = ()
+    check: SemanticCheck | None = None
+
+    def columns(self) -> tuple[Column, ...]:
+        return self.required + self.optional
+
+
+SCHEMAS: dict[str, ArtifactSchema] = {}
+
+
+def register_schema(schema: ArtifactSchema) -> ArtifactSchema:
+    """Declare an artifact kind (one registry, one line per kind)."""
+    SCHEMAS[schema.kind] = schema
+    return schema
+
+
+def schema_for(kind: str) -> ArtifactSchema:
+    try:
+        return SCHEMAS[kind]
+    except KeyError:
+        known = ", ".join(sorted(SCHEMAS))
+        raise UserError(f"unknown artifact kind '{kind}' (known: {known})") from None
+
+
+# --------------------------------------------------------------------------- schemas
+
+def _check_trace(df: pl.DataFrame) -> str | None:
+    if df.height == 0:
+        return None
+    if df["arrival_us"].min() < 0:
+        return "column 'arrival_us' has negative arrival times"
+    if not df["arrival_us"].is_sorted():
+        return "column 'arrival_us' is not sorted by arrival time"
+    if (df["slo_us"] <= 0).any():
+        return "column 'slo_us' must be positive"
+    if (df["deadline_us"] != df["arrival_us"] + df["slo_us"]).any():
+        return "column 'deadline_us' must equal arrival_us + slo_us"
+    return None
+
+
+def _check_profiles(df: pl.DataFrame) -> str | None:
+    if df.height == 0:
+        return "profiles artifact has no rows"
+    if (df["batch"] < 1).any():
+        return "column 'batch' must be ≥ 1"
+    lat = df["latency_ms"].drop_nulls()
+    if lat.len() and (lat <= 0).any():
+        return "column 'latency_ms' must be positive"
+    return None
+
+
+register_schema(ArtifactSchema(
+    kind="profiles",
+    doc="Model latency profiles: one row per model × hardware × batch size, with the fitted ℓ(b)=α·b+β.",
+    required=(
+        Column("model", pl.String, "model name as printed in the source paper"),
+        Column("hardware", pl.String, "accelerator or CPU configuration (V100, A100, cpu-4ep, …)"),
+        Column("batch", pl.Int32, "batch size b"),
+        Column("latency_ms", pl.Float64, "batch latency ℓ(b) in ms (null for memory-only tables)"),
+        Column("alpha_ms", pl.Float64, "α: ms per extra request (Shepherd Eq. 1)"),
+        Column("beta_ms", pl.Float64, "β: ms for an empty batch (Shepherd Eq. 1)"),
+        Column("r2", pl.Float64, "R² of the linear fit over this model × hardware"),
+        Column("source", pl.String, "where the numbers come from (table:<name> or measured:<file>)"),
+    ),
+    optional=(
+        Column("short", pl.String, "abbreviation used in the paper (RN18, …)"),
+        Column("exit_points", pl.Int32, "number of preemption exit points (Shepherd Table 4)"),
+        Column("slo_ms", pl.Float64, "per-model SLO given by the paper"),
+        Column("file_mb", pl.Float64, "model file size, MB (Symphony Table 1)"),
+        Column("static_mb", pl.Float64, "static GPU memory, MB (Symphony Table 1)"),
+        Column("dynamic_mb", pl.Float64, "dynamic GPU memory, MB (Symphony Table 1)"),
+        Column("eps", pl.Int32, "CPU execution places (Accordion Table 1)"),
+        Column("speedup", pl.Float64, "speedup over one execution place (Accordion Table 1)"),
+    ),
+    check=_check_profiles,
+))
+
+register_schema(ArtifactSchema(
+    kind="trace",
+    doc="Request trace: one row per request, sorted by arrival; times in integer µs.",
+    required=(
+        Column("arrival_us", pl.Int64, "arrival time, µs since trace start"),
+        Column("stream", pl.Int32, "request stream (a MAF function, a synthetic source)"),
+        Column("model", pl.String, "model the request is for"),
+        Column("slo_us", pl.Int64, "latency SLO, µs"),
+        Column("deadline_us", pl.Int64, "arrival_us + slo_us"),
+    ),
+    optional=(
+        Column("instances", pl.Int32, "inference instances carried by the query (Accordion)"),
+        Column("priority", pl.Int32, "query priority (Accordion)"),
+    ),
+    check=_check_trace,
+))
+
+register_schema(ArtifactSchema(
+    kind="plan",
+    doc="A placement plan: rows assign streams, models and workers to serving groups.",
+    required=(
+        Column("group", pl.Int32, "serving group id"),
+        Column("role", pl.String, "what the row assigns: stream | model | worker"),
+        Column("name", pl.String, "stream id, model name or worker id"),
+    ),
+    optional=(
+        Column("hardware", pl.String, "GPU type of a worker row"),
+        Column("batch", pl.Int32, "fixed batch size (per-stream planners such as Nexus)"),
+        Column("count", pl.Int32, "number of workers (pooled planners)"),
+    ),
+))
+
+register_schema(ArtifactSchema(
+    kind="requests",
+    doc="Per-request outcome of a simulation.",
+    required=(
+        Column("request", pl.Int64, "row index in the trace"),
+        Column("stream", pl.Int32, "request stream"),
+        Column("model", pl.String, "model"),
+        Column("arrival_us", pl.Int64, "arrival time, µs"),
+        Column("deadline_us", pl.Int64, "deadline, µs"),
+        Column("start_us", pl.Int64, "start of the batch that served it (null if never served)"),
+        Column("finish_us", pl.Int64, "completion time (null if never served)"),
+        Column("worker", pl.Int32, "worker that served it"),
+        Column("batch_id", pl.Int64, "batch that served it"),
+        Column("outcome", pl.String, "served | late | dropped"),
+        Column("preemptions", pl.Int32, "how many times its batch was preempted"),
+    ),
+))
+
+register_schema(ArtifactSchema(
+    kind="batches",
+    doc="Per-batch record of a simulation.",
+    required=(
+        Column("batch_id", pl.Int64, "batch id"),
+        Column("worker", pl.Int32, "worker that ran it"),
+        Column("group", pl.Int32, "serving group"),
+        Column("model", pl.String, "model"),
+        Column("size", pl.Int32, "requests in the batch"),
+        Column("start_us", pl.Int64, "start time, µs"),
+        Column("end_us", pl.Int64, "completion or preemption time, µs"),
+        Column("preempted", pl.Boolean, "whether the batch was preempted"),
+    ),
+))
+
+register_schema(ArtifactSchema(
+    kind="workers",
+    doc="Per-worker busy and wasted time of a simulation.",
+    required=(
+        Column("worker", pl.Int32, "worker id"),
+        Column("group", pl.Int32, "serving group"),
+        Column("hardware", pl.String, "GPU type"),
+        Column("node", pl.Int32, "node (server) id"),
+        Column("busy_us", pl.Int64, "time running batches that completed, µs"),
+        Column("wasted_us", pl.Int64, "time running batches that were preempted, µs"),
+    ),
+))
+
+register_schema(ArtifactSchema(
+    kind="summary",
+    doc="One-row summary of a simulation.",
+    required=(
+        Column("policy", pl.String, "online policy"),
+        Column("requests", pl.Int64, "requests offered"),
+        Column("good", pl.Int64, "requests served by their deadline"),
+        Column("goodput_rps", pl.Float64, "good requests per second"),
+        Column("slo_attainment", pl.Float64, "good / requests"),
+    ),
+))
+
+
+# --------------------------------------------------------------------------- validation
+
+def _dtype_ok(actual: pl.DataType, expected: pl.DataType) -> bool:
+    if actual == expected:
+        return True
+    # Nulls-only columns and integer/float widenings are coerced on cast.
+    if actual == pl.Null:
+        return True
+    if expected.is_integer() and actual.is_integer():
+        return True
+    if expected.is_float() and (actual.is_float() or actual.is_integer()):
+        return True
+    if expected == pl.String and actual in (pl.Categorical, pl.Enum):
+        return True
+    return False
+
+
+def conform(df: pl.DataFrame, kind: str, source: str = "") -> pl.DataFrame:
+    """Validate ``df`` against the schema of ``kind`` and cast declared columns.
+
+    Raises :class:`UserError` naming the first offending column.
+    """
+    schema = schema_for(kind)
+    where = f"{kind} artifact{(' ' + source) if source else ''}"
+    casts = []
+    for col in schema.required:
+        if col.name not in df.columns:
+            raise UserError(f"{where}: missing column '{col.name}'")
+    for col in schema.columns():
+        if col.name not in df.columns:
+            continue
+        actual = df.schema[col.name]
+        if not _dtype_ok(actual, col.dtype):
+            raise UserError(f"{where}: column '{col.name}' has type {actual}, expected {col.dtype}")
+        if actual != col.dtype:
+            casts.append(pl.col(col.name).cast(col.dtype, strict=True))
+    if casts:
+        try:
+            df = df.with_columns(casts)
+        except Exception as exc:  # noqa: BLE001 - polars raises several types
+            raise UserError(f"{where}: cannot cast columns to their declared types ({exc})") from None
+    if schema.check is not None:
+        problem = schema.check(df)
+        if problem:
+            raise UserError(f"{where}: {problem}")
+    return df
+
+
+# --------------------------------------------------------------------------- provenance
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes (content hash of an input artifact)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout this package runs from, when it is a git checkout."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+OUTPUT_FLAGS = ("-o", "--out")
+
+
+def recorded_command(argv: Sequence[str] | None = None) -> list[str]:
+    """The command line to record: argv without the output path.
+
+    Where an artifact is written is not an input, so it is left out: the same
+    inputs and seed then give byte-identical artifacts wherever they land.
+    """
+    args = list(sys.argv if argv is None else argv)
+    if args:
+        args[0] = Path(args[0]).name
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in OUTPUT_FLAGS:
+            skip = True
+            continue
+        if any(arg.startswith(flag + "=") for flag in OUTPUT_FLAGS if flag.startswith("--")):
+            continue
+        kept.append(arg)
+    return kept
+
+
+def make_provenance(
+    config: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    argv: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Provenance record stored with every artifact."""
+    return {
+        "command": recorded_command(argv),
+        "config": _jsonable(dict(config or {})),
+        "seed": seed,
+        "version": __version__,
+        "git_commit": git_commit(),
+        "inputs": {Path(p).name: sha256_file(p) for p in inputs},
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+# --------------------------------------------------------------------------- write / read
+
+def write_artifact(
+    df: pl.DataFrame,
+    path: str | os.PathLike[str],
+    kind: str,
+    provenance: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Validate and atomically write ``df`` as a ``kind`` artifact at ``path``.
+
+    ``extra`` is free-form JSON metadata for the kind (e.g. a plan's solver
+    status, objective and gap).
+    """
+    dest = Path(path)
+    df = conform(df, kind, dest.name)
+    table = df.to_arrow()
+    meta = dict(table.schema.metadata or {})
+    meta[KIND_KEY] = kind.encode()
+    meta[PROVENANCE_KEY] = json.dumps(_jsonable(dict(provenance or {})), sort_keys=True).encode()
+    if extra:
+        meta[EXTRA_KEY] = json.dumps(_jsonable(dict(extra)), sort_keys=True).encode()
+    table = table.replace_schema_metadata(meta)
+    if dest.parent and not dest.parent.exists():
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create directory {dest.parent}: {exc.strerror}") from None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent or ".")
+    except OSError as exc:
+        raise UserError(f"cannot write to {dest.parent or '.'}: {exc.strerror}") from None
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp_name, compression="zstd")
+        with open(tmp_name, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, dest)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return dest
+
+
+@dataclass
+class Artifact:
+    """A validated artifact read back from disk."""
+
+    frame: pl.DataFrame
+    kind: str
+    provenance: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[bytes, bytes]:
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"file not found: {p}")
+    try:
+        return dict(pq.read_schema(p).metadata or {})
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(f"cannot read Parquet file {p}: {_first_line(exc)}") from None
+
+
+def read_artifact(path: str | os.PathLike[str], kind: str) -> Artifact:
+    """Read, type-check and semantically check a ``kind`` artifact."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"file not found: {p}")
+    if p.is_dir():
+        raise UserError(f"expected a Parquet file, got a directory: {p}")
+    try:
+        table = pq.read_table(p)
+    except (pa.ArrowException, OSError) as exc:
+        raise UserError(f"cannot read Parquet file {p}: {_first_line(exc)}") from None
+    meta = dict(table.schema.metadata or {})
+    stored_kind = meta.get(KIND_KEY, b"").decode() or None
+    if stored_kind and stored_kind != kind:
+        raise UserError(f"{p.name} is a {stored_kind} artifact, expected a {kind} artifact")
+    df = pl.from_arrow(table)
+    assert isinstance(df, pl.DataFrame)
+    df = conform(df, kind, p.name)
+    return Artifact(
+        frame=df,
+        kind=kind,
+        provenance=_load_json(meta.get(PROVENANCE_KEY)),
+        extra=_load_json(meta.get(EXTRA_KEY)),
+        path=p,
+    )
+
+
+def _load_json(raw: bytes | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

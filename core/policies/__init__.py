@@ -1,0 +1,1 @@
+"""Online scheduling policies, one module each, registered by name."""

@@ -1,0 +1,1 @@
+"""Planners (ILP/MILP formulations) and the solver-backend seam."""

@@ -1,0 +1,1 @@
+"""Workloads: arrival processes, synthetic generators, real-trace readers."""
