@@ -386,6 +386,7 @@ def write_artifact(
             dest.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"cannot create directory {dest.parent}: {exc.strerror}") from None
+    _remove_stale_temps(dest)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent or ".")
     except OSError as exc:
@@ -400,6 +401,13 @@ def write_artifact(
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return dest
+
+
+def _remove_stale_temps(dest: Path) -> None:
+    """Delete temp files a killed earlier write of ``dest`` left behind."""
+    parent = dest.parent if str(dest.parent) else Path(".")
+    for stale in parent.glob(f".{dest.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
 
 
 @dataclass

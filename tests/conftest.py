@@ -1,0 +1,43 @@
+"""Shared fixtures: run the real CLI in-process and capture its output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from shepherd.cli.app import main
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli("traces", "generate", …)`` runs ``shepherd …`` and returns code, stdout, stderr."""
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+def assert_user_error(result: CliResult, *needles: str) -> None:
+    """Exit 2, exactly one line on stderr starting with 'error:', mentioning each needle."""
+    assert result.code == 2, (result.code, result.err)
+    lines = [ln for ln in result.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert "Traceback" not in result.err

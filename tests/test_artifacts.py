@@ -1,0 +1,123 @@
+"""Artifacts: round trip, schema rejection, atomic writes, provenance."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from shepherd.core import artifacts
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.errors import UserError
+
+
+def _trace(n: int = 5) -> pl.DataFrame:
+    arrival = [i * 10 for i in range(n)]
+    return pl.DataFrame({
+        "arrival_us": arrival,
+        "stream": [i % 2 for i in range(n)],
+        "model": ["ResNet50"] * n,
+        "slo_us": [250_000] * n,
+        "deadline_us": [a + 250_000 for a in arrival],
+    })
+
+
+def test_round_trip_keeps_rows_types_and_provenance(tmp_path):
+    src = tmp_path / "input.csv"
+    src.write_text("x\n1\n")
+    prov = make_provenance({"rate": 3.5}, seed=7, inputs=[src], argv=["shepherd", "traces", "-o", "x.parquet"])
+    path = write_artifact(_trace(), tmp_path / "t.parquet", "trace", prov, extra={"solver": "highs"})
+    art = read_artifact(path, "trace")
+    assert art.frame.equals(artifacts.conform(_trace(), "trace"))
+    assert art.frame.schema["stream"] == pl.Int32
+    assert art.provenance["seed"] == 7
+    assert art.provenance["config"] == {"rate": 3.5}
+    assert art.provenance["inputs"] == {"input.csv": artifacts.sha256_file(src)}
+    assert art.provenance["command"] == ["shepherd", "traces"]  # output path is not an input
+    assert art.extra == {"solver": "highs"}
+
+
+@pytest.mark.parametrize("kind", sorted(artifacts.SCHEMAS))
+def test_every_kind_rejects_a_missing_required_column(tmp_path, kind):
+    schema = artifacts.SCHEMAS[kind]
+    first = schema.required[0].name
+    frame = pl.DataFrame({c.name: pl.Series([], dtype=c.dtype) for c in schema.required[1:]})
+    with pytest.raises(UserError, match=f"missing column '{first}'"):
+        write_artifact(frame, tmp_path / "x.parquet", kind)
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_wrong_dtype_is_named(tmp_path):
+    frame = _trace().with_columns(pl.col("arrival_us").cast(pl.String))
+    pq.write_table(frame.to_arrow(), tmp_path / "bad.parquet")
+    with pytest.raises(UserError, match="column 'arrival_us' has type String"):
+        read_artifact(tmp_path / "bad.parquet", "trace")
+
+
+def test_semantic_check_rejects_unsorted_trace(tmp_path):
+    frame = _trace().reverse()
+    with pytest.raises(UserError, match="not sorted"):
+        write_artifact(frame, tmp_path / "x.parquet", "trace")
+
+
+def test_kind_mismatch_is_reported(tmp_path):
+    path = write_artifact(_trace(), tmp_path / "t.parquet", "trace")
+    with pytest.raises(UserError, match="is a trace artifact, expected a profiles artifact"):
+        read_artifact(path, "profiles")
+
+
+def test_unreadable_parquet_is_a_user_error(tmp_path):
+    bad = tmp_path / "garbage.parquet"
+    bad.write_bytes(b"not parquet at all")
+    with pytest.raises(UserError, match="cannot read Parquet file"):
+        read_artifact(bad, "trace")
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    def explode(table, where, **kwargs):
+        with open(where, "wb") as fh:  # half a file, then the failure
+            fh.write(b"PAR1 partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifacts.pq, "write_table", explode)
+    with pytest.raises(KeyboardInterrupt):
+        write_artifact(_trace(), tmp_path / "t.parquet", "trace")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_killed_process_leaves_no_destination_and_next_write_cleans_up(tmp_path):
+    """SIGKILL between writing the temp file and the rename: no artifact appears."""
+    dest = tmp_path / "t.parquet"
+    script = textwrap.dedent(f"""
+        import os, signal
+        import polars as pl
+        from shepherd.core import artifacts
+        real = artifacts.pq.write_table
+        def write_then_die(table, where, **kw):
+            real(table, where, **kw)
+            os.kill(os.getpid(), signal.SIGKILL)
+        artifacts.pq.write_table = write_then_die
+        frame = pl.DataFrame({{"arrival_us": [0], "stream": [0], "model": ["m"],
+                              "slo_us": [5], "deadline_us": [5]}})
+        artifacts.write_artifact(frame, {str(dest)!r}, "trace")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert proc.returncode == -9
+    assert not dest.exists()
+    leftovers = [p.name for p in tmp_path.iterdir()]
+    assert leftovers and all(name.startswith(".t.parquet.") for name in leftovers)
+    write_artifact(_trace(), dest, "trace")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+
+
+def test_write_below_a_file_is_a_user_error(tmp_path):
+    """The destination's directory cannot be made (a file sits where it should be)."""
+    blocker = tmp_path / "results"
+    blocker.write_text("a file, not a directory")
+    with pytest.raises(UserError, match="cannot write to .*results"):
+        write_artifact(_trace(), blocker / "t.parquet", "trace")
+    assert blocker.read_text() == "a file, not a directory"
