@@ -1,0 +1,249 @@
+"""Named traces: ``--trace maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic …``.
+
+One registry by name (STYLE.md rule 1): each entry says what it is and how to
+build a trace frame from :class:`TraceOptions`. :func:`shepherd.traces.resolve.load_trace`
+looks names up here, so ``plan``, ``simulate`` and ``traces`` all resolve the
+same names the same way.
+
+Defaults (documented choices; Shepherd §7 unless noted):
+
+* day 1, from the first minute present (minute 1 for a full day file), for
+  ``duration_min`` = 5 minutes — the full day would be billions of requests;
+* every function with at least one invocation in the window is a stream
+  (``streams`` keeps the N busiest, ``sample`` a uniform random N);
+* streams map to models round-robin over Shepherd Table 4's 17 models
+  (``shepherd-v100`` order); SLO 250 ms for every stream;
+* native load (``load`` = None); ``load`` X rescales to X requests/s (see
+  :mod:`shepherd.traces.expand`; MAF 2021: :mod:`shepherd.traces.maf2021`);
+* ``maf2019`` is ``maf2019-stable`` (Poisson within each minute);
+  ``*-bursty`` uses the per-minute MMPP with ``mmpp_*`` shape parameters;
+* ``maf-synthetic``: 1000 functions at 3000 req/s over the day (see
+  :mod:`shepherd.traces.maf_synthetic`); labelled synthetic everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import polars as pl
+
+from shepherd.core import profiles as prof
+from shepherd.core.errors import UserError
+from shepherd.core.units import ms_to_us
+from shepherd.traces import expand, fetch, maf2019, maf2021, maf_synthetic
+
+DEFAULT_MODEL_TABLE = "shepherd-v100"
+PROCESSES = ("stable", "bursty")
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """Every option a named trace accepts (all keyword, all defaulted)."""
+
+    day: int = 1
+    start_minute: int | None = None
+    duration_min: int = 5
+    streams: int | None = None
+    sample: int | None = None
+    load: float | None = None
+    slo_ms: float = 250.0
+    models: tuple[str, ...] | None = None
+    process: str | None = None
+    mmpp_ratio: float = expand.DEFAULT_BURSTY.ratio
+    mmpp_dwell_low: float = expand.DEFAULT_BURSTY.dwell_low_s
+    mmpp_dwell_high: float = expand.DEFAULT_BURSTY.dwell_high_s
+    seed: int = 0
+    functions: int = 1000
+    synthetic_rate: float = 3000.0
+    upscale: str = "compress"
+    path: Path | None = None
+
+    @classmethod
+    def from_kwargs(cls, **options: object) -> "TraceOptions":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise UserError(f"unknown trace option(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        given = {k: v for k, v in options.items() if v is not None}
+        if "models" in given and not isinstance(given["models"], tuple):
+            given["models"] = tuple(given["models"])  # type: ignore[arg-type]
+        return cls(**given)  # type: ignore[arg-type]
+
+    def validate(self) -> None:
+        if self.duration_min < 1:
+            raise UserError(f"duration must be at least one minute, got {self.duration_min}")
+        if not np.isfinite(self.slo_ms) or self.slo_ms <= 0:
+            raise UserError(f"SLO must be positive, got {self.slo_ms} ms")
+        if self.load is not None and (not np.isfinite(self.load) or self.load <= 0):
+            raise UserError(f"--load must be a positive rate in requests/s, got {self.load}")
+        if self.process is not None and self.process not in PROCESSES:
+            raise UserError(f"unknown arrival process '{self.process}' (known: {', '.join(PROCESSES)})")
+        if self.upscale not in maf2021.UPSCALE:
+            raise UserError(f"unknown upscaling '{self.upscale}' (known: {', '.join(maf2021.UPSCALE)})")
+        if self.models is not None and not self.models:
+            raise UserError("the model list is empty")
+
+    def model_list(self) -> list[str]:
+        if self.models:
+            return list(self.models)
+        return list(dict.fromkeys(prof.read_builtin_raw(DEFAULT_MODEL_TABLE)["model"].to_list()))
+
+    def bursty(self) -> expand.BurstyParams:
+        return expand.BurstyParams(self.mmpp_ratio, self.mmpp_dwell_low, self.mmpp_dwell_high)
+
+
+@dataclass
+class Built:
+    """A built named trace: the frame, its resolved config, its input files."""
+
+    frame: pl.DataFrame
+    config: dict
+    inputs: list[Path]
+    synthetic: bool
+
+
+@dataclass(frozen=True)
+class NamedTrace:
+    name: str
+    doc: str
+    build: Callable[[TraceOptions], Built]
+    synthetic: bool = False
+    dataset: str | None = None
+
+
+TRACES: dict[str, NamedTrace] = {}
+
+
+def register(entry: NamedTrace) -> NamedTrace:
+    TRACES[entry.name] = entry
+    return entry
+
+
+def lookup(name: str) -> NamedTrace | None:
+    return TRACES.get(name)
+
+
+def build(name: str, **options: object) -> Built:
+    entry = TRACES.get(name)
+    if entry is None:
+        raise UserError(f"unknown trace '{name}' (known: {', '.join(TRACES)}; or a trace artifact file)")
+    opts = TraceOptions.from_kwargs(**options)
+    opts.validate()
+    return entry.build(opts)
+
+
+# --------------------------------------------------------------------------- counts → trace
+
+def counts_to_trace(data: maf2019.MafCounts, opts: TraceOptions, process: str,
+                    rng: np.random.Generator) -> tuple[pl.DataFrame, dict]:
+    """Select streams, rescale, expand (stable / bursty) and assemble a trace frame."""
+    chosen = maf2019.select_functions(data, top=opts.streams, sample=opts.sample, rng=rng)
+    if chosen.functions == 0:
+        raise UserError(f"{data.source}: no invocations in the selected window")
+    total = int(chosen.counts.sum())
+    factor = expand.load_factor(total, chosen.window_s, opts.load)
+    if process == "stable":
+        counts = expand.scale_counts(chosen.counts, factor, rng)
+        arrival, stream = expand.expand_stable(counts, chosen.minutes, rng)
+    else:
+        arrival, stream = expand.expand_bursty(chosen.counts, chosen.minutes, rng, opts.bursty(), factor)
+    models = opts.model_list()
+    frame = assemble(arrival, stream, models, ms_to_us(opts.slo_ms))
+    info = {
+        "functions": chosen.functions, "native_requests": total,
+        "native_rate_rps": total / chosen.window_s, "load_factor": factor,
+        "first_minute": int(chosen.minutes[0]), "minutes": int(chosen.minutes.size),
+        "hash_functions_head": chosen.keys["HashFunction"].head(5).to_list(),
+    }
+    return frame, info
+
+
+def assemble(arrival: np.ndarray, stream: np.ndarray, models: list[str], slo_us: int) -> pl.DataFrame:
+    """A trace frame sorted by (arrival, stream); stream s → models[s mod M]."""
+    order = np.lexsort((stream, arrival))
+    arrival = arrival[order].astype(np.int64)
+    stream = stream[order].astype(np.int32)
+    names = np.asarray(models, dtype=object)
+    return pl.DataFrame({
+        "arrival_us": arrival,
+        "stream": pl.Series(stream, dtype=pl.Int32),
+        "model": pl.Series("model", names[stream % len(models)] if stream.size else [], dtype=pl.String),
+        "slo_us": np.full(arrival.size, slo_us, dtype=np.int64),
+        "deadline_us": arrival + slo_us,
+    })
+
+
+def _config(name: str, opts: TraceOptions, process: str | None, synthetic: bool, info: dict) -> dict:
+    cfg = {k: v for k, v in asdict(opts).items() if k != "path"}
+    cfg.update(trace=name, process=process, synthetic=synthetic, models=opts.model_list(), **info)
+    return cfg
+
+
+def _maf2019(default_process: str) -> Callable[[TraceOptions], Built]:
+    def run(opts: TraceOptions) -> Built:
+        process = opts.process or default_process
+        where = Path(opts.path) if opts.path else fetch.dataset_path("maf2019")
+        if where.is_file():  # one invocation file (e.g. an imported subset): minutes from its header
+            first = opts.start_minute or maf2019.read_header(where)[0]
+            data = maf2019.read_day(where, first, first + opts.duration_min - 1)
+        else:
+            data = maf2019.read_window(where, opts.day, opts.start_minute, opts.duration_min)
+        rng = np.random.default_rng(opts.seed)
+        frame, info = counts_to_trace(data, opts, process, rng)
+        info["source_files"] = [p.name for p in data.inputs]
+        return Built(frame, _config(f"maf2019-{process}", opts, process, False, info), data.inputs, False)
+    return run
+
+
+def _synthetic(default_process: str) -> Callable[[TraceOptions], Built]:
+    def run(opts: TraceOptions) -> Built:
+        process = opts.process or default_process
+        rng = np.random.default_rng(opts.seed)
+        spec = maf_synthetic.SyntheticMafSpec(functions=opts.functions, rate_rps=opts.synthetic_rate)
+        data = maf_synthetic.generate(spec, rng, opts.day, opts.start_minute or 1, opts.duration_min)
+        frame, info = counts_to_trace(data, opts, process, rng)
+        info["generator"] = spec.config()
+        return Built(frame, _config(f"maf-synthetic-{process}", opts, process, True, info), [], True)
+    return run
+
+
+def _maf2021(opts: TraceOptions) -> Built:
+    where = Path(opts.path) if opts.path else fetch.dataset_path("maf2021")
+    start_s = (opts.day - 1) * 86400.0 + ((opts.start_minute or 1) - 1) * 60.0
+    out_s = opts.duration_min * 60.0
+    rng = np.random.default_rng(opts.seed)
+    models, slo = opts.model_list(), ms_to_us(opts.slo_ms)
+    frame = maf2021.number_streams(maf2021.read_invocations(where, start_s, out_s), opts.streams)
+    native = frame.height / out_s
+    factor, scale = expand.load_factor(frame.height, out_s, opts.load), 1.0
+    if opts.load is not None and opts.upscale == "compress":
+        # Read factor × longer, then squeeze time by 1/factor (see maf2021 module doc).
+        frame = maf2021.number_streams(maf2021.read_invocations(where, start_s, out_s * factor), opts.streams)
+        scale = 1.0 / factor
+        trace = maf2021.to_trace(frame, models, slo, scale)
+        trace = trace.filter(pl.col("arrival_us") < int(out_s * 1e6))
+    else:
+        trace = maf2021.to_trace(frame, models, slo)
+        if opts.load is not None:
+            trace = expand.rescale_arrivals(trace, factor, rng, span_us=int(out_s * 1e6))
+    info = {"native_rate_rps": native, "load_factor": factor, "time_scale": scale,
+            "functions": int(trace["stream"].n_unique()) if trace.height else 0}
+    inputs = [where / maf2021.FILE if where.is_dir() else where]
+    return Built(trace, _config("maf2021", opts, None, False, info), inputs, False)
+
+
+register(NamedTrace("maf2019", "MAF 2019, Poisson within each minute (= maf2019-stable; Shepherd §7)",
+                    _maf2019("stable"), dataset="maf2019"))
+register(NamedTrace("maf2019-stable", "MAF 2019, Poisson within each minute (Shepherd §7 'MAF-stable')",
+                    _maf2019("stable"), dataset="maf2019"))
+register(NamedTrace("maf2019-bursty", "MAF 2019, MMPP within each minute (Shepherd §7 'MAF-bursty')",
+                    _maf2019("bursty"), dataset="maf2019"))
+register(NamedTrace("maf2021", "MAF 2021 per-invocation arrivals, upscaled to --load (PPipe §7.1 'Bursty')",
+                    _maf2021, dataset="maf2021"))
+register(NamedTrace("maf-synthetic", "SYNTHETIC MAF-2019-like counts, Poisson within each minute (no data needed)",
+                    _synthetic("stable"), synthetic=True))
+register(NamedTrace("maf-synthetic-bursty", "SYNTHETIC MAF-2019-like counts, MMPP within each minute",
+                    _synthetic("bursty"), synthetic=True))
