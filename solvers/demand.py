@@ -1,0 +1,142 @@
+"""Planner inputs from a trace and profiles: stream rates, single-GPU goodput, model-streams, memory.
+
+Single-GPU goodput T_i (Shepherd §4, "HERD empirically measures the maximum
+goodput T_i each stream i can achieve on a single GPU"): we compute it from
+the profile rather than by simulation (documented choice). At full
+occupancy a request can arrive just after a batch starts, wait for it, and
+run in the next one, so its latency is up to 2·ℓ(b); the largest batch with
+2·ℓ(b) ≤ SLO is the one a saturated GPU can sustain (the same rule Nexus uses,
+Symphony §2.2 Eq. 1), and T_i = b / ℓ(b). If even 2·ℓ(1) exceeds the SLO but
+ℓ(1) fits, b = 1; if ℓ(1) exceeds the SLO the stream can never be served
+(a UserError).
+
+Model-streams (Shepherd §4 "HERD complexity"): streams of one model are
+aggregated; the model-stream's GPU demand is n = Σ_i rate_i / T_i (streams of
+one model may have different SLOs, hence different T_i).
+
+Model memory: Shepherd Table 4 gives none. We take ``static_mb`` from the
+profiles when present, else Symphony Table 1 (built-in ``symphony-memory``)
+for the models it lists (names matched ignoring case, spaces and
+punctuation), else ``default_model_mb``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from shepherd.core import profiles as prof
+from shepherd.core.errors import UserError
+
+DEFAULT_MODEL_MB = 250.0  # a mid-size CNN's weights+workspace when no table lists the model
+
+
+def trace_span_s(trace: pl.DataFrame) -> float:
+    """Length of the trace in seconds (first to last arrival; 1 s when degenerate)."""
+    if trace.height < 2:
+        return 1.0
+    span_us = int(trace["arrival_us"].max()) - int(trace["arrival_us"].min())
+    return span_us / 1e6 if span_us > 0 else 1.0
+
+
+def stream_rates(trace: pl.DataFrame) -> pl.DataFrame:
+    """Per stream: model, SLO (µs, the stream's most common), requests, mean rate (req/s)."""
+    if trace.height == 0:
+        raise UserError("trace has no requests")
+    span = trace_span_s(trace)
+    return (
+        trace.group_by("stream")
+        .agg(
+            pl.col("model").first(),
+            pl.col("slo_us").mode().first(),
+            pl.len().alias("requests"),
+        )
+        .with_columns(rate_rps=pl.col("requests") / span)
+        .sort("stream")
+    )
+
+
+def sustainable_batch(lat_us: np.ndarray, slo_us: int) -> int:
+    """Largest b with 2·ℓ(b) ≤ SLO (b = 1 if only ℓ(1) ≤ SLO; 0 if nothing fits)."""
+    ok = np.flatnonzero(2 * lat_us[1:] <= slo_us)
+    if ok.size:
+        return int(ok[-1]) + 1
+    return 1 if lat_us[1] <= slo_us else 0
+
+
+def single_gpu_goodput(lat_us: np.ndarray, slo_us: int) -> tuple[int, float]:
+    """(b, T) — the sustainable batch and the requests/s one GPU serves with it."""
+    b = sustainable_batch(lat_us, slo_us)
+    if b == 0:
+        return 0, 0.0
+    return b, b / (lat_us[b] / 1e6)
+
+
+def model_memory_mb(models: list[str], profiles: pl.DataFrame, default_mb: float = DEFAULT_MODEL_MB) -> dict[str, float]:
+    """Static GPU memory per model (see module docstring for the sources)."""
+    table: dict[str, float] = {}
+    sym = prof.read_builtin_raw("symphony-memory")
+    for name, mb in zip(sym["model"].to_list(), sym["static_mb"].to_list()):
+        table[_key(name)] = float(mb)
+    if "static_mb" in profiles.columns:
+        for name, mb in profiles.select("model", "static_mb").drop_nulls().iter_rows():
+            table[_key(name)] = float(mb)
+    return {m: table.get(_key(m), default_mb) for m in models}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+@dataclass
+class ModelStreams:
+    """Model-streams of a trace: one row per model, plus the per-stream table."""
+
+    models: list[str]
+    demand: np.ndarray  # n per model: GPUs needed for the average load
+    rate: np.ndarray  # requests/s per model
+    alpha_ms: np.ndarray
+    beta_ms: np.ndarray
+    memory_mb: np.ndarray
+    streams: pl.DataFrame  # stream, model, slo_us, requests, rate_rps, batch, goodput_rps, n
+
+
+def model_streams(
+    trace: pl.DataFrame, profiles: pl.DataFrame, max_batch: int = prof.DEFAULT_MAX_BATCH,
+    default_model_mb: float = DEFAULT_MODEL_MB,
+) -> ModelStreams:
+    """Aggregate a trace's streams into model-streams with GPU demand n (Shepherd §4)."""
+    streams = stream_rates(trace)
+    params = prof.model_params(profiles)
+    batches, goodputs = [], []
+    tables: dict[str, np.ndarray] = {}
+    for model, slo, stream in streams.select("model", "slo_us", "stream").iter_rows():
+        if model not in tables:
+            tables[model] = prof.latency_table_us(profiles, model, None, max_batch)
+        b, t = single_gpu_goodput(tables[model], int(slo))
+        if b == 0:
+            raise UserError(
+                f"stream {stream}: SLO {slo / 1000:g} ms is below one {model} request's latency "
+                f"({tables[model][1] / 1000:g} ms); it can never be served"
+            )
+        batches.append(b)
+        goodputs.append(t)
+    streams = streams.with_columns(
+        batch=pl.Series(batches, dtype=pl.Int32), goodput_rps=pl.Series(goodputs, dtype=pl.Float64)
+    ).with_columns(n=pl.col("rate_rps") / pl.col("goodput_rps"))
+    per_model = streams.group_by("model").agg(pl.col("n").sum(), pl.col("rate_rps").sum()).sort("model")
+    models = per_model["model"].to_list()
+    ab = {m: (a, b) for m, a, b in params.select("model", "alpha_ms", "beta_ms").iter_rows()}
+    mem = model_memory_mb(models, profiles, default_model_mb)
+    return ModelStreams(
+        models=models,
+        demand=per_model["n"].to_numpy().astype(np.float64),
+        rate=per_model["rate_rps"].to_numpy().astype(np.float64),
+        alpha_ms=np.array([ab[m][0] if ab[m][0] is not None else np.nan for m in models], dtype=np.float64),
+        beta_ms=np.array([ab[m][1] if ab[m][1] is not None else np.nan for m in models], dtype=np.float64),
+        memory_mb=np.array([mem[m] for m in models], dtype=np.float64),
+        streams=streams,
+    )

@@ -1,0 +1,291 @@
+"""HERD: group model-streams and GPUs into serving groups — Shepherd §4, Table 2, constraints (a)–(e).
+
+Objective: maximise t = min_i bt(i), bt(i) = Σ_j size_j·x_ij / n_i, over
+model-streams i (§4 "HERD complexity": streams of one model are aggregated).
+
+Formulation (the "group-size class" form; the paper omits its linearised ILP).
+The direct big-M product form (:mod:`shepherd.solvers.herd_direct`) does not
+scale: at 1000 model-streams × 100 groups it finds no solution in 60 s.
+Here a model-stream's burst tolerance depends only on the *size* of its group,
+so instead of naming groups we enumerate size classes s = 1…Ḡ per affinity set a:
+
+* u[i,s] ∈ {0,1}: model-stream i sits in a group of size s   (d: Σ_s u[i,s] = 1)
+* c[s,a] ∈ ℕ: number of groups of size s built from affinity set a   (e)
+* max-min linearised with a free variable t: n_i·t ≤ Σ_s s·u[i,s]   (product gone:
+  size·x is the constant s inside a class)
+* (a) Σ s·c[s,a] ≤ N;  (b) s ≤ Ḡ by construction;
+* (c) memory aggregated per class: Σ_{i∈a} mem_i·u[i,s] ≤ cap·c[s,a]
+  — a relaxation (memory may split across a class's groups);
+* every group hosts ≥ 1 model: c[s,a] ≤ Σ_{i∈a} u[i,s].
+
+Packing repair: each class's models are placed into its c[s,a] real groups by
+an any-fit rule (empty groups first, then the least loaded per GPU, among
+groups with memory room); if that fails, by an exact small bin-packing MIP.
+If the class's items truly need more than c groups, a valid cut is added —
+c[s,a] ≥ (c+1)·(1 − Σ_{i∈items}(1 − u[i,s])) (any superset of those items
+needs as many groups) — and the problem is re-solved. Cuts never remove a
+real plan, so every round's bound is a valid upper bound and a converged
+result is optimal. After ``MAX_CUT_ROUNDS`` the failing classes fall back to
+capacity cap − max_mem, where any-fit provably succeeds (a group rejecting
+an item is already fuller than cap − max_mem) — feasible, maybe not optimal.
+
+Second phase (documented choice; the max-min objective is indifferent to idle
+GPUs): with t held at its phase-one value, maximise the GPUs used, Σ s·c[s,a],
+so that e.g. 36 GPUs with Ḡ = 12 become three groups of 12. Models are spread
+over a class's groups by load (n per GPU).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import mip
+import numpy as np
+
+from shepherd.core.errors import UserError
+from shepherd.solvers.affinity import affinity
+from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
+
+
+@dataclass(frozen=True)
+class HerdConfig:
+    """Cluster and constraint parameters of HERD (Shepherd §4, Table 2)."""
+
+    gpus: int  # N
+    group_limit: int = 12  # Ḡ (the paper's §7 setting)
+    gpu_memory_mb: float = 16384.0  # mem: V100 16 GB (p3.2xlarge, §7)
+    reserve_mb: float = 4096.0  # set aside for FLEX's batches (§4 "some memory set aside")
+    affinity_k: float = math.inf  # K̄; ∞ = one affinity set (§7)
+
+    @property
+    def capacity_mb(self) -> float:
+        return self.gpu_memory_mb - self.reserve_mb
+
+    def validate(self) -> "HerdConfig":
+        if self.gpus < 1:
+            raise UserError(f"--gpus must be ≥ 1, got {self.gpus}")
+        if self.group_limit < 1:
+            raise UserError(f"--group-limit must be ≥ 1, got {self.group_limit}")
+        if self.capacity_mb <= 0:
+            raise UserError(f"--gpu-memory-mb ({self.gpu_memory_mb:g}) must exceed the reserve ({self.reserve_mb:g})")
+        if not self.affinity_k >= 1:
+            raise UserError(f"--affinity-k must be ≥ 1, got {self.affinity_k:g}")
+        return self
+
+
+@dataclass
+class HerdInstance:
+    """Model-streams to group: demand n_i (GPUs for average load), memory, affinity set."""
+
+    models: list[str]
+    demand: np.ndarray
+    memory_mb: np.ndarray
+    affinity_set: np.ndarray  # int set id per model
+
+
+@dataclass
+class Group:
+    models: list[int]  # indices into the instance's models
+    size: int
+    affinity_set: int
+
+
+@dataclass
+class HerdPlan:
+    groups: list[Group]
+    objective: float  # min bt over model-streams with demand > 0
+    result: SolveResult
+    rounds: int = 1
+    phases: list[dict] = field(default_factory=list)
+
+
+def min_burst_tolerance(inst: HerdInstance, groups: list[Group]) -> float:
+    """min_i size(group of i) / n_i over model-streams with n_i > 0 (∞ if none)."""
+    best = math.inf
+    for g in groups:
+        for i in g.models:
+            if inst.demand[i] > 0:
+                best = min(best, g.size / inst.demand[i])
+    return best
+
+
+def _t_upper(inst: HerdInstance, cfg: HerdConfig) -> float:
+    pos = inst.demand[inst.demand > 0]
+    return cfg.group_limit / float(pos.min()) if pos.size else float(cfg.group_limit)
+
+
+MAX_CUT_ROUNDS = 20
+EXACT_PACK_LIMIT = 40  # items per class up to which the exact packing MIP is tried
+
+Cut = tuple[int, int, tuple[int, ...], int]  # (s, a, items, groups needed)
+
+
+def _build(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig, safe: set[tuple[int, int]], cuts: list[Cut]):
+    model = new_model(solver, mip.MAXIMIZE, "herd")
+    sets = sorted(set(int(a) for a in inst.affinity_set))
+    sizes = range(1, cfg.group_limit + 1)
+    t = model.add_var("t", lb=0.0, ub=_t_upper(inst, cfg))
+    u = {(i, s): model.add_var(f"u_{i}_{s}", var_type=mip.BINARY) for i in range(len(inst.models)) for s in sizes}
+    members = {a: [i for i in range(len(inst.models)) if inst.affinity_set[i] == a] for a in sets}
+    c = {(s, a): model.add_var(f"c_{s}_{a}", var_type=mip.INTEGER, lb=0, ub=min(len(members[a]), cfg.gpus // s))
+         for a in sets for s in sizes}
+    for i in range(len(inst.models)):
+        model += mip.xsum(u[i, s] for s in sizes) == 1
+        if inst.demand[i] > 0:
+            model += float(inst.demand[i]) * t <= mip.xsum(s * u[i, s] for s in sizes)
+    model += mip.xsum(s * c[s, a] for (s, a) in c) <= cfg.gpus
+    for (s, a), cnt in c.items():
+        cap = cfg.capacity_mb
+        if (s, a) in safe:
+            cap -= float(inst.memory_mb[members[a]].max())
+        model += mip.xsum(float(inst.memory_mb[i]) * u[i, s] for i in members[a]) <= cap * cnt
+        model += cnt <= mip.xsum(u[i, s] for i in members[a])
+    for s, a, items, need in cuts:
+        model += c[s, a] >= need * (1 - mip.xsum(1 - u[i, s] for i in items))
+    model.objective = mip.maximize(t)
+    return model, t, u, c, members
+
+
+def _any_fit(inst: HerdInstance, cfg: HerdConfig, s: int, a: int, count: int, items: list[int]) -> list[Group] | None:
+    """Place items (heaviest first) into empty, then least-loaded groups with memory room."""
+    bins = [Group([], s, a) for _ in range(count)]
+    used = np.zeros(count)
+    load = np.zeros(count)
+    for i in sorted(items, key=lambda k: (-inst.demand[k], -inst.memory_mb[k], k)):
+        order = sorted(range(count), key=lambda j: (len(bins[j].models) > 0, load[j], j))
+        for j in order:
+            if used[j] + inst.memory_mb[i] <= cfg.capacity_mb + 1e-6:
+                bins[j].models.append(i)
+                used[j] += inst.memory_mb[i]
+                load[j] += inst.demand[i]
+                break
+        else:
+            return None
+    return [g for g in bins if g.models]
+
+
+def _exact_pack(inst: HerdInstance, cfg: HerdConfig, s: int, a: int, count: int, items: list[int],
+                solver: SolverConfig) -> list[Group] | None | bool:
+    """Exact packing into ``count`` groups: groups, None (proven impossible) or False (unknown)."""
+    if len(items) > EXACT_PACK_LIMIT:
+        return False
+    exact = SolverConfig(solver.name, min(solver.time_limit_s, 10.0), 0.0, solver.threads)
+    model = new_model(exact, mip.MINIMIZE, "pack")
+    x = {(i, j): model.add_var(f"p_{i}_{j}", var_type=mip.BINARY) for i in items for j in range(count)}
+    for i in items:
+        model += mip.xsum(x[i, j] for j in range(count)) == 1
+    for j in range(count):
+        model += mip.xsum(float(inst.memory_mb[i]) * x[i, j] for i in items) <= cfg.capacity_mb
+    model.objective = mip.minimize(mip.xsum(j * x[i, j] for i, j in x))
+    res = solve(model, exact)
+    if res.status == "infeasible":
+        return None
+    if not res.has_solution:
+        return False
+    groups = [Group([i for i in items if res.values[x[i, j].name] > 0.5], s, a) for j in range(count)]
+    return [g for g in groups if g.models]
+
+
+def solve_herd(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig) -> HerdPlan:
+    """Solve HERD with the class formulation + packing repair (see module docstring)."""
+    cfg.validate()
+    _precheck(inst, cfg)
+    safe: set[tuple[int, int]] = set()
+    cuts: list[Cut] = []
+    total = 0.0
+    bound: float | None = None
+    for rounds in range(1, MAX_CUT_ROUNDS + 2 + cfg.group_limit * (1 + int(inst.affinity_set.max(initial=0)))):
+        remaining = SolverConfig(solver.name, max(solver.time_limit_s - total, 1e-3), solver.gap, solver.threads)
+        model, t, u, c, members = _build(inst, cfg, solver, safe, cuts)
+        res1 = solve(model, remaining)
+        total += res1.solve_s
+        if not res1.has_solution:
+            status = res1.status if rounds == 1 or res1.status == "timeout" or not safe else "infeasible"
+            return HerdPlan([], 0.0, _final(res1, None, total, solver, bound, status), rounds)
+        if not safe and res1.bound is not None:
+            bound = res1.bound if bound is None else min(bound, res1.bound)  # cuts are valid: bounds stay valid
+        t_star = res1.objective or 0.0
+        # Phase 2: keep t, use as many GPUs as possible.
+        model += t >= t_star * (1 - 1e-9) - 1e-12
+        model.objective = mip.maximize(mip.xsum(s * v for (s, _), v in c.items()))
+        remaining = SolverConfig(solver.name, max(solver.time_limit_s - total, 1e-3), solver.gap, solver.threads)
+        res2 = solve(model, remaining)
+        total += res2.solve_s
+        res = res2 if res2.has_solution else res1
+        groups: list[Group] = []
+        failed: set[tuple[int, int]] = set()
+        for (s, a), var in sorted(c.items()):
+            count = int(round(res.values.get(var.name, 0.0)))
+            items = [i for i in members[a] if res.values.get(u[i, s].name, 0.0) > 0.5]
+            if not count:
+                continue
+            packed = _any_fit(inst, cfg, s, a, count, items)
+            if packed is None:
+                packed = _exact_pack(inst, cfg, s, a, count, items, solver)
+                if packed is None and rounds <= MAX_CUT_ROUNDS:
+                    cuts.append((s, a, tuple(items), count + 1))
+            if isinstance(packed, list):
+                groups.extend(packed)
+            else:
+                failed.add((s, a))
+        if not failed:
+            objective = min_burst_tolerance(inst, groups)
+            objective = objective if math.isfinite(objective) else t_star
+            phases = [res1.metadata(), res2.metadata()]
+            return HerdPlan(groups, objective, _final(res1, objective, total, solver, bound), rounds, phases)
+        if rounds > MAX_CUT_ROUNDS or any(f not in {(s, a) for s, a, _, _ in cuts} for f in failed):
+            safe |= failed
+    raise UserError("herd: packing repair did not converge (memory too tight for the groups)")
+
+
+def _final(res: SolveResult, objective: float | None, total: float, solver: SolverConfig,
+           bound: float | None = None, status: str | None = None) -> SolveResult:
+    if objective is None:
+        return SolveResult(res.solver, status or res.status, None, bound, None, total)
+    bound = res.bound if bound is None else bound
+    gap = relative_gap(objective, bound)
+    status = "optimal" if gap is not None and gap <= solver.gap + 1e-9 else "feasible"
+    return SolveResult(res.solver, status, objective, bound, gap, total)
+
+
+def _precheck(inst: HerdInstance, cfg: HerdConfig) -> None:
+    """Clear messages for instances that are infeasible on their face."""
+    if len(inst.models) == 0:
+        raise UserError("herd: no model-streams to place (empty trace?)")
+    too_big = [m for m, mb in zip(inst.models, inst.memory_mb) if mb > cfg.capacity_mb]
+    if too_big:
+        raise UserError(
+            f"infeasible: model {too_big[0]} needs {inst.memory_mb[inst.models.index(too_big[0])]:g} MB, more than "
+            f"the {cfg.capacity_mb:g} MB a GPU offers after the reserve (--gpu-memory-mb/--reserve-mb)"
+        )
+
+
+def verify(inst: HerdInstance, cfg: HerdConfig, groups: list[Group]) -> list[str]:
+    """Check constraints (a)–(e); returns the violations (empty when the plan is valid)."""
+    problems: list[str] = []
+    if sum(g.size for g in groups) > cfg.gpus:
+        problems.append("(a) more GPUs than the cluster has")
+    seen: dict[int, int] = {}
+    for j, g in enumerate(groups):
+        if not 1 <= g.size <= cfg.group_limit:
+            problems.append(f"(b) group {j} has {g.size} GPUs")
+        if inst.memory_mb[g.models].sum() > cfg.capacity_mb + 1e-6:
+            problems.append(f"(c) group {j} exceeds GPU memory")
+        for i in g.models:
+            seen[i] = seen.get(i, 0) + 1
+            if inst.affinity_set[i] != g.affinity_set:
+                problems.append(f"(e) model {inst.models[i]} outside its affinity set in group {j}")
+    if sorted(seen) != list(range(len(inst.models))) or any(v != 1 for v in seen.values()):
+        problems.append("(d) not every model-stream is in exactly one group")
+    return problems
+
+
+def pairwise_ok(alpha: np.ndarray, beta: np.ndarray, groups: list[Group], k_bar: float) -> bool:
+    """(e) in its original form: every ordered pair in a group has A ≤ K̄."""
+    for g in groups:
+        for i in g.models:
+            for j in g.models:
+                if i != j and affinity(alpha[i], beta[i], alpha[j], beta[j]) > k_bar * (1 + 1e-12):
+                    return False
+    return True
