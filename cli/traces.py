@@ -1,4 +1,11 @@
-"""``shepherd traces``: generate request traces and describe them."""
+"""``shepherd traces``: real and synthetic request traces, and their statistics.
+
+Commands: ``list`` (named traces, cached datasets), ``fetch`` / ``import``
+(the MAF archives, see :mod:`shepherd.traces.fetch`), ``maf`` (build a trace
+artifact from a named MAF trace, see :mod:`shepherd.traces.registry`),
+``generate`` (synthetic processes) and ``stats`` (rates, CVs, ``--cv``:
+Shepherd Figs. 2/5 data).
+"""
 
 from __future__ import annotations
 
@@ -13,15 +20,22 @@ from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
+from shepherd.traces import fetch as tfetch
+from shepherd.traces import predictability as pred
+from shepherd.traces import registry
 from shepherd.traces import stats as tstats
 from shepherd.traces import synthetic
+from shepherd.traces.resolve import load_trace
 
 app = typer.Typer(
     help=(
-        "Request traces: generate synthetic ones, describe any.\n\n"
+        "Request traces: real MAF workloads (fetch, import, build), synthetic ones, statistics.\n\n"
         "Examples:\n\n"
+        "  shepherd traces list\n\n"
+        "  shepherd traces maf maf-synthetic --duration-min 5 --load 3000 -o trace.parquet\n\n"
+        "  shepherd traces fetch maf2019\n\n"
         "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration 60 -o trace.parquet\n\n"
-        "  shepherd traces stats trace.parquet --window-ms 100 --window-ms 1000"
+        "  shepherd traces stats maf-synthetic --cv -o cv.parquet"
     ),
     no_args_is_help=True,
 )
@@ -97,31 +111,169 @@ def generate(
 
 @app.command()
 def stats(
-    path: Annotated[Path, typer.Argument(help="A trace artifact.")],
+    trace: Annotated[str, typer.Argument(help="A trace artifact, or a named trace (see `shepherd traces list`; default options).")],
     window_ms: Annotated[Optional[List[float]], typer.Option("--window-ms", help="Window size(s) τ for count CVs, ms (repeatable).")] = None,
     top: Annotated[int, typer.Option("--top", help="Show the N busiest streams.")] = 20,
+    cv: Annotated[bool, typer.Option("--cv", help="Predictability analysis: mean CV of window counts vs τ, per stream and per random group (Shepherd Figs. 2, 5).")] = False,
+    group_size: Annotated[Optional[List[int]], typer.Option("--group-size", help="Group sizes for --cv (repeatable; default 1, 10, 100, 1000).")] = None,
+    out: Annotated[Optional[Path], typer.Option("-o", "--out", help="With --cv: write the CV table as a 'predictability' artifact.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random grouping (--cv) and of named traces.")] = 0,
 ) -> None:
-    """Print rate and CV per stream and per window size.
+    """Print rate and CV per stream and per window size; --cv adds CV vs τ per stream and per group.
 
-    Example: shepherd traces stats trace.parquet --window-ms 10 --window-ms 1000
+    Example: shepherd traces stats maf-synthetic --cv --window-ms 100 --window-ms 1000 -o cv.parquet
     """
-    trace = read_artifact(path, "trace").frame
-    if trace.height == 0:
-        raise UserError(f"{path.name}: trace has no requests")
-    windows = window_ms or [10.0, 100.0, 1000.0]
-    if any(w <= 0 for w in windows):
+    if window_ms is not None and any(w <= 0 for w in window_ms):
         raise UserError("--window-ms must be positive")
+    if group_size is not None and any(g < 1 for g in group_size):
+        raise UserError("--group-size must be ≥ 1")
+    if out is not None and not cv:
+        raise UserError("-o/--out writes the --cv table: add --cv")
+    loaded = load_trace(trace, seed=seed)
+    frame, label = loaded.frame, loaded.label
+    if frame.height == 0:
+        raise UserError(f"{label}: trace has no requests")
+    windows = window_ms or [10.0, 100.0, 1000.0]
     windows_us = [max(1, int(round(w * 1000))) for w in windows]
-    per_stream = tstats.stream_stats(trace, windows_us[-1])
+    per_stream = tstats.stream_stats(frame, windows_us[-1])
     shown = per_stream.sort("requests", descending=True).head(top)
-    frame_table(f"{path.name}: busiest {shown.height} of {per_stream.height} streams "
+    frame_table(f"{label}: busiest {shown.height} of {per_stream.height} streams "
                 f"(count CV at τ = {windows[-1]:g} ms)", shown)
-    frame_table(f"{path.name}: count CV by window size τ", tstats.window_stats(trace, windows_us))
-    span_s = tstats.duration_us(trace) / 1e6
-    summary_table("traces stats", {
-        "requests": trace.height,
-        "streams": per_stream.height,
-        "span (s)": span_s,
-        "rate (req/s)": trace.height / span_s,
-        "inter-arrival CV (aggregate)": tstats.interarrival_cv(trace["arrival_us"].to_numpy()),
-    })
+    frame_table(f"{label}: count CV by window size τ", tstats.window_stats(frame, windows_us))
+    span_us = tstats.duration_us(frame)
+    rows = {"trace": label, "requests": frame.height, "streams": per_stream.height, "span (s)": span_us / 1e6,
+            "rate (req/s)": frame.height / (span_us / 1e6),
+            "inter-arrival CV (aggregate)": tstats.interarrival_cv(frame["arrival_us"].to_numpy())}
+    if loaded.synthetic:
+        rows["synthetic"] = "yes — generated data, not a real production trace"
+    if cv:
+        taus = windows_us if window_ms else pred.default_taus_us(span_us)
+        groups = group_size or list(pred.DEFAULT_GROUP_SIZES)
+        table = pred.trace_cv(frame, taus, groups, np.random.default_rng(seed))
+        if table.height == 0:
+            raise UserError(f"{label}: no window size τ gives two whole windows in a {span_us / 1e6:g} s trace")
+        show = table.with_columns((pl.col("tau_us") / 1000).alias("tau_ms")).select(
+            "tau_ms", "group_size", "units", "windows", "cv_mean", "cv_median")
+        note = " [synthetic]" if loaded.synthetic else ""
+        frame_table(f"{label}: mean CV of window counts vs τ per group size (Shepherd Figs. 2, 5){note}", show)
+        if out is not None:
+            config = {"trace": loaded.name, "synthetic": loaded.synthetic, "taus_us": taus, "group_sizes": groups,
+                      "trace_config": loaded.config}
+            write_artifact(table, out, "predictability", make_provenance(config, seed, loaded.inputs))
+            rows["written"] = out
+    summary_table("traces stats", rows)
+
+
+# --------------------------------------------------------------------------- real workloads
+
+@app.command("list")
+def list_traces() -> None:
+    """List the named traces and the state of the local data cache.
+
+    Example: shepherd traces list
+    """
+    reg = tfetch.read_registry()
+    rows = []
+    for name, entry in registry.TRACES.items():
+        if entry.dataset is None:
+            status = "built in (synthetic)"
+        elif entry.dataset in reg and Path(reg[entry.dataset]["path"]).exists():
+            status = f"{reg[entry.dataset]['how']}: {reg[entry.dataset]['path']}"
+        else:
+            status = f"missing — shepherd traces fetch {entry.dataset}"
+        rows.append({"name": name, "what": entry.doc, "data": status})
+    frame_table("named traces (use with --trace NAME)", pl.DataFrame(rows))
+    ds_rows = []
+    for name, ds in tfetch.DATASETS.items():
+        entry = reg.get(name, {})
+        ds_rows.append({"dataset": name, "title": ds.title, "checksum": entry.get("checksum", "—"),
+                        "path": entry.get("path", "—"), "url": ds.url})
+    frame_table(f"datasets (cache: {tfetch.data_root()})", pl.DataFrame(ds_rows))
+
+
+@app.command("fetch")
+def fetch_cmd(
+    name: Annotated[str, typer.Argument(help="maf2019 | maf2021")],
+    url: Annotated[Optional[str], typer.Option("--url", help="Download from this mirror instead of the official URL.")] = None,
+    sha256: Annotated[Optional[str], typer.Option("--sha256", help="Expected SHA-256 of the archive (pins/overrides the known one).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Download again even if the data is present.")] = False,
+) -> None:
+    """Download a public MAF archive into $SHEPHERD_DATA (default ~/.cache/shepherd), verify, extract, register.
+
+    An interrupted download resumes when the command is run again; a checksum mismatch deletes the file.
+    Example: shepherd traces fetch maf2019
+    """
+    ds = tfetch.dataset(name)
+    with progress() as bar:
+        task = bar.add_task(f"downloading {ds.archive}", total=None)
+        result = tfetch.fetch(name, url=url, sha256=sha256, force=force,
+                              on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+    summary_table("traces fetch", {"dataset": name, "path": result.path, "sha256": result.sha256 or "—",
+                                   "checksum": result.checksum, "bytes": result.bytes})
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="A directory or file of MAF data, or a downloaded archive.")],
+    as_name: Annotated[Optional[str], typer.Option("--as", help="maf2019 | maf2021 (default: recognised from the files).")] = None,
+    sha256: Annotated[Optional[str], typer.Option("--sha256", help="Check an archive against this SHA-256 first.")] = None,
+) -> None:
+    """Register a local copy of MAF 2019 / 2021 (a directory or file in place; an archive is extracted into the cache).
+
+    Example: shepherd traces import ~/Downloads/azurefunctions-dataset2019/
+    """
+    if as_name is not None:
+        tfetch.dataset(as_name)
+    name, where = tfetch.import_path(path, as_name, sha256)
+    summary_table("traces import", {"dataset": name, "path": where, "cache": tfetch.data_root()})
+
+
+@app.command("maf")
+def maf_cmd(
+    name: Annotated[str, typer.Argument(help="maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic | maf-synthetic-bursty")],
+    day: Annotated[int, typer.Option("--day", help="Day of the trace (MAF 2019: 1–14).")] = 1,
+    start_minute: Annotated[Optional[int], typer.Option("--start-minute", help="First minute of the day, 1–1440 (default: first in the file).")] = None,
+    duration_min: Annotated[int, typer.Option("--duration-min", help="Window length, minutes.")] = 5,
+    streams: Annotated[Optional[int], typer.Option("--streams", help="Keep the N busiest functions (default: every active one).")] = None,
+    sample: Annotated[Optional[int], typer.Option("--sample", help="Keep a uniform random sample of N functions.")] = None,
+    load: Annotated[Optional[float], typer.Option("--load", help="Rescale to this aggregate rate, req/s (thinning / superposition; MAF 2021: --upscale).")] = None,
+    slo_ms: Annotated[float, typer.Option("--slo-ms", help="SLO of every stream, ms (Shepherd §7: 250).")] = 250.0,
+    models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated models, assigned round-robin (default: Shepherd Table 4's 17).")] = None,
+    process: Annotated[Optional[str], typer.Option("--process", help="stable (Poisson per minute) | bursty (MMPP per minute); default from the name.")] = None,
+    mmpp_ratio: Annotated[float, typer.Option("--mmpp-ratio", help="Bursty: high/low MMPP rate ratio.")] = 10.0,
+    mmpp_dwell_low: Annotated[float, typer.Option("--mmpp-dwell-low", help="Bursty: mean low-state sojourn, s.")] = 1.0,
+    mmpp_dwell_high: Annotated[float, typer.Option("--mmpp-dwell-high", help="Bursty: mean high-state sojourn, s.")] = 0.1,
+    functions: Annotated[int, typer.Option("--functions", help="maf-synthetic: number of functions.")] = 1000,
+    synthetic_rate: Annotated[float, typer.Option("--synthetic-rate", help="maf-synthetic: native mean rate over the day, req/s.")] = 3000.0,
+    upscale: Annotated[str, typer.Option("--upscale", help="MAF 2021 with --load: compress (time compression) | superpose.")] = "compress",
+    path: Annotated[Optional[Path], typer.Option("--path", help="Read this MAF file/directory instead of the cache.")] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the trace artifact.")] = Path("trace.parquet"),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the one random generator.")] = 0,
+) -> None:
+    """Build a trace artifact from a named MAF workload (functions → streams → models round-robin).
+
+    Example: shepherd traces maf maf2019-bursty --day 3 --start-minute 600 --duration-min 10 --load 20000 -o trace.parquet
+    """
+    entry = registry.lookup(name)
+    if entry is None:
+        raise UserError(f"unknown trace '{name}' (known: {', '.join(registry.TRACES)})")
+    model_list = _models(models, None) if models else None
+    with progress() as bar:
+        bar.add_task(f"building {name}", total=None)
+        loaded = load_trace(name, day=day, start_minute=start_minute, duration_min=duration_min, streams=streams,
+                            sample=sample, load=load, slo_ms=slo_ms, models=model_list, process=process,
+                            mmpp_ratio=mmpp_ratio, mmpp_dwell_low=mmpp_dwell_low, mmpp_dwell_high=mmpp_dwell_high,
+                            functions=functions, synthetic_rate=synthetic_rate, upscale=upscale, path=path, seed=seed)
+    frame = loaded.frame
+    write_artifact(frame, out, "trace", make_provenance(loaded.config, seed, loaded.inputs))
+    span_s = tstats.duration_us(frame) / 1e6
+    rows = {"trace": loaded.label, "requests": frame.height,
+            "streams": frame["stream"].n_unique() if frame.height else 0,
+            "models": frame["model"].n_unique() if frame.height else 0,
+            "native rate (req/s)": loaded.config.get("native_rate_rps"),
+            "load factor": loaded.config.get("load_factor"),
+            "rate (req/s)": frame.height / (duration_min * 60.0), "span (s)": span_s}
+    if loaded.synthetic:
+        rows["synthetic"] = "yes — generated data, not the real MAF trace"
+    rows["written"] = out
+    summary_table("traces maf", rows)

@@ -225,6 +225,20 @@ register_schema(ArtifactSchema(
     ),
 ))
 
+register_schema(ArtifactSchema(
+    kind="predictability",
+    doc="CV of per-window request counts vs window size τ, per stream (group_size 1, Shepherd Fig. 2) "
+        "and per random group of streams (Fig. 5); see traces/predictability.py.",
+    required=(
+        Column("tau_us", pl.Int64, "window size τ, µs"),
+        Column("group_size", pl.Int32, "streams per group (1 = per stream)"),
+        Column("units", pl.Int32, "streams or groups averaged (those with requests)"),
+        Column("windows", pl.Int64, "whole windows of size τ in the span"),
+        Column("cv_mean", pl.Float64, "mean CV (std/mean of window counts) over streams or groups"),
+        Column("cv_median", pl.Float64, "median CV over streams or groups"),
+    ),
+))
+
 
 # --------------------------------------------------------------------------- validation
 

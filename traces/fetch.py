@@ -241,6 +241,18 @@ def _extract_rar(archive: Path, into: Path) -> None:
                     f"extract it yourself and run `shepherd traces import <the .txt file>`")
 
 
+def validate(name: str, where: Path) -> None:
+    """Check the header of every data file of ``name`` at ``where`` (a file or directory)."""
+    from shepherd.traces import maf2019, maf2021  # local: keep this module light
+
+    if name == "maf2019":
+        files = [where] if where.is_file() else _find_marker(where, DATASETS["maf2019"].marker)
+        for f in files:
+            maf2019.read_header(f)
+    else:
+        maf2021.check_header(where if where.is_file() else where / maf2021.FILE)
+
+
 def _find_marker(root: Path, pattern: str) -> list[Path]:
     return sorted(p for p in root.rglob(pattern) if p.is_file())
 
@@ -255,6 +267,7 @@ def install_archive(ds: Dataset, archive: Path) -> Path:
         found = _find_marker(tmp, ds.marker)
         if not found:
             raise UserError(f"{archive.name} holds no {ds.marker}: not a {ds.name} archive")
+        validate(ds.name, found[0].parent)
         final = root / ds.name
         if final.exists():
             shutil.rmtree(final)
@@ -309,12 +322,14 @@ def import_path(path: Path, name: str | None = None, sha256: str | None = None) 
         for ds in candidates:
             if _find_marker(path, ds.marker):
                 target = _find_marker(path, ds.marker)[0].parent
+                validate(ds.name, target)
                 register(ds.name, target, "imported")
                 return ds.name, target
         raise UserError(f"{path} holds no MAF data files "
                         f"({' or '.join(d.marker for d in candidates)})")
     for ds in candidates:
         if path.match(ds.marker):
+            validate(ds.name, path.parent)
             register(ds.name, path.parent, "imported")
             return ds.name, path.parent
     if tarfile.is_tarfile(path) or zipfile.is_zipfile(path) or path.suffix.lower() == ".rar":
@@ -326,6 +341,7 @@ def import_path(path: Path, name: str | None = None, sha256: str | None = None) 
         register(ds.name, target, "imported", sha256=digest, archive=str(path.resolve()))
         return ds.name, target
     if name:  # a single data file under another name, e.g. a subset of one day
+        validate(name, path)
         register(name, path, "imported")
         return name, path
     raise UserError(f"cannot tell which dataset {path.name} is: give --as maf2019|maf2021")
