@@ -15,6 +15,7 @@ import typer
 
 from shepherd import __version__
 from shepherd.cli import profile as profile_cmd
+from shepherd.cli import reproduce as reproduce_cmd
 from shepherd.cli import traces as traces_cmd
 from shepherd.core.errors import UserError
 
@@ -45,6 +46,8 @@ def _root(
 
 app.add_typer(profile_cmd.app, name="profile")
 app.add_typer(traces_cmd.app, name="traces")
+app.command("reproduce")(reproduce_cmd.reproduce)
+app.command("report")(reproduce_cmd.report_cmd)
 
 
 def _one_line(message: str) -> str:

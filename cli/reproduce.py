@@ -1,0 +1,93 @@
+"""``shepherd reproduce`` and ``shepherd report``: paper figures, end to end."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import polars as pl
+import typer
+
+from shepherd.cli.common import console, frame_table, progress, summary_table
+from shepherd.core.artifacts import make_provenance, write_artifact
+from shepherd.core.errors import UserError
+from shepherd.experiments import registry, runner
+from shepherd.experiments.base import Scale
+from shepherd.experiments.report import build_report
+
+RESULTS = Path("results")
+
+
+def reproduce(
+    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Shrink durations and scale (minutes, not hours).")] = False,
+    seeds: Annotated[Optional[int], typer.Option("--seeds", help="Seeds per cell (default 3, or 1 with --quick).")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Parallel local processes (default: all cores).")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
+    address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (default: start a local Ray).")] = None,
+    results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
+    list_: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Write figures and REPORT.md at the end.")] = True,
+) -> None:
+    """Run every cell of the named experiments (skipping finished ones), then report.
+
+    Example: shepherd reproduce shepherd --quick
+    """
+    if list_:
+        rows = [{"experiment": e.name, "paper": e.paper, "what": e.title}
+                for e in registry.all_experiments().values()]
+        frame_table("experiments", pl.DataFrame(rows, schema={"experiment": pl.String, "paper": pl.String, "what": pl.String}))
+        return
+    if not experiments:
+        raise UserError("name an experiment or a paper (see `shepherd reproduce --list`)")
+    if seeds is not None and seeds < 1:
+        raise UserError(f"--seeds must be ≥ 1, got {seeds}")
+    if jobs is not None and jobs < 1:
+        raise UserError(f"--jobs must be ≥ 1, got {jobs}")
+    chosen = registry.resolve(experiments)
+    runner.check_writable(results)
+    scale = Scale.default(quick, seeds)
+    totals = {"cells": 0, "skipped": 0, "ran": 0}
+    with progress() as bar:
+        for exp in chosen:
+            cells = exp.cells(scale)
+            task = bar.add_task(exp.name, total=len(cells))
+            bar.advance(task, len(cells) - len(runner.pending(cells, results)))
+            stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
+                                     address=address, on_done=lambda _c, t=task: bar.advance(t))
+            frame = runner.collect(cells, results)
+            synthetic = bool(frame.height and "synthetic" in frame.columns and frame["synthetic"].any())
+            write_artifact(frame, runner.results_path(results, exp.name), "results",
+                           make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
+                                           seed=None),
+                           extra={"synthetic": synthetic})
+            totals["cells"] += stats.total
+            totals["skipped"] += stats.skipped
+            totals["ran"] += stats.ran
+    rows = {"experiments": ", ".join(e.name for e in chosen), **totals, "results": results}
+    if report:
+        path, _ = build_report(chosen, results)
+        rows["report"] = path
+    summary_table("reproduce", rows)
+
+
+def report_cmd(
+    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or papers (default: all with results).")] = None,
+    results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
+) -> None:
+    """Draw figures (PNG + PDF) into results/figures/ and write results/REPORT.md.
+
+    Example: shepherd report shepherd
+    """
+    chosen = registry.resolve(experiments) if experiments else list(registry.all_experiments().values())
+    path, sections = build_report(chosen, results)
+    if path is None:
+        raise UserError(f"no results under {results} for {', '.join(e.name for e in chosen) or 'any experiment'}; "
+                        "run `shepherd reproduce …` first")
+    figures = sum(len([f for f in s.figures if f.suffix == '.png']) for s in sections)
+    claims = [c for s in sections for c in s.claims]
+    summary_table("report", {"sections": len(sections), "figures": figures,
+                             "claims holding": f"{sum(c.holds for c in claims)} / {len(claims)}",
+                             "written": path})
+    console.print()

@@ -1,0 +1,118 @@
+"""What an experiment is: a grid of cells, a cell function, and a report.
+
+An experiment reproduces one paper figure or table (DESIGN.md "Experiments and
+report"). It is data plus two functions:
+
+* :meth:`Experiment.cells` — the grid at a given :class:`Scale` (policies ×
+  loads × SLOs × seeds …). Each :class:`Cell` is a JSON-able parameter dict.
+* :meth:`Experiment.run_cell` — runs one cell (profile → plan → simulate …) and
+  returns a small polars frame of results. It must be a pure function of the
+  cell's parameters (seed included), so a cell's result can be cached under the
+  content hash of its parameters and recomputed anywhere (a local process or a
+  Ray worker) with identical output.
+* :meth:`Experiment.report` — draws the figure from all cells' results and
+  states the paper's headline numbers next to ours.
+
+Experiments register by name in :mod:`shepherd.experiments.registry`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+#: Bump when the meaning of cached cell results changes (invalidates caches).
+CELL_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big to run: ``quick`` shrinks durations/sizes; ``seeds`` per cell."""
+
+    quick: bool = False
+    seeds: int = 3
+
+    @classmethod
+    def default(cls, quick: bool, seeds: int | None) -> "Scale":
+        return cls(quick=quick, seeds=seeds if seeds is not None else (1 if quick else 3))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of an experiment's grid."""
+
+    experiment: str
+    params: Mapping[str, Any]
+
+    def key(self) -> str:
+        """Content hash of the cell's configuration (STYLE.md pattern 3)."""
+        blob = json.dumps(
+            {"experiment": self.experiment, "params": dict(self.params), "format": CELL_FORMAT},
+            sort_keys=True, separators=(",", ":"), default=str,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+    def path(self, results_dir: Path) -> Path:
+        return results_dir / "cells" / self.experiment / f"{self.key()}.parquet"
+
+
+@dataclass
+class Claim:
+    """A qualitative claim of the paper checked on our numbers."""
+
+    text: str
+    holds: bool
+    detail: str = ""
+
+
+@dataclass
+class Headline:
+    """A number the paper reports and ours, with a 95 % half-width."""
+
+    what: str
+    paper: float | None
+    ours: float
+    half_width: float = 0.0
+    unit: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.paper in (None, 0):
+            return None
+        return self.ours / self.paper  # type: ignore[operator]
+
+
+@dataclass
+class Section:
+    """What an experiment contributes to REPORT.md."""
+
+    title: str
+    figures: list[Path] = field(default_factory=list)
+    headlines: list[Headline] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Experiment:
+    """Base class: subclasses set the attributes and implement the three methods."""
+
+    name: str = ""
+    paper: str = ""
+    title: str = ""
+
+    def cells(self, scale: Scale) -> list[Cell]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run_cell(self, params: Mapping[str, Any]) -> pl.DataFrame:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def cell(self, **params: Any) -> Cell:
+        return Cell(self.name, params)

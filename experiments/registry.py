@@ -1,0 +1,64 @@
+"""Experiments by name: one module per paper figure, one line each here.
+
+``EXPERIMENT_MODULES`` lists the modules that define experiments; importing
+one registers its experiments through :func:`register`. Names of papers act
+as groups: ``shepherd reproduce shepherd`` runs every experiment whose
+``paper`` is ``shepherd``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from shepherd.core.errors import UserError
+from shepherd.experiments.base import Experiment
+
+EXPERIMENT_MODULES: tuple[str, ...] = ()
+
+_REGISTRY: dict[str, Experiment] = {}
+_loaded = False
+
+
+def register(experiment: Experiment) -> Experiment:
+    if not experiment.name:
+        raise ValueError("an experiment needs a name")
+    _REGISTRY[experiment.name] = experiment
+    return experiment
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for module in EXPERIMENT_MODULES:
+            importlib.import_module(module)
+        _loaded = True
+
+
+def all_experiments() -> dict[str, Experiment]:
+    _load()
+    return dict(_REGISTRY)
+
+
+def get(name: str) -> Experiment:
+    experiments = all_experiments()
+    try:
+        return experiments[name]
+    except KeyError:
+        raise UserError(f"unknown experiment '{name}' (see `shepherd reproduce --list`)") from None
+
+
+def resolve(names: list[str]) -> list[Experiment]:
+    """Experiment names or paper names → experiments, in registry order, without repeats."""
+    experiments = all_experiments()
+    chosen: dict[str, Experiment] = {}
+    for name in names:
+        if name in experiments:
+            chosen[name] = experiments[name]
+            continue
+        group = [e for e in experiments.values() if e.paper == name]
+        if not group:
+            known = sorted(set(experiments) | {e.paper for e in experiments.values()})
+            raise UserError(f"unknown experiment '{name}' (known: {', '.join(known) or 'none'})")
+        for exp in group:
+            chosen[exp.name] = exp
+    return list(chosen.values())
