@@ -164,6 +164,8 @@ register_schema(ArtifactSchema(
         Column("hardware", pl.String, "GPU type of a worker row"),
         Column("batch", pl.Int32, "fixed batch size (per-stream planners such as Nexus)"),
         Column("count", pl.Int32, "number of workers (pooled planners)"),
+        Column("epoch", pl.Int32, "planning epoch of the row (per-epoch planners such as Nexus)"),
+        Column("share", pl.Float64, "fraction of a stream's requests routed to this group (Nexus)"),
     ),
 ))
 
