@@ -1,0 +1,124 @@
+"""Workers and serving groups.
+
+A *serving group* (Shepherd §3.2, Herd §4) is a disjoint set of workers with
+its own scheduler instance and the streams routed to it. Without a plan all
+workers form one group serving every stream. A plan artifact (``core.artifacts``
+kind ``plan``) lists per group its ``worker`` rows (``name`` = worker id,
+optional ``hardware``), its ``stream`` rows and/or its ``model`` rows; requests
+are routed by stream when the plan has stream rows, else by model.
+
+Every worker is its own node (``node = worker index``) unless a later planner
+says otherwise; the column exists for PPipe's link reservations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from shepherd.core.errors import UserError
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One accelerator: global id, serving group, hardware type, node."""
+
+    id: int
+    group: int
+    hardware: str
+    node: int
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Workers plus how streams/models map to groups (``None``: one group gets all)."""
+
+    workers: tuple[Worker, ...]
+    groups: tuple[int, ...]
+    stream_group: dict[int, int] | None = None
+    model_group: dict[str, int] | None = None
+    group_names: dict[int, int] = field(default_factory=dict)
+
+    def group_workers(self, group: int) -> list[int]:
+        return [w.id for w in self.workers if w.group == group]
+
+    def route(self, streams: np.ndarray, models: list[str], model_idx: np.ndarray) -> np.ndarray:
+        """Group index (position in ``groups``) of every request."""
+        pos = {g: i for i, g in enumerate(self.groups)}
+        if self.stream_group is not None:
+            uniq = np.unique(streams)
+            missing = [int(s) for s in uniq if int(s) not in self.stream_group]
+            if missing:
+                raise UserError(f"plan assigns no group to stream {missing[0]} "
+                                f"({len(missing)} stream(s) of the trace are in no group)")
+            lut = {int(s): pos[self.stream_group[int(s)]] for s in uniq}
+            keys = np.array(sorted(lut), dtype=np.int64)
+            vals = np.array([lut[k] for k in keys], dtype=np.int32)
+            return vals[np.searchsorted(keys, streams)]
+        if self.model_group is not None:
+            missing = [m for m in models if m not in self.model_group]
+            if missing:
+                raise UserError(f"plan assigns no group to model '{missing[0]}'")
+            per_model = np.array([pos[self.model_group[m]] for m in models], dtype=np.int32)
+            return per_model[model_idx]
+        return np.zeros(len(streams), dtype=np.int32)
+
+
+def uniform_cluster(gpus: int, hardware: str) -> Cluster:
+    """``gpus`` identical workers in one serving group 0."""
+    if gpus < 1:
+        raise UserError(f"--gpus must be ≥ 1, got {gpus}")
+    workers = tuple(Worker(i, 0, hardware, i, str(i)) for i in range(gpus))
+    return Cluster(workers, (0,))
+
+
+def cluster_from_plan(plan: pl.DataFrame, default_hardware: str | None) -> Cluster:
+    """Build the cluster of a plan artifact frame (see module docstring)."""
+    roles = set(plan["role"].unique().to_list())
+    unknown = roles - {"stream", "model", "worker"}
+    if unknown:
+        raise UserError(f"plan has unknown role '{sorted(unknown)[0]}' (expected stream, model, worker)")
+    worker_rows = plan.filter(pl.col("role") == "worker")
+    if worker_rows.height == 0:
+        raise UserError("plan has no worker rows: every group needs at least one worker")
+    groups = sorted(set(plan["group"].to_list()))
+    has_hw = "hardware" in plan.columns
+    workers = []
+    seen: set[str] = set()
+    for row in worker_rows.iter_rows(named=True):
+        name = str(row["name"])
+        if name in seen:
+            raise UserError(f"plan lists worker '{name}' twice")
+        seen.add(name)
+        hw = row["hardware"] if has_hw and row["hardware"] is not None else default_hardware
+        if hw is None:
+            raise UserError(f"plan worker '{name}' has no hardware and none can be inferred")
+        workers.append(Worker(len(workers), int(row["group"]), str(hw), len(workers), name))
+    empty = [g for g in groups if not any(w.group == g for w in workers)]
+    if empty:
+        raise UserError(f"plan group {empty[0]} has no workers")
+    stream_group = model_group = None
+    stream_rows = plan.filter(pl.col("role") == "stream")
+    if stream_rows.height:
+        stream_group = {}
+        for g, name in stream_rows.select("group", "name").iter_rows():
+            try:
+                s = int(name)
+            except ValueError:
+                raise UserError(f"plan stream name '{name}' is not an integer stream id") from None
+            if s in stream_group and stream_group[s] != g:
+                raise UserError(f"plan assigns stream {s} to two groups")
+            stream_group[s] = int(g)
+    model_rows = plan.filter(pl.col("role") == "model")
+    if model_rows.height and stream_group is None:
+        model_group = {}
+        for g, name in model_rows.select("group", "name").iter_rows():
+            if name in model_group and model_group[name] != g:
+                raise UserError(f"plan assigns model '{name}' to two groups")
+            model_group[str(name)] = int(g)
+    if stream_group is None and model_group is None and len(groups) > 1:
+        raise UserError("plan has several groups but no stream or model rows to route requests")
+    return Cluster(tuple(workers), tuple(groups), stream_group, model_group)

@@ -1,0 +1,309 @@
+"""The discrete-event loop and the actions policies call.
+
+Requests are integer indices into the trace's numpy columns; no per-request
+Python object outlives its stay in a policy queue. Arrivals are streamed per
+serving group in chunks of :data:`CHUNK` (converted to Python lists once), and
+a policy consumes a whole run of arrivals in its own tight loop
+(:meth:`Policy.on_arrivals`) up to ``engine.until`` — the time of the next
+queued event — so the heap is touched once per run of arrivals, not once per
+request. Outcomes go straight into preallocated numpy arrays, one vectorised
+write per batch; batch records go into compact ``array('q')`` columns.
+
+Actions (called by policies): :meth:`Engine.start_batch`, :meth:`Engine.preempt`,
+:meth:`Engine.drop`, :meth:`Engine.set_timer`. Events: arrival, completion,
+timer (tie order in :mod:`.events`). The loop never looks inside a policy, so a
+new policy (Symphony's timers, PPipe's pipelines, Accordion's malleable
+allocations) is a new module, not a change here.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from array import array
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from shepherd.core.engine.cluster import Cluster
+from shepherd.core.engine.events import ARRIVAL, COMPLETION, NEVER, TIMER, EventQueue
+from shepherd.core.engine.overhead import OverheadConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from shepherd.core.policies.base import Policy
+
+CHUNK = 1 << 15
+
+PENDING, SERVED, LATE, DROPPED = 0, 1, 2, 3
+OUTCOMES = ("pending", "served", "late", "dropped")
+
+
+class Feed:
+    """The arrivals of one serving group, streamed in chunks of Python lists."""
+
+    __slots__ = ("ids", "arrival", "deadline", "model", "stream", "next", "n",
+                 "t", "d", "m", "s", "r", "pos", "hi")
+
+    def __init__(self, ids: np.ndarray | None, arrival: np.ndarray, deadline: np.ndarray,
+                 model: np.ndarray, stream: np.ndarray) -> None:
+        self.ids = ids  # global request ids of this group, or None for "all requests"
+        self.arrival, self.deadline, self.model, self.stream = arrival, deadline, model, stream
+        self.n = len(arrival) if ids is None else len(ids)
+        self.next = 0
+        self.t: list[int] = []
+        self.d: list[int] = []
+        self.m: list[int] = []
+        self.s: list[int] = []
+        self.r: list[int] = []
+        self.pos = self.hi = 0
+
+    def refill(self) -> bool:
+        """Load the next chunk; False when the group has no arrivals left."""
+        a = self.next
+        if a >= self.n:
+            return False
+        b = min(a + CHUNK, self.n)
+        if self.ids is None:
+            sl = slice(a, b)
+            self.r = list(range(a, b))
+        else:
+            sl = self.ids[a:b]
+            self.r = sl.tolist()
+        self.t = self.arrival[sl].tolist()
+        self.d = self.deadline[sl].tolist()
+        self.m = self.model[sl].tolist()
+        self.s = self.stream[sl].tolist()
+        self.pos, self.hi, self.next = 0, b - a, b
+        return True
+
+
+@dataclass
+class GroupContext:
+    """What a policy instance sees of its serving group."""
+
+    engine: "Engine"
+    group: int  # index into engine groups
+    group_id: int  # the plan's group label
+    workers: list[int]  # global worker ids
+    hardware: list[int]  # hardware index of each worker (aligned with ``workers``)
+    lat: list[list[list[int]]]  # lat[hardware][model][batch] in µs, batch 0…max_batch
+    models: list[str]
+    exit_points: list[int]  # per model (Shepherd Table 4); 0 where unknown
+    max_batch: int
+    rng: np.random.Generator
+    request_ids: np.ndarray | None  # this group's global request ids (None: all)
+
+    def arrivals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(arrival_us, deadline_us, model, stream) of this group's requests, numpy."""
+        e, ids = self.engine, self.request_ids
+        if ids is None:
+            return e.arrival, e.deadline, e.model, e.stream
+        return e.arrival[ids], e.deadline[ids], e.model[ids], e.stream[ids]
+
+
+class Engine:
+    """Clock, event queue, worker state, outcome arrays and the loop."""
+
+    def __init__(self, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
+                 stream: np.ndarray, group_of: np.ndarray | None, cluster: Cluster,
+                 hardware_of_worker: list[int], lat: list[list[list[int]]],
+                 overhead: OverheadConfig) -> None:
+        n = len(arrival)
+        self.arrival, self.deadline, self.model, self.stream = arrival, deadline, model, stream
+        self.cluster = cluster
+        self.lat = lat
+        # per-request outcomes
+        self.r_start = np.full(n, -1, np.int64)
+        self.r_finish = np.full(n, -1, np.int64)
+        self.r_worker = np.full(n, -1, np.int32)
+        self.r_batch = np.full(n, -1, np.int64)
+        self.r_outcome = np.zeros(n, np.int8)
+        self.r_preempt = np.zeros(n, np.int16)
+        # workers
+        nw = len(cluster.workers)
+        gpos = {g: i for i, g in enumerate(cluster.groups)}
+        self.w_group = [gpos[w.group] for w in cluster.workers]
+        self.w_hw = list(hardware_of_worker)
+        self.w_batch = [-1] * nw
+        self.w_start = [0] * nw
+        self.w_end = [0] * nw
+        self.w_free = [0] * nw
+        self.w_model = [-1] * nw
+        self.w_reqs: list[list[int] | None] = [None] * nw
+        self.w_busy = [0] * nw
+        self.w_waste = [0] * nw
+        # batches
+        self.b_worker, self.b_model, self.b_size = array("q"), array("q"), array("q")
+        self.b_start, self.b_end, self.b_pre = array("q"), array("q"), array("q")
+        # scheduler overhead, one scheduler per group
+        overhead.validate()
+        self.overhead = overhead
+        self.emulate = overhead.mode == "emulation"
+        self.per_request_us = overhead.per_request_us if overhead.mode == "model" else 0.0
+        ng = len(cluster.groups)
+        sizes = [sum(1 for g in self.w_group if g == i) for i in range(ng)]
+        self.decision_us = [overhead.decision_us(s) for s in sizes]
+        self.sched_free = [0] * ng
+        self.sched_busy = [0] * ng
+        self._t0 = 0
+        # feeds
+        if group_of is None or ng == 1:
+            self.group_ids: list[np.ndarray | None] = [None]
+        else:
+            order = np.argsort(group_of, kind="stable")
+            counts = np.bincount(group_of, minlength=ng)
+            self.group_ids = list(np.split(order.astype(np.int64), np.cumsum(counts)[:-1]))
+        self.feeds = [Feed(ids, arrival, deadline, model, stream) for ids in self.group_ids]
+        self.events = EventQueue()
+        self.until = NEVER
+        self.now = 0
+        self.policies: list["Policy"] = []
+        self.policy_of: list["Policy"] = []
+
+    # ------------------------------------------------------------------ actions
+
+    def start_batch(self, worker: int, model: int, rids: list[int], now: int) -> int:
+        """Run ``rids`` (all of ``model``) on an idle ``worker``; returns the end time.
+
+        The batch starts once the group's scheduler has made the decision
+        (overhead model) and the worker has reached its free time (a preempted
+        batch stops at its next exit point).
+        """
+        if self.w_batch[worker] >= 0:
+            raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
+        g = self.w_group[worker]
+        if self.emulate:
+            cost = (_time.perf_counter_ns() - self._t0) // 1000
+        else:
+            cost = self.decision_us[g]
+            if self.per_request_us:
+                cost += int(round(self.per_request_us * len(rids)))
+        disp = self.sched_free[g]
+        if disp < now:
+            disp = now
+        disp += cost
+        self.sched_free[g] = disp
+        self.sched_busy[g] += cost
+        start = self.w_free[worker]
+        if start < disp:
+            start = disp
+        end = start + self.lat[self.w_hw[worker]][model][len(rids)]
+        bid = len(self.b_worker)
+        self.b_worker.append(worker)
+        self.b_model.append(model)
+        self.b_size.append(len(rids))
+        self.b_start.append(start)
+        self.b_end.append(end)
+        self.b_pre.append(0)
+        self.w_batch[worker] = bid
+        self.w_start[worker] = start
+        self.w_end[worker] = end
+        self.w_model[worker] = model
+        self.w_reqs[worker] = rids
+        self.events.push(end, COMPLETION, worker, bid)
+        if end < self.until:
+            self.until = end
+        return end
+
+    def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
+        """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
+
+        Returns (stop time, the batch's request ids). The time the batch ran is
+        recorded as waste; the worker is free again at the stop time.
+        """
+        bid = self.w_batch[worker]
+        if bid < 0:
+            raise RuntimeError(f"worker {worker} has no batch to preempt")
+        start = self.w_start[worker]
+        stop = start if start >= now else min(now + delay_us, self.w_end[worker])
+        self.b_end[bid] = stop
+        self.b_pre[bid] = 1
+        self.w_waste[worker] += stop - start
+        rids = self.w_reqs[worker]
+        assert rids is not None
+        self.r_preempt[np.array(rids, dtype=np.int64)] += 1
+        self.w_batch[worker] = -1
+        self.w_reqs[worker] = None
+        self.w_free[worker] = stop
+        return stop, rids
+
+    def drop(self, rids: list[int], now: int) -> None:
+        """Give up on ``rids`` (they will never be served)."""
+        if rids:
+            self.r_outcome[np.array(rids, dtype=np.int64)] = DROPPED
+
+    def set_timer(self, group: int, at: int, payload: object = None) -> None:
+        """Wake ``group``'s policy at ``at`` with ``payload`` (``on_timer``)."""
+        self.events.push(at, TIMER, group, payload)
+        if at < self.until:
+            self.until = at
+
+    def busy(self, worker: int) -> bool:
+        return self.w_batch[worker] >= 0
+
+    # ------------------------------------------------------------------ loop
+
+    def _complete(self, worker: int, now: int) -> None:
+        rids = self.w_reqs[worker]
+        start = self.w_start[worker]
+        idx = np.array(rids, dtype=np.int64)
+        self.r_start[idx] = start
+        self.r_finish[idx] = now
+        self.r_worker[idx] = worker
+        self.r_batch[idx] = self.w_batch[worker]
+        self.r_outcome[idx] = LATE - (self.deadline[idx] >= now)
+        self.w_busy[worker] += now - start
+        self.w_batch[worker] = -1
+        self.w_reqs[worker] = None
+        self.w_free[worker] = now
+
+    def _arrivals(self, g: int) -> None:
+        feed, pol, events = self.feeds[g], self.policies[g], self.events
+        while True:
+            self.until = events.arrival_horizon()
+            if feed.t[feed.pos] >= self.until:
+                break
+            if self.emulate:
+                self._t0 = _time.perf_counter_ns()
+            feed.pos = pol.on_arrivals(feed.t, feed.d, feed.m, feed.s, feed.r, feed.pos, feed.hi)
+            if feed.pos < feed.hi:
+                break
+            if not feed.refill():
+                return
+            if self.progress is not None:
+                self.progress(feed.t[0])
+        events.push(feed.t[feed.pos], ARRIVAL, g)
+
+    progress: Callable[[int], None] | None = None
+
+    def run(self, progress: Callable[[int], None] | None = None) -> None:
+        """Run until no event is left; requests never served end as dropped."""
+        self.progress = progress
+        events = self.events
+        for p in self.policies:
+            p.on_start(0)
+        for g, feed in enumerate(self.feeds):
+            if feed.refill():
+                events.push(feed.t[0], ARRIVAL, g)
+        pop = events.pop
+        heap = events.heap
+        emulate = self.emulate
+        while heap:
+            t, prio, _, who, arg = pop()
+            self.now = t
+            if prio == ARRIVAL:
+                self._arrivals(who)
+                continue
+            self.until = events.arrival_horizon()
+            if emulate:
+                self._t0 = _time.perf_counter_ns()
+            if prio == COMPLETION:
+                if self.w_batch[who] != arg:
+                    continue  # a preempted batch's stale completion
+                self._complete(who, t)
+                self.policy_of[who].on_completion(t, who)
+            else:
+                self.policies[who].on_timer(t, arg)
+        for p in self.policies:
+            p.on_finish(self.now)
+        self.r_outcome[self.r_outcome == PENDING] = DROPPED
