@@ -14,6 +14,7 @@ from typing import Annotated, Sequence
 import typer
 
 from shepherd import __version__
+from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
 from shepherd.cli import traces as traces_cmd
@@ -46,6 +47,7 @@ def _root(
 
 app.add_typer(profile_cmd.app, name="profile")
 app.add_typer(traces_cmd.app, name="traces")
+app.command("plan")(plan_cmd.plan)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)
 

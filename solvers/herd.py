@@ -31,7 +31,8 @@ an item is already fuller than cap − max_mem) — feasible, maybe not optimal.
 
 Second phase (documented choice; the max-min objective is indifferent to idle
 GPUs): with t held at its phase-one value, maximise the GPUs used, Σ s·c[s,a],
-so that e.g. 36 GPUs with Ḡ = 12 become three groups of 12. Models are spread
+then (lexicographically) minimise the number of groups — larger groups
+multiplex better (§3.1) — so e.g. 36 GPUs with Ḡ = 12 become three groups of 12. Models are spread
 over a class's groups by load (n per GPU).
 """
 
@@ -116,6 +117,7 @@ def _t_upper(inst: HerdInstance, cfg: HerdConfig) -> float:
 
 
 MAX_CUT_ROUNDS = 20
+PHASE2_GAP = 1e-7  # phase 2's objective mixes two integer criteria; solve it (near) exactly
 EXACT_PACK_LIMIT = 40  # items per class up to which the exact packing MIP is tried
 
 Cut = tuple[int, int, tuple[int, ...], int]  # (s, a, items, groups needed)
@@ -208,8 +210,9 @@ def solve_herd(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig) -> Her
         t_star = res1.objective or 0.0
         # Phase 2: keep t, use as many GPUs as possible.
         model += t >= t_star * (1 - 1e-9) - 1e-12
-        model.objective = mip.maximize(mip.xsum(s * v for (s, _), v in c.items()))
-        remaining = SolverConfig(solver.name, max(solver.time_limit_s - total, 1e-3), solver.gap, solver.threads)
+        weight = len(inst.models) + 1  # lexicographic: GPUs used first, then fewer (larger) groups
+        model.objective = mip.maximize(mip.xsum((weight * s - 1) * v for (s, _), v in c.items()))
+        remaining = SolverConfig(solver.name, max(solver.time_limit_s - total, 1e-3), PHASE2_GAP, solver.threads)
         res2 = solve(model, remaining)
         total += res2.solve_s
         res = res2 if res2.has_solution else res1

@@ -1,0 +1,78 @@
+"""``shepherd plan``: place streams, models and GPUs into serving groups (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from shepherd.cli.common import progress, summary_table
+from shepherd.core import profiles as prof
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.errors import UserError
+from shepherd.solvers.backend import SolverConfig
+from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
+from shepherd.traces.resolve import load_trace
+
+def plan(
+    trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).")],
+    planner: Annotated[str, typer.Option("--planner", help=f"One of: {', '.join(PLANNERS)}.")] = "herd",
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).")] = 36,
+    group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).")] = 12,
+    affinity_k: Annotated[float, typer.Option("--affinity-k", help="Affinity bound K̄ for co-located models (inf = one set).")] = math.inf,
+    gpu_memory_mb: Annotated[float, typer.Option("--gpu-memory-mb", help="GPU memory per worker, MB (V100: 16384).")] = 16384.0,
+    reserve_mb: Annotated[float, typer.Option("--reserve-mb", help="Memory set aside per GPU for batches, MB.")] = 4096.0,
+    solver: Annotated[str, typer.Option("--solver", help="highs | cbc | gurobi.")] = "highs",
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit, s.")] = 60.0,
+    gap: Annotated[float, typer.Option("--gap", help="Relative MIP gap to stop at (0.01 = 1 %).")] = 0.01,
+    epoch_s: Annotated[float, typer.Option("--epoch-s", help="Nexus planning epoch, s.")] = 60.0,
+    time_step_ms: Annotated[Optional[float], typer.Option("--time-step-ms", help="offline-optimal time grid Δ, ms (default: exact gcd).")] = None,
+    hardware: Annotated[str, typer.Option("--hardware", help="GPU type written on worker rows.")] = "V100",
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
+    seed: Annotated[int, typer.Option("--seed", help="Seed (planners are deterministic; recorded for provenance).")] = 0,
+) -> None:
+    """Write a plan artifact: stream→group, model→group, group→workers, with solver status in its metadata.
+
+    Example: shepherd plan --trace trace.parquet --planner herd --gpus 36 --group-limit 12 -o plan.parquet
+    """
+    run = get_planner(planner)
+    solver_cfg = SolverConfig(solver, time_limit, gap).validate()
+    if gpus < 1:
+        raise UserError(f"--gpus must be ≥ 1, got {gpus}")
+    loaded = load_trace(trace)
+    prof_frame = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin("shepherd-v100")
+    missing = sorted(set(loaded.frame["model"].unique().to_list()) - set(prof_frame["model"].unique().to_list()))
+    if missing:
+        raise UserError(f"profiles have no model '{missing[0]}' (the trace uses {len(missing)} unprofiled model(s))")
+    req = PlanRequest(loaded.frame, prof_frame, gpus, solver_cfg, group_limit, affinity_k, gpu_memory_mb,
+                      reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms)
+    with progress() as bar:
+        bar.add_task(f"planning ({planner}, {solver})", total=None)
+        output = run(req)
+    config = dict(planner=planner, trace=loaded.name, synthetic=loaded.synthetic, gpus=gpus, group_limit=group_limit,
+                  affinity_k=affinity_k, gpu_memory_mb=gpu_memory_mb, reserve_mb=reserve_mb, solver=solver,
+                  time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware)
+    inputs = list(loaded.inputs) + ([profiles] if profiles else [])
+    extra = dict(output.extra)
+    write_artifact(output.frame, out, "plan", make_provenance(config, seed, inputs), extra=extra)
+    frame = output.frame
+    status = extra.get("status", "")
+    if status == "feasible" and extra.get("gap") is not None:
+        status = f"feasible, gap {100 * extra['gap']:.2f}%"
+    summary_table(f"plan ({planner})", {
+        "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
+        "status": status,
+        "objective": extra.get("objective"),
+        "bound": extra.get("bound"),
+        "gap": f"{100 * extra['gap']:.3f}%" if extra.get("gap") is not None else "—",
+        "solve time (s)": extra.get("solve_s"),
+        "groups": frame["group"].n_unique() if frame.height else 0,
+        "workers": frame.filter(frame["role"] == "worker").height,
+        "streams": frame.filter(frame["role"] == "stream")["name"].n_unique(),
+        "written": out,
+    })
+    if extra.get("warning"):
+        typer.echo(f"warning: {extra['warning']}", err=True)
