@@ -24,8 +24,11 @@ al., "Serverless in the Wild", USENIX ATC '20 (§3):
   14:00 with a per-function phase jitter of σ = 2 h.
 * **Per-minute burstiness**: a non-timer function's count in minute m is
   Poisson(λ·diurnal·G) with G ~ Gamma(k, 1/k) (mean 1): over-dispersed, more
-  so for small k; k is log-uniform in [0.3, 10] per function. Timer functions
-  are periodic: a fixed count every minute, or one call every P minutes.
+  so for small k; k is log-uniform in [0.3, 10] per function, multiplied by
+  max(1, √(λ/10)) for a function averaging λ calls a minute — busy functions
+  aggregate many callers and are smoother (our choice; the real sample's
+  busiest function sits at 15000/min for hours). Timer functions are
+  periodic: a fixed count every minute, or one call every P minutes.
 
 Absolute scale: the daily counts are rescaled so the aggregate mean rate over
 the day is ``rate_rps`` (default 3000 req/s, the "∼3k requests/second" load
@@ -100,6 +103,7 @@ def generate(spec: SyntheticMafSpec, rng: np.random.Generator, day: int = 1,
     trigger = rng.choice(len(TRIGGERS), size=f, p=np.asarray(TRIGGER_SHARES) / sum(TRIGGER_SHARES))
     phase = spec.peak_minute + rng.normal(0.0, spec.phase_jitter_min, f)
     shape = np.exp(rng.uniform(np.log(spec.burst_shape_min), np.log(spec.burst_shape_max), f))
+    shape *= np.maximum(1.0, np.sqrt(daily / MINUTES_PER_DAY / 10.0))
     timer_offset = rng.integers(0, MINUTES_PER_DAY, f)
     is_timer = trigger == TRIGGERS.index("timer")
 
