@@ -1,0 +1,103 @@
+"""Offline optimum (Shepherd §5.1 Eq. 3): ZILP vs brute force; Flex ≥ OPT/(12.62·K) (Theorem 5.2)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from shepherd.core.profiles import linear_rows
+from shepherd.solvers.affinity import affinity_k
+from shepherd.solvers.backend import SolverConfig
+from shepherd.solvers.offline_optimal import OfflineInstance, check_schedule, solve_offline
+
+EXACT = SolverConfig(name="highs", time_limit_s=60, gap=0.0)
+MODELS = {"a": (1, 4), "b": (2, 6)}  # α, β in ms: integer, so ms grids are exact
+
+
+def _lat(alpha, beta, kmax=16):
+    return np.array([0] + [(alpha * k + beta) * 1000 for k in range(1, kmax + 1)], dtype=np.int64)
+
+
+def _random_instance(rng, n, gpus, models=MODELS):
+    arr = np.sort(rng.integers(0, 30, n)) * 1000
+    names = list(models)
+    model = [names[i] for i in rng.integers(0, len(names), n)]
+    slo = rng.integers(5, 25, n) * 1000
+    return OfflineInstance(arr, arr + slo, model, {m: _lat(*ab) for m, ab in models.items()}, gpus)
+
+
+def brute_force_one_gpu(inst: OfflineInstance) -> int:
+    """Best count over all batch sequences on one GPU (left-justified starts)."""
+    n = len(inst.model)
+    best = 0
+
+    def dfs(remaining: frozenset, now: int, served: int) -> None:
+        nonlocal best
+        best = max(best, served)
+        for m in set(inst.model[r] for r in remaining):
+            pool = sorted(r for r in remaining if inst.model[r] == m)
+            for size in range(1, len(pool) + 1):
+                for batch in itertools.combinations(pool, size):
+                    start = max(now, max(int(inst.arrival_us[r]) for r in batch))
+                    end = start + int(inst.latency_us[m][size])
+                    if all(inst.deadline_us[r] >= end for r in batch):
+                        dfs(remaining - set(batch), end, served + size)
+
+    dfs(frozenset(range(n)), 0, 0)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_zilp_equals_brute_force_on_one_gpu(seed):
+    rng = np.random.default_rng(seed)
+    inst = _random_instance(rng, 6, 1)
+    sched = solve_offline(inst, 1000, EXACT)
+    assert sched.exact
+    assert sched.served == brute_force_one_gpu(inst)
+    assert check_schedule(inst, sched.batches) == []
+    assert sum(len(b["requests"]) for b in sched.batches) == sched.served
+
+
+def test_more_gpus_never_serve_fewer():
+    rng = np.random.default_rng(7)
+    inst = _random_instance(rng, 10, 1)
+    one = solve_offline(inst, 1000, EXACT).served
+    inst.gpus = 2
+    two = solve_offline(inst, 1000, EXACT)
+    assert two.served >= one and check_schedule(inst, two.batches) == []
+
+
+def _trace(inst: OfflineInstance) -> pl.DataFrame:
+    order = np.argsort(inst.arrival_us, kind="stable")
+    return pl.DataFrame({
+        "arrival_us": inst.arrival_us[order].astype(np.int64),
+        "stream": pl.Series([0 if inst.model[i] == "a" else 1 for i in order], dtype=pl.Int32),
+        "model": [inst.model[i] for i in order],
+        "slo_us": (inst.deadline_us - inst.arrival_us)[order].astype(np.int64),
+        "deadline_us": inst.deadline_us[order].astype(np.int64),
+    })
+
+
+def test_flex_is_within_theorem_5_2_of_opt():
+    """Random 1–2 GPU instances with ≤ 12 requests: Flex's good count ≥ OPT / (12.62·K)."""
+    engine = pytest.importorskip("shepherd.core.engine")
+    profiles = linear_rows(pl.DataFrame({"model": list(MODELS), "hardware": ["V100"] * 2,
+                                         "alpha_ms": [float(a) for a, _ in MODELS.values()],
+                                         "beta_ms": [float(b) for _, b in MODELS.values()]}), "table:test", 16)
+    k = affinity_k(list(MODELS.values()))
+    rng = np.random.default_rng(2023)
+    worst = 1.0
+    for _ in range(25):
+        inst = _random_instance(rng, int(rng.integers(2, 13)), int(rng.integers(1, 3)))
+        opt = solve_offline(inst, 1000, EXACT).served
+        res = engine.simulate(_trace(inst), profiles, "flex", gpus=inst.gpus, seed=0,
+                              overhead=engine.OverheadConfig(mode="none"), max_batch=16)
+        assert res.good <= opt  # nothing beats the offline optimum
+        assert res.good * 12.62 * k >= opt
+        if opt:
+            worst = min(worst, res.good / opt)
+    print(f"worst observed Flex/OPT ratio: {worst:.3f} (bound 1/(12.62·K) = {1 / (12.62 * k):.3f})")
+    assert worst > 0
