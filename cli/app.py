@@ -17,6 +17,7 @@ from shepherd import __version__
 from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
+from shepherd.cli import simulate as simulate_cmd
 from shepherd.cli import traces as traces_cmd
 from shepherd.core.errors import UserError
 
@@ -48,6 +49,7 @@ def _root(
 app.add_typer(profile_cmd.app, name="profile")
 app.add_typer(traces_cmd.app, name="traces")
 app.command("plan")(plan_cmd.plan)
+app.command("simulate")(simulate_cmd.simulate)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)
 

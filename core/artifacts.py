@@ -213,6 +213,9 @@ register_schema(ArtifactSchema(
         Column("busy_us", pl.Int64, "time running batches that completed, µs"),
         Column("wasted_us", pl.Int64, "time running batches that were preempted, µs"),
     ),
+    optional=(
+        Column("name", pl.String, "worker name (a plan's worker id)"),
+    ),
 ))
 
 register_schema(ArtifactSchema(
@@ -224,6 +227,28 @@ register_schema(ArtifactSchema(
         Column("good", pl.Int64, "requests served by their deadline"),
         Column("goodput_rps", pl.Float64, "good requests per second"),
         Column("slo_attainment", pl.Float64, "good / requests"),
+    ),
+    optional=(
+        Column("late", pl.Int64, "requests finished after their deadline"),
+        Column("dropped", pl.Int64, "requests never served"),
+        Column("drop_rate", pl.Float64, "dropped / requests"),
+        Column("duration_s", pl.Float64, "trace span used for goodput, s"),
+        Column("workers", pl.Int64, "workers simulated"),
+        Column("groups", pl.Int64, "serving groups"),
+        Column("utilization", pl.Float64, "busy time of completed batches / (workers × horizon)"),
+        Column("utilization_with_waste", pl.Float64, "busy + preempted time / (workers × horizon)"),
+        Column("p50_latency_ms", pl.Float64, "median latency of served requests, ms"),
+        Column("p99_latency_ms", pl.Float64, "99th-percentile latency of served requests, ms"),
+        Column("mean_queue_ms", pl.Float64, "mean queueing delay of served requests, ms"),
+        Column("p99_queue_ms", pl.Float64, "99th-percentile queueing delay, ms"),
+        Column("batches", pl.Int64, "completed batches"),
+        Column("mean_batch", pl.Float64, "mean size of completed batches"),
+        Column("p50_batch", pl.Float64, "median size of completed batches"),
+        Column("p99_batch", pl.Float64, "99th-percentile size of completed batches"),
+        Column("preemptions", pl.Int64, "preempted batches"),
+        Column("preempted_requests", pl.Int64, "requests whose batch was preempted at least once"),
+        Column("wasted_ms", pl.Float64, "GPU time of preempted batches, ms"),
+        Column("seed", pl.Int64, "seed of the run"),
     ),
 ))
 

@@ -77,6 +77,9 @@ def uniform_cluster(gpus: int, hardware: str) -> Cluster:
 
 def cluster_from_plan(plan: pl.DataFrame, default_hardware: str | None) -> Cluster:
     """Build the cluster of a plan artifact frame (see module docstring)."""
+    if "epoch" in plan.columns and plan["epoch"].drop_nulls().n_unique() > 1:
+        raise UserError("this plan changes per epoch (a Nexus plan); the nexus policy provisions itself — "
+                        "run --policy nexus with --gpus instead of --plan")
     roles = set(plan["role"].unique().to_list())
     unknown = roles - {"stream", "model", "worker"}
     if unknown:

@@ -8,4 +8,5 @@ its :class:`~shepherd.core.policies.base.Policy` subclass with
 
 from shepherd.core.policies import clockwork  # noqa: F401
 from shepherd.core.policies import flex  # noqa: F401  (registers flex, flex-np)
+from shepherd.core.policies import nexus  # noqa: F401
 from shepherd.core.policies import registry  # noqa: F401

@@ -1,0 +1,143 @@
+"""``shepherd simulate``: run an online policy over a trace (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from shepherd.cli.common import frame_table, progress, summary_table
+from shepherd.core import profiles as prof
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.engine import OverheadConfig, simulate as run_simulation
+from shepherd.core.engine.simulate import prepare_trace
+from shepherd.core.errors import UserError
+from shepherd.core.metrics import batch_size_distribution
+from shepherd.core.policies import registry
+from shepherd.traces.resolve import load_trace
+
+RECORD_LEVELS = ("summary", "batches", "requests")
+DEFAULT_PROFILES = "shepherd-v100"
+
+
+def parse_options(policy: str, pairs: list[str]) -> dict:
+    """``key=value`` strings → typed fields of the policy's config dataclass."""
+    spec = registry.get(policy)
+    hints = typing.get_type_hints(spec.config_cls)
+    fields = {f.name for f in dataclasses.fields(spec.config_cls)}
+    out: dict = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UserError(f"--set expects key=value, got '{pair}'")
+        key, raw = (x.strip() for x in pair.split("=", 1))
+        if key not in fields:
+            raise UserError(f"policy '{policy}' has no option '{key}' (known: {', '.join(sorted(fields)) or 'none'})")
+        kind = hints.get(key, str)
+        try:
+            if kind is bool:
+                if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(raw)
+                value: object = raw.lower() in ("true", "1", "yes")
+            elif kind is int:
+                value = int(raw)
+            elif kind is float:
+                value = float(raw)
+            else:
+                value = raw
+        except ValueError:
+            raise UserError(f"option '{key}' expects {getattr(kind, '__name__', kind)}, got '{raw}'") from None
+        out[key] = value
+    return out
+
+
+def simulate(
+    trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace.")],
+    policy: Annotated[str, typer.Option("--policy", help=f"Online policy: {', '.join(registry.names())}.")] = "flex",
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help=f"Profiles artifact (default: built-in {DEFAULT_PROFILES}, Shepherd Table 4).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Number of identical workers, all in one serving group.")] = None,
+    plan: Annotated[Optional[Path], typer.Option("--plan", help="Plan artifact: serving groups (one scheduler each).")] = None,
+    load: Annotated[float, typer.Option("--load", help="Rescale the trace's rate by X: arrivals time-compressed by X, SLOs kept.")] = 1.0,
+    slo: Annotated[Optional[float], typer.Option("--slo", help="Override every request's SLO, ms.")] = None,
+    record: Annotated[str, typer.Option("--record", help="summary | batches | requests: which tables to write (each adds to the previous).")] = "requests",
+    options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
+    overhead: Annotated[Optional[str], typer.Option("--overhead", help="Scheduler overhead: model (default, deterministic) | emulation (measured CPU time) | none.")] = None,
+    hardware: Annotated[Optional[str], typer.Option("--hardware", help="GPU type of the workers when the profiles cover several.")] = None,
+    max_batch: Annotated[int, typer.Option("--max-batch", help="Largest batch (Shepherd §5.2: 128).")] = prof.DEFAULT_MAX_BATCH,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output directory for requests/batches/workers/summary.parquet.")] = Path("results/simulate"),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the one random generator.")] = 0,
+) -> None:
+    """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
+
+    Example: shepherd simulate --policy flex --trace trace.parquet --gpus 12 --load 2 --record summary -o results/flex
+    """
+    spec = registry.get(policy)
+    if record not in RECORD_LEVELS:
+        raise UserError(f"--record must be one of {', '.join(RECORD_LEVELS)}, got '{record}'")
+    if gpus is not None and plan is not None:
+        raise UserError("give --gpus or --plan, not both")
+    if gpus is None and plan is None:
+        raise UserError("give --gpus N or --plan P")
+    if gpus is not None and gpus < 1:
+        raise UserError(f"--gpus must be ≥ 1, got {gpus}")
+    if not math.isfinite(load) or load <= 0:
+        raise UserError(f"--load must be a positive number, got {load}")
+    config = registry.make_config(policy, parse_options(policy, options or []))
+    if hasattr(config, "validate"):
+        config.validate()
+    ovh = spec.cls.default_overhead
+    if overhead is not None:
+        ovh = dataclasses.replace(ovh, mode=overhead)
+        ovh.validate()
+    loaded = load_trace(trace)
+    if loaded.frame.height == 0:
+        raise UserError(f"trace {loaded.name} has no requests")
+    prof_frame = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin(DEFAULT_PROFILES)
+    missing = sorted(set(loaded.frame["model"].unique().to_list()) - set(prof_frame["model"].unique().to_list()))
+    if missing:
+        raise UserError(f"profiles have no model '{missing[0]}' ({len(missing)} model(s) of the trace are unprofiled)")
+    plan_frame = read_artifact(plan, "plan").frame if plan else None
+    span_s = max(1, math.ceil(int(prepare_trace(loaded.frame.select("arrival_us", "slo_us", "deadline_us"), load)
+                                  ["arrival_us"].max()) / 1e6))
+    with progress() as bar:
+        task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
+        result = run_simulation(
+            loaded.frame, prof_frame, policy, config, gpus=gpus, plan=plan_frame, seed=seed, load=load,
+            slo_ms=slo, overhead=ovh, max_batch=max_batch, hardware=hardware,
+            progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)),
+        )
+        bar.update(task, completed=span_s)
+    summary = result.summary_frame()
+    batches = result.batches_frame()
+    provenance = make_provenance(dict(
+        policy=policy, policy_config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh),
+        trace=loaded.name, synthetic=loaded.synthetic, profiles=str(profiles) if profiles else DEFAULT_PROFILES,
+        gpus=gpus, plan=str(plan) if plan else None, load=load, slo_ms=slo, record=record,
+        max_batch=max_batch, hardware=hardware,
+    ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
+    written = [write_artifact(summary, out / "summary.parquet", "summary", provenance),
+               write_artifact(result.workers_frame(), out / "workers.parquet", "workers", provenance)]
+    if record in ("batches", "requests"):
+        written.append(write_artifact(batches, out / "batches.parquet", "batches", provenance))
+    if record == "requests":
+        written.append(write_artifact(result.requests_frame(), out / "requests.parquet", "requests", provenance))
+    dist = batch_size_distribution(batches).sort("requests", descending=True).head(5)
+    if dist.height:
+        frame_table("most common batch sizes", dist)
+    row = summary.row(0, named=True)
+    summary_table(f"simulate {policy}", {
+        "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
+        "requests": row["requests"],
+        "goodput (req/s)": row["goodput_rps"],
+        "SLO attainment": row["slo_attainment"],
+        "late / dropped": f"{row['late']:,} / {row['dropped']:,}",
+        "utilization (excl. / incl. waste)": f"{row['utilization']:.3f} / {row['utilization_with_waste']:.3f}",
+        "latency p50 / p99 (ms)": f"{row['p50_latency_ms'] or 0:.2f} / {row['p99_latency_ms'] or 0:.2f}",
+        "mean queueing delay (ms)": row["mean_queue_ms"],
+        "mean batch": row["mean_batch"],
+        "preemptions (wasted ms)": f"{row['preemptions']:,} ({row['wasted_ms']:,.1f})",
+        "written": ", ".join(p.name for p in written) + f" in {out}",
+    })

@@ -1,0 +1,122 @@
+"""Simulation metrics, computed vectorised with polars from the outcome tables.
+
+Never computed inside the event loop (DESIGN.md "The engine"). Definitions:
+
+* ``goodput_rps`` — requests finished by their deadline per second of the
+  trace's span (first to last arrival; 1 µs at least) — Shepherd §2.1.
+* ``slo_attainment`` — good / offered; ``drop_rate`` — dropped / offered;
+  ``late`` — finished after the deadline.
+* ``utilization`` — busy time of completed batches / (workers × horizon);
+  ``utilization_with_waste`` adds the time of preempted batches. The horizon
+  runs from the first arrival to the later of the last arrival and the last
+  batch end.
+* latency (``p50/p99_latency_ms``) — finish − arrival over served requests
+  (finished, on time or late); queueing delay (``mean/p99_queue_ms``) — start
+  of the batch that served a request − its arrival.
+* batch sizes over batches that completed (``mean_batch``, ``p50_batch``,
+  ``p99_batch``); :func:`batch_size_distribution` gives the whole histogram.
+* ``preemptions`` — preempted batches; ``preempted_requests`` — requests whose
+  batch was preempted at least once; ``wasted_ms`` — GPU time of preempted
+  batches.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from shepherd.core.engine.result import SimulationResult
+
+
+def _q(col: str, q: float) -> pl.Expr:
+    return pl.col(col).quantile(q, interpolation="nearest")
+
+
+def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.DataFrame,
+                     policy: str, extra: dict[str, Any] | None = None) -> pl.DataFrame:
+    """One-row summary from per-request (arrival_us, start_us, finish_us, outcome,
+    preemptions), per-batch (size, start_us, end_us, preempted) and per-worker
+    (busy_us, wasted_us) tables."""
+    n = requests.height
+    first = requests["arrival_us"].min() if n else 0
+    last = requests["arrival_us"].max() if n else 0
+    span_us = max(1, (last or 0) - (first or 0))
+    end = max(last or 0, batches["end_us"].max() or 0) if batches.height else (last or 0)
+    horizon_us = max(1, end - (first or 0))
+    counts = requests.select(
+        good=(pl.col("outcome") == "served").sum(),
+        late=(pl.col("outcome") == "late").sum(),
+        dropped=(pl.col("outcome") == "dropped").sum(),
+        preempted_requests=(pl.col("preemptions") > 0).sum(),
+    ).row(0, named=True)
+    served = requests.filter(pl.col("finish_us").is_not_null()).select(
+        lat=(pl.col("finish_us") - pl.col("arrival_us")) / 1000.0,
+        queue=(pl.col("start_us") - pl.col("arrival_us")) / 1000.0,
+    )
+    lat = served.select(p50=_q("lat", 0.5), p99=_q("lat", 0.99), mq=pl.col("queue").mean(),
+                        q99=_q("queue", 0.99)).row(0, named=True)
+    done = batches.filter(~pl.col("preempted"))
+    bs = done.select(mean=pl.col("size").mean(), p50=_q("size", 0.5), p99=_q("size", 0.99)).row(0, named=True)
+    w = workers.select(busy=pl.col("busy_us").sum(), waste=pl.col("wasted_us").sum()).row(0, named=True)
+    nw = max(1, workers.height)
+    row = {
+        "policy": policy,
+        "requests": n,
+        "good": counts["good"] or 0,
+        "goodput_rps": (counts["good"] or 0) / (span_us / 1e6),
+        "slo_attainment": (counts["good"] or 0) / n if n else 0.0,
+        "late": counts["late"] or 0,
+        "dropped": counts["dropped"] or 0,
+        "drop_rate": (counts["dropped"] or 0) / n if n else 0.0,
+        "duration_s": span_us / 1e6,
+        "workers": workers.height,
+        "groups": workers["group"].n_unique() if workers.height else 0,
+        "utilization": (w["busy"] or 0) / (nw * horizon_us),
+        "utilization_with_waste": ((w["busy"] or 0) + (w["waste"] or 0)) / (nw * horizon_us),
+        "p50_latency_ms": lat["p50"],
+        "p99_latency_ms": lat["p99"],
+        "mean_queue_ms": lat["mq"],
+        "p99_queue_ms": lat["q99"],
+        "batches": done.height,
+        "mean_batch": bs["mean"],
+        "p50_batch": bs["p50"],
+        "p99_batch": bs["p99"],
+        "preemptions": batches.height - done.height,
+        "preempted_requests": counts["preempted_requests"] or 0,
+        "wasted_ms": (w["waste"] or 0) / 1000.0,
+    }
+    row.update(extra or {})
+    schema = {k: (pl.String if isinstance(v, str) else pl.Float64 if isinstance(v, float) or v is None
+                  else pl.Int64) for k, v in row.items()}
+    for k in ("p50_batch", "p99_batch", "mean_batch", "p50_latency_ms", "p99_latency_ms",
+              "mean_queue_ms", "p99_queue_ms"):
+        schema[k] = pl.Float64
+    return pl.DataFrame([row], schema=schema)
+
+
+def summarize(result: "SimulationResult") -> pl.DataFrame:
+    """Summary of a :class:`SimulationResult` without building the full per-request table."""
+    e = result.engine
+    done = e.r_finish >= 0
+    requests = pl.DataFrame({
+        "arrival_us": e.arrival,
+        "start_us": e.r_start,
+        "finish_us": e.r_finish,
+        "outcome": result._outcome_series(),
+        "preemptions": e.r_preempt,
+    }).with_columns(
+        start_us=pl.when(pl.Series(done)).then(pl.col("start_us")),
+        finish_us=pl.when(pl.Series(done)).then(pl.col("finish_us")),
+    )
+    return summarize_tables(requests, result.batches_frame(), result.workers_frame(), result.policy,
+                            {"seed": result.seed})
+
+
+def batch_size_distribution(batches: pl.DataFrame) -> pl.DataFrame:
+    """Completed batches per size (size, batches, requests, share of requests)."""
+    done = batches.filter(~pl.col("preempted"))
+    total = max(1, int(done["size"].sum() or 0))
+    return (done.group_by("size").agg(batches=pl.len(), requests=pl.col("size").sum())
+            .sort("size").with_columns(share=pl.col("requests") / total))

@@ -1,0 +1,250 @@
+"""Nexus — periodic, per-stream provisioning with fixed batch sizes (baseline).
+
+As Shepherd §7 and Symphony §2.2 / §4.2 describe it:
+
+* Every epoch (default 60 s, Shepherd §7 "as recommended in [6]") each stream
+  is provisioned for its *peak* demand — the busiest ``peak_window_s`` window
+  (default 1 s) — at the largest batch b with 2·ℓ(b) ≤ SLO (Symphony Eq. 1),
+  by squishy bin packing: ``shepherd.solvers.nexus.plan_epoch`` (the same
+  provisioning the Nexus planner writes as a plan; not duplicated here).
+* Whose peak: ``provision="previous"`` (default) uses the previous epoch's
+  observed peak — what a periodic system can know. **The first epoch** has no
+  previous one; it is provisioned from its own observed peak (a warm start, as
+  if the load had been the same before the trace began). ``"oracle"`` uses
+  every epoch's own peak (Shepherd §7's adaptation "provision for the peak
+  demand in every 60-second window").
+* With a fixed number of workers, Nexus "can only make its planning decision
+  assuming a specific arrival rate that it can completely satisfy" (Shepherd
+  §7.1): when the plan needs more GPUs than the group has, all peaks are
+  scaled by the largest factor (bisection) whose plan fits.
+* Online: a frontend routes each request of a stream to one of its
+  allocations by smooth weighted round-robin over the allocations' shares;
+  every GPU runs round-robin over its (stream, batch) slots, work-conserving
+  (Symphony §2.2): a free GPU takes up to its slot's batch of queued requests,
+  skipping empty slots. Requests beyond the provisioned plan are dropped: each
+  stream has a token bucket at its provisioned rate whose depth is one batch
+  per allocation; requests of unprovisioned streams are dropped; queued
+  requests that can no longer finish alone are dropped lazily.
+* At an epoch boundary running batches finish; queued requests are re-routed
+  under the new plan (dropped if their stream lost its allocation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from shepherd.core.engine.loop import GroupContext
+from shepherd.core.engine.overhead import OverheadConfig
+from shepherd.core.errors import UserError
+from shepherd.core.policies.base import Policy
+from shepherd.core.policies.registry import register
+from shepherd.solvers.nexus import plan_epoch
+
+
+@dataclass(frozen=True)
+class NexusConfig:
+    """Nexus options (Shepherd §7, Symphony §2.2)."""
+
+    epoch_s: float = 60.0  #: reconfiguration period
+    peak_window_s: float = 1.0  #: window over which a stream's peak rate is measured
+    provision: str = "previous"  #: "previous" epoch's peak, or each epoch's own ("oracle")
+
+    def validate(self) -> None:
+        if not self.epoch_s > 0:
+            raise UserError(f"nexus epoch_s must be positive, got {self.epoch_s}")
+        if not 0 < self.peak_window_s <= self.epoch_s:
+            raise UserError(f"nexus peak_window_s must be in (0, epoch_s], got {self.peak_window_s}")
+        if self.provision not in ("previous", "oracle"):
+            raise UserError(f"nexus provision must be 'previous' or 'oracle', got '{self.provision}'")
+
+
+def epoch_peaks(arrival: np.ndarray, stream: np.ndarray, epoch_us: int, window_us: int) -> dict[int, dict[int, float]]:
+    """Per epoch, per stream: the peak request rate (req/s) over windows of ``window_us``."""
+    if len(arrival) == 0:
+        return {}
+    frame = pl.DataFrame({"t": arrival, "s": stream}).with_columns(
+        e=pl.col("t") // epoch_us, w=pl.col("t") // window_us)
+    peaks = (frame.group_by("e", "s", "w").len().group_by("e", "s").agg(pl.col("len").max())
+             .with_columns(rps=pl.col("len") * (1e6 / window_us)))
+    out: dict[int, dict[int, float]] = {}
+    for e, s, rps in peaks.select("e", "s", "rps").iter_rows():
+        out.setdefault(int(e), {})[int(s)] = float(rps)
+    return out
+
+
+@register("nexus", NexusConfig)
+class Nexus(Policy):
+    """Nexus: per-epoch per-stream provisioning, fixed batches, round-robin GPUs."""
+
+    default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.0)
+
+    def __init__(self, ctx: GroupContext, config: NexusConfig) -> None:
+        super().__init__(ctx, config)
+        config.validate()
+        self.epoch_us = max(1, int(round(config.epoch_s * 1e6)))
+        arrival, _, model, stream = ctx.arrivals()
+        self.peaks = epoch_peaks(arrival, stream, self.epoch_us,
+                                 max(1, int(round(config.peak_window_s * 1e6))))
+        # each stream's model and (most common) SLO
+        slo = ctx.engine.deadline if ctx.request_ids is None else ctx.engine.deadline[ctx.request_ids]
+        info = (pl.DataFrame({"s": stream, "m": model, "slo": slo - arrival})
+                .group_by("s").agg(pl.col("m").first(), pl.col("slo").mode().first()))
+        self.stream_model = {int(s): int(m) for s, m, _ in info.iter_rows()}
+        self.stream_slo = {int(s): int(x) for s, _, x in info.iter_rows()}
+        self.hw = ctx.hardware[0]
+        self.lat = ctx.lat[self.hw]
+        self.tables = {ctx.models[m]: np.asarray(self.lat[m], dtype=np.int64) for m in range(len(ctx.models))}
+        self.workers = ctx.workers
+        self.local = {w: k for k, w in enumerate(ctx.workers)}
+        n = len(ctx.workers)
+        self.slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # per worker: (stream, batch)
+        self.queues: list[list[deque]] = [[] for _ in range(n)]  # per worker, per slot
+        self.rr = [0] * n
+        self.idle = set(range(n))
+        self.targets: dict[int, list[list[Any]]] = {}  # stream → [[k, slot, weight, current]]
+        self.bucket: dict[int, list[float]] = {}  # stream → [tokens, last_t, rate_per_us, depth]
+        self.plans: list[dict] = []  # per epoch: GPUs used, scale factor
+
+    # ------------------------------------------------------------------ planning
+
+    def _demand(self, epoch: int) -> dict[int, float]:
+        src = epoch if (self.config.provision == "oracle" or epoch == 0) else epoch - 1
+        return self.peaks.get(src, {})
+
+    def _plan(self, peaks: dict[int, float]) -> tuple[list[dict], float]:
+        names = self.ctx.models
+        rows = [(s, names[self.stream_model[s]], self.stream_slo[s], r) for s, r in sorted(peaks.items())
+                if r > 0 and s in self.stream_model and self.lat[self.stream_model[s]][1] <= self.stream_slo[s]]
+        if not rows:
+            return [], 1.0
+
+        def alloc(scale: float) -> list[dict]:
+            frame = pl.DataFrame(rows, schema={"stream": pl.Int64, "model": pl.String, "slo_us": pl.Int64,
+                                               "peak_rps": pl.Float64}, orient="row")
+            return plan_epoch(frame.with_columns(pl.col("peak_rps") * scale), self.tables)
+
+        n = len(self.workers)
+        plan = alloc(1.0)
+        if sum(a["gpus"] for a in plan) <= n:
+            return plan, 1.0
+        lo, hi, best = 0.0, 1.0, []
+        for _ in range(14):
+            mid = (lo + hi) / 2
+            cand = alloc(mid)
+            if sum(a["gpus"] for a in cand) <= n:
+                lo, best = mid, cand
+            else:
+                hi = mid
+        return best, lo
+
+    def _configure(self, now: int, epoch: int) -> None:
+        peaks = self._demand(epoch)
+        plan, scale = self._plan(peaks)
+        queued = []
+        for per_w in self.queues:
+            for q in per_w:
+                queued.extend(q)
+        n = len(self.workers)
+        self.slots = [[] for _ in range(n)]
+        self.queues = [[] for _ in range(n)]
+        self.rr = [0] * n
+        self.targets, self.bucket = {}, {}
+        k = 0
+        for a in plan:
+            for _ in range(a["gpus"]):
+                for stream, _model, batch, share in a["streams"]:
+                    self.slots[k].append((stream, int(batch)))
+                    self.queues[k].append(deque())
+                    weight = share / a["gpus"]
+                    self.targets.setdefault(stream, []).append([k, len(self.slots[k]) - 1, weight, 0.0])
+                k += 1
+        for stream, tg in self.targets.items():
+            rate = peaks[stream] * scale / 1e6
+            depth = float(max(1, sum(self.slots[k][j][1] for k, j, _, _ in tg)))
+            self.bucket[stream] = [depth, now, rate, depth]
+        self.plans.append({"epoch": epoch, "gpus": k, "scale": scale})
+        dropped = []
+        for d, r, s in sorted(queued):
+            if s in self.targets:
+                self._enqueue(s, d, r)
+            else:
+                dropped.append(r)
+        self.engine.drop(dropped, now)
+        for kk in sorted(self.idle):
+            self._dispatch(kk, now)
+
+    # ------------------------------------------------------------------ online
+
+    def on_start(self, now: int) -> None:
+        self._configure(now, 0)
+        self.engine.set_timer(self.ctx.group, self.epoch_us, 1)
+
+    def on_timer(self, now: int, payload: Any) -> None:
+        self._configure(now, int(payload))
+        if self.peaks and int(payload) < max(self.peaks):
+            self.engine.set_timer(self.ctx.group, (int(payload) + 1) * self.epoch_us, int(payload) + 1)
+
+    def _enqueue(self, s: int, d: int, r: int) -> int:
+        """Smooth weighted round-robin over the stream's allocations; returns the worker."""
+        tg = self.targets[s]
+        if len(tg) == 1:
+            best = tg[0]
+        else:
+            total = 0.0
+            best = tg[0]
+            for e in tg:
+                e[3] += e[2]
+                total += e[2]
+                if e[3] > best[3]:
+                    best = e
+            best[3] -= total
+        self.queues[best[0]][best[1]].append((d, r, s))
+        return best[0]
+
+    def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
+        b = self.bucket.get(stream)
+        if b is None:
+            self.engine.drop([rid], now)
+            return
+        tokens = b[0] + (now - b[1]) * b[2]
+        b[0] = tokens if tokens < b[3] else b[3]
+        b[1] = now
+        if b[0] < 1.0:
+            self.engine.drop([rid], now)
+            return
+        b[0] -= 1.0
+        k = self._enqueue(stream, deadline, rid)
+        if k in self.idle:
+            self._dispatch(k, now)
+
+    def _dispatch(self, k: int, now: int) -> None:
+        slots, queues = self.slots[k], self.queues[k]
+        n = len(slots)
+        for step in range(n):
+            j = (self.rr[k] + step) % n
+            q = queues[j]
+            stream, cap = slots[j]
+            m = self.stream_model[stream]
+            lat = self.lat[m]
+            dead = []
+            # the batch is at most ``cap``; drop heads that would miss their deadline in it
+            while q and q[0][0] < now + lat[min(cap, len(q))]:
+                dead.append(q.popleft()[1])
+            self.engine.drop(dead, now)
+            if not q:
+                continue
+            take = [q.popleft()[1] for _ in range(min(cap, len(q)))]
+            self.engine.start_batch(self.workers[k], m, take, now)
+            self.rr[k] = (j + 1) % n
+            self.idle.discard(k)
+            return
+        self.idle.add(k)
+
+    def on_completion(self, now: int, worker: int) -> None:
+        self._dispatch(self.local[worker], now)
