@@ -247,6 +247,7 @@ def maf_cmd(
     synthetic_rate: Annotated[float, typer.Option("--synthetic-rate", help="maf-synthetic: native mean rate over the day, req/s.")] = 3000.0,
     upscale: Annotated[str, typer.Option("--upscale", help="MAF 2021 with --load: compress (time compression) | superpose.")] = "compress",
     path: Annotated[Optional[Path], typer.Option("--path", help="Read this MAF file/directory instead of the cache.")] = None,
+    model_map: Annotated[Optional[Path], typer.Option("--model-map", help="CSV HashFunction,model: map these functions to models (others round-robin).")] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the trace artifact.")] = Path("trace.parquet"),
     seed: Annotated[int, typer.Option("--seed", help="Seed of the one random generator.")] = 0,
 ) -> None:
@@ -263,7 +264,8 @@ def maf_cmd(
         loaded = load_trace(name, day=day, start_minute=start_minute, duration_min=duration_min, streams=streams,
                             sample=sample, load=load, slo_ms=slo_ms, models=model_list, process=process,
                             mmpp_ratio=mmpp_ratio, mmpp_dwell_low=mmpp_dwell_low, mmpp_dwell_high=mmpp_dwell_high,
-                            functions=functions, synthetic_rate=synthetic_rate, upscale=upscale, path=path, seed=seed)
+                            functions=functions, synthetic_rate=synthetic_rate, upscale=upscale, path=path, model_map=model_map,
+                            seed=seed)
     frame = loaded.frame
     write_artifact(frame, out, "trace", make_provenance(loaded.config, seed, loaded.inputs))
     span_s = tstats.duration_us(frame) / 1e6

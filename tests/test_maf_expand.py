@@ -146,3 +146,17 @@ def test_synthetic_trace_is_labelled(cli, tmp_path):
     assert art.provenance["config"]["synthetic"] is True
     loaded = load_trace(str(out))
     assert loaded.synthetic and "synthetic" in loaded.label
+
+
+def test_model_map_overrides_round_robin(tmp_path, cli):
+    src = write_maf2019(tmp_path / "day.csv", np.full((3, 1), 2))
+    mapping = tmp_path / "map.csv"
+    mapping.write_text("HashFunction,model\n" + "fn0001" * 4 + ",BERT\n")
+    trace = load_trace("maf2019", path=src, duration_min=1, models=("A", "B"), model_map=mapping).frame
+    assert dict(zip(trace["stream"].to_list(), trace["model"].to_list())) == {0: "A", 1: "BERT", 2: "A"}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("function,model\nx,A\n")
+    from conftest import assert_user_error
+    assert_user_error(cli("traces", "maf", "maf2019", "--path", src, "--model-map", bad, "-o", tmp_path / "o.parquet"),
+                      "HashFunction,model")
+    assert not (tmp_path / "o.parquet").exists()

@@ -12,7 +12,9 @@ Defaults (documented choices; Shepherd §7 unless noted):
 * every function with at least one invocation in the window is a stream
   (``streams`` keeps the N busiest, ``sample`` a uniform random N);
 * streams map to models round-robin over Shepherd Table 4's 17 models
-  (``shepherd-v100`` order); SLO 250 ms for every stream;
+  (``shepherd-v100`` order), or by ``model_map``: a CSV with columns
+  ``HashFunction,model`` (functions it does not list stay round-robin);
+  SLO 250 ms for every stream;
 * native load (``load`` = None); ``load`` X rescales to X requests/s (see
   :mod:`shepherd.traces.expand`; MAF 2021: :mod:`shepherd.traces.maf2021`);
 * ``maf2019`` is ``maf2019-stable`` (Poisson within each minute);
@@ -60,6 +62,7 @@ class TraceOptions:
     synthetic_rate: float = 3000.0
     upscale: str = "compress"
     path: Path | None = None
+    model_map: Path | None = None
 
     @classmethod
     def from_kwargs(cls, **options: object) -> "TraceOptions":
@@ -150,8 +153,8 @@ def counts_to_trace(data: maf2019.MafCounts, opts: TraceOptions, process: str,
         arrival, stream = expand.expand_stable(counts, chosen.minutes, rng)
     else:
         arrival, stream = expand.expand_bursty(chosen.counts, chosen.minutes, rng, opts.bursty(), factor)
-    models = opts.model_list()
-    frame = assemble(arrival, stream, models, ms_to_us(opts.slo_ms))
+    stream_models = _stream_models(chosen.keys["HashFunction"], opts)
+    frame = assemble(arrival, stream, stream_models, ms_to_us(opts.slo_ms))
     info = {
         "functions": chosen.functions, "native_requests": total,
         "native_rate_rps": total / chosen.window_s, "load_factor": factor,
@@ -161,8 +164,27 @@ def counts_to_trace(data: maf2019.MafCounts, opts: TraceOptions, process: str,
     return frame, info
 
 
+def _stream_models(functions: pl.Series, opts: TraceOptions) -> list[str]:
+    """Model of each selected stream: round-robin, overridden by ``model_map`` where it has the function."""
+    models = opts.model_list()
+    names = [models[i % len(models)] for i in range(functions.len())]
+    if opts.model_map is None:
+        return names
+    path = Path(opts.model_map)
+    if not path.exists():
+        raise UserError(f"model map not found: {path}")
+    try:
+        mapping = pl.read_csv(path, schema_overrides={"HashFunction": pl.String, "model": pl.String})
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise UserError(f"{path.name}: cannot read the model map ({str(exc).splitlines()[0]})") from None
+    if not {"HashFunction", "model"} <= set(mapping.columns):
+        raise UserError(f"{path.name}: a model map needs columns HashFunction,model")
+    lookup = dict(zip(mapping["HashFunction"].to_list(), mapping["model"].to_list()))
+    return [lookup.get(f) or names[i] for i, f in enumerate(functions.to_list())]
+
+
 def assemble(arrival: np.ndarray, stream: np.ndarray, models: list[str], slo_us: int) -> pl.DataFrame:
-    """A trace frame sorted by (arrival, stream); stream s → models[s mod M]."""
+    """A trace frame sorted by (arrival, stream); stream s → models[s] (one name per stream)."""
     order = np.lexsort((stream, arrival))
     arrival = arrival[order].astype(np.int64)
     stream = stream[order].astype(np.int32)
@@ -170,14 +192,16 @@ def assemble(arrival: np.ndarray, stream: np.ndarray, models: list[str], slo_us:
     return pl.DataFrame({
         "arrival_us": arrival,
         "stream": pl.Series(stream, dtype=pl.Int32),
-        "model": pl.Series("model", names[stream % len(models)] if stream.size else [], dtype=pl.String),
+        "model": pl.Series("model", names[stream] if stream.size else [], dtype=pl.String),
         "slo_us": np.full(arrival.size, slo_us, dtype=np.int64),
         "deadline_us": arrival + slo_us,
     })
 
 
 def _config(name: str, opts: TraceOptions, process: str | None, synthetic: bool, info: dict) -> dict:
-    cfg = {k: v for k, v in asdict(opts).items() if k != "path"}
+    cfg = {k: v for k, v in asdict(opts).items() if k not in ("path", "model_map")}
+    if opts.model_map is not None:
+        cfg["model_map"] = Path(opts.model_map).name
     cfg.update(trace=name, process=process, synthetic=synthetic, models=opts.model_list(), **info)
     return cfg
 
@@ -194,7 +218,8 @@ def _maf2019(default_process: str) -> Callable[[TraceOptions], Built]:
         rng = np.random.default_rng(opts.seed)
         frame, info = counts_to_trace(data, opts, process, rng)
         info["source_files"] = [p.name for p in data.inputs]
-        return Built(frame, _config(f"maf2019-{process}", opts, process, False, info), data.inputs, False)
+        inputs = data.inputs + ([Path(opts.model_map)] if opts.model_map else [])
+        return Built(frame, _config(f"maf2019-{process}", opts, process, False, info), inputs, False)
     return run
 
 
