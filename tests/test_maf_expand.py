@@ -160,3 +160,24 @@ def test_model_map_overrides_round_robin(tmp_path, cli):
     assert_user_error(cli("traces", "maf", "maf2019", "--path", src, "--model-map", bad, "-o", tmp_path / "o.parquet"),
                       "HashFunction,model")
     assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("upscale", ["compress", "superpose"])
+def test_maf2021_upscaled_to_target_load(tmp_path, upscale):
+    from maf_helpers import write_maf2021
+    rng = np.random.default_rng(4)
+    ends = np.sort(rng.uniform(1.0, 900.0, 3000))
+    rows = [(f"app{i % 7}", "f", float(e), 0.5) for i, e in enumerate(ends)]
+    src = write_maf2021(tmp_path / "AzureFunctionsInvocationTraceForTwoWeeksJan2021.txt", rows)
+    native = load_trace("maf2021", path=src, duration_min=2).frame.height / 120.0
+    up = load_trace("maf2021", path=src, duration_min=2, load=3 * native, upscale=upscale, seed=1)
+    assert up.frame.height / 120.0 == pytest.approx(3 * native, rel=0.1)
+    assert up.frame["arrival_us"].max() < 120_000_000 and up.frame["arrival_us"].is_sorted()
+    assert up.config["load_factor"] == pytest.approx(3.0)
+
+
+def test_synthetic_named_trace_is_deterministic():
+    a = load_trace("maf-synthetic-bursty", functions=100, duration_min=1, seed=9).frame
+    b = load_trace("maf-synthetic-bursty", functions=100, duration_min=1, seed=9).frame
+    c = load_trace("maf-synthetic-bursty", functions=100, duration_min=1, seed=10).frame
+    assert a.equals(b) and not a.equals(c)
