@@ -116,6 +116,10 @@ def stats(
     top: Annotated[int, typer.Option("--top", help="Show the N busiest streams.")] = 20,
     cv: Annotated[bool, typer.Option("--cv", help="Predictability analysis: mean CV of window counts vs τ, per stream and per random group (Shepherd Figs. 2, 5).")] = False,
     group_size: Annotated[Optional[List[int]], typer.Option("--group-size", help="Group sizes for --cv (repeatable; default 1, 10, 100, 1000).")] = None,
+    per_minute: Annotated[bool, typer.Option("--per-minute", help="With --cv on a maf2019*/maf-synthetic* name: use the per-minute counts (τ in whole minutes, as in Fig. 2) without expanding arrivals.")] = False,
+    tau_min: Annotated[Optional[List[int]], typer.Option("--tau-min", help="--per-minute: window sizes τ in minutes (repeatable; default 1, 2, 5, 10, 30, 60, 120).")] = None,
+    duration_min: Annotated[int, typer.Option("--duration-min", help="--per-minute: minutes of counts to analyse.")] = 1440,
+    path: Annotated[Optional[Path], typer.Option("--path", help="--per-minute: read this MAF 2019 file/directory instead of the cache.")] = None,
     out: Annotated[Optional[Path], typer.Option("-o", "--out", help="With --cv: write the CV table as a 'predictability' artifact.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random grouping (--cv) and of named traces.")] = 0,
 ) -> None:
@@ -129,6 +133,9 @@ def stats(
         raise UserError("--group-size must be ≥ 1")
     if out is not None and not cv:
         raise UserError("-o/--out writes the --cv table: add --cv")
+    if per_minute:
+        _per_minute_cv(trace, tau_min, group_size, duration_min, path, out, seed)
+        return
     loaded = load_trace(trace, seed=seed)
     frame, label = loaded.frame, loaded.label
     if frame.height == 0:
@@ -162,6 +169,32 @@ def stats(
             write_artifact(table, out, "predictability", make_provenance(config, seed, loaded.inputs))
             rows["written"] = out
     summary_table("traces stats", rows)
+
+
+def _per_minute_cv(name: str, tau_min: Optional[List[int]], group_size: Optional[List[int]], duration_min: int,
+                   path: Optional[Path], out: Optional[Path], seed: int) -> None:
+    """Shepherd Figs. 2/5 from a MAF name's per-minute counts (τ ≥ 1 minute)."""
+    taus = tau_min or [1, 2, 5, 10, 30, 60, 120]
+    if any(t < 1 for t in taus):
+        raise UserError("--tau-min must be ≥ 1")
+    data = registry.load_counts(name, duration_min=duration_min, path=path, seed=seed)
+    groups = group_size or list(pred.DEFAULT_GROUP_SIZES)
+    table = pred.counts_cv(data.counts, taus, groups, np.random.default_rng(seed))
+    if table.height == 0:
+        raise UserError(f"{name}: no τ in --tau-min gives two whole windows in {data.minutes.size} minutes")
+    label = f"{name} (synthetic)" if data.synthetic else name
+    show = table.with_columns((pl.col("tau_us") / 60e6).alias("tau_min")).select(
+        "tau_min", "group_size", "units", "windows", "cv_mean", "cv_median")
+    frame_table(f"{label}: mean CV of per-minute counts vs τ (Shepherd Figs. 2, 5)", show)
+    rows = {"trace": label, "functions": data.functions, "minutes": int(data.minutes.size)}
+    if data.synthetic:
+        rows["synthetic"] = "yes — generated data, not the real MAF trace"
+    if out is not None:
+        config = {"trace": name, "synthetic": data.synthetic, "per_minute": True, "tau_min": taus,
+                  "group_sizes": groups, "duration_min": duration_min}
+        write_artifact(table, out, "predictability", make_provenance(config, seed, data.inputs))
+        rows["written"] = out
+    summary_table("traces stats --per-minute", rows)
 
 
 # --------------------------------------------------------------------------- real workloads

@@ -79,3 +79,21 @@ def test_stats_cv_writes_a_predictability_artifact(cli, tmp_path):
     assert sorted(set(art.frame["tau_us"].to_list())) == [100_000, 1_000_000]
     assert (art.frame.filter(art.frame["group_size"] == 10)["cv_mean"].to_numpy()
             < art.frame.filter(art.frame["group_size"] == 1)["cv_mean"].to_numpy()).all()
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="real MAF 2019 sample not available")
+def test_stats_per_minute_cv_on_real_rows(cli, tmp_path):
+    out = tmp_path / "fig2.parquet"
+    result = cli("traces", "stats", "maf2019", "--cv", "--per-minute", "--path", SAMPLE / "500" / "invocations.csv",
+                 "--group-size", "1", "--group-size", "10", "--group-size", "100", "-o", out)
+    assert result.code == 0, result.err
+    art = read_artifact(out, "predictability")
+    assert art.provenance["config"]["synthetic"] is False
+    cv1 = _by(art.frame, 1)
+    assert (np.diff(cv1) < 0).all()
+    assert art.frame.filter(art.frame["group_size"] == 1)["units"].to_list()[0] == 500
+
+
+def test_stats_per_minute_needs_a_maf_name(cli, tmp_path):
+    from conftest import assert_user_error
+    assert_user_error(cli("traces", "stats", "maf2021", "--cv", "--per-minute"), "per-minute counts")

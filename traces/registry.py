@@ -206,15 +206,38 @@ def _config(name: str, opts: TraceOptions, process: str | None, synthetic: bool,
     return cfg
 
 
+def _maf2019_counts(opts: TraceOptions) -> maf2019.MafCounts:
+    where = Path(opts.path) if opts.path else fetch.dataset_path("maf2019")
+    if where.is_file():  # one invocation file (e.g. an imported subset): minutes from its header
+        first = opts.start_minute or maf2019.read_header(where)[0]
+        return maf2019.read_day(where, first, first + opts.duration_min - 1)
+    return maf2019.read_window(where, opts.day, opts.start_minute, opts.duration_min)
+
+
+def _synthetic_counts(opts: TraceOptions, rng: np.random.Generator) -> maf2019.MafCounts:
+    spec = maf_synthetic.SyntheticMafSpec(functions=opts.functions, rate_rps=opts.synthetic_rate)
+    return maf_synthetic.generate(spec, rng, opts.day, opts.start_minute or 1, opts.duration_min)
+
+
+def load_counts(name: str, **options: object) -> maf2019.MafCounts:
+    """Per-minute counts behind a MAF 2019 or maf-synthetic name (no arrival expansion).
+
+    The synthetic counts are the same ones the named trace with the same seed expands.
+    """
+    entry = TRACES.get(name)
+    if entry is None or entry.dataset == "maf2021":
+        raise UserError(f"per-minute counts exist for maf2019* and maf-synthetic* traces, not '{name}'")
+    opts = TraceOptions.from_kwargs(**options)
+    opts.validate()
+    if entry.synthetic:
+        return _synthetic_counts(opts, np.random.default_rng(opts.seed))
+    return _maf2019_counts(opts)
+
+
 def _maf2019(default_process: str) -> Callable[[TraceOptions], Built]:
     def run(opts: TraceOptions) -> Built:
         process = opts.process or default_process
-        where = Path(opts.path) if opts.path else fetch.dataset_path("maf2019")
-        if where.is_file():  # one invocation file (e.g. an imported subset): minutes from its header
-            first = opts.start_minute or maf2019.read_header(where)[0]
-            data = maf2019.read_day(where, first, first + opts.duration_min - 1)
-        else:
-            data = maf2019.read_window(where, opts.day, opts.start_minute, opts.duration_min)
+        data = _maf2019_counts(opts)
         rng = np.random.default_rng(opts.seed)
         frame, info = counts_to_trace(data, opts, process, rng)
         info["source_files"] = [p.name for p in data.inputs]
@@ -227,10 +250,10 @@ def _synthetic(default_process: str) -> Callable[[TraceOptions], Built]:
     def run(opts: TraceOptions) -> Built:
         process = opts.process or default_process
         rng = np.random.default_rng(opts.seed)
-        spec = maf_synthetic.SyntheticMafSpec(functions=opts.functions, rate_rps=opts.synthetic_rate)
-        data = maf_synthetic.generate(spec, rng, opts.day, opts.start_minute or 1, opts.duration_min)
+        data = _synthetic_counts(opts, rng)
         frame, info = counts_to_trace(data, opts, process, rng)
-        info["generator"] = spec.config()
+        info["generator"] = maf_synthetic.SyntheticMafSpec(functions=opts.functions,
+                                                           rate_rps=opts.synthetic_rate).config()
         return Built(frame, _config(f"maf-synthetic-{process}", opts, process, True, info), [], True)
     return run
 
