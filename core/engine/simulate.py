@@ -111,7 +111,8 @@ def simulate(
     mapping = {m: i for i, m in enumerate(models)}
     model_idx = (trace["model"].replace_strict(mapping, return_dtype=pl.Int32).to_numpy()
                  if trace.height else np.empty(0, np.int32))
-    group_of = cluster.route(stream, models, model_idx) if len(cluster.groups) > 1 else None
+    routed = cluster.stream_group is not None or cluster.model_group is not None
+    group_of = cluster.route(stream, models, model_idx) if routed else None  # checks every stream has a group
 
     ovh = overhead if overhead is not None else spec.cls.default_overhead
     hw_pos = {h: i for i, h in enumerate(hw_names)}

@@ -16,7 +16,9 @@ As Shepherd §7 and Symphony §2.2 / §4.2 describe it:
 * With a fixed number of workers, Nexus "can only make its planning decision
   assuming a specific arrival rate that it can completely satisfy" (Shepherd
   §7.1): when the plan needs more GPUs than the group has, all peaks are
-  scaled by the largest factor (bisection) whose plan fits.
+  scaled by the largest factor (bisection) whose plan fits — or, when that
+  serves less, the busiest streams that fit at their full peak are provisioned
+  (greedy in decreasing peak order) and the others get nothing.
 * Online: a frontend routes each request of a stream to one of its
   allocations by smooth weighted round-robin over the allocations' shares;
   every GPU runs round-robin over its (stream, batch) slots, work-conserving
@@ -45,6 +47,10 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 from shepherd.solvers.nexus import plan_epoch
+
+
+#: the greedy fallback re-plans once per stream; beyond this many streams it is skipped
+GREEDY_LIMIT = 500
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,19 @@ class Nexus(Policy):
                 lo, best = mid, cand
             else:
                 hi = mid
+        # When scaling all streams down leaves little (e.g. too many models for the
+        # GPUs' duty cycles), provision the busiest streams that fit at full peak instead.
+        kept: list = []
+        for row in sorted(rows, key=lambda r: (-r[3], r[0]))[:GREEDY_LIMIT]:
+            trial = kept + [row]
+            frame = pl.DataFrame(trial, schema={"stream": pl.Int64, "model": pl.String, "slo_us": pl.Int64,
+                                                "peak_rps": pl.Float64}, orient="row")
+            if sum(a["gpus"] for a in plan_epoch(frame, self.tables)) <= n:
+                kept = trial
+        if sum(r[3] for r in kept) > lo * sum(r[3] for r in rows):
+            frame = pl.DataFrame(kept, schema={"stream": pl.Int64, "model": pl.String, "slo_us": pl.Int64,
+                                               "peak_rps": pl.Float64}, orient="row")
+            return plan_epoch(frame, self.tables), 1.0
         return best, lo
 
     def _configure(self, now: int, epoch: int) -> None:

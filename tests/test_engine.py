@@ -1,0 +1,149 @@
+"""Engine mechanics: event tie order, actions, overhead model, clusters and plans."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from shepherd.core.engine import (
+    ARRIVAL, COMPLETION, TIMER, EventQueue, OverheadConfig, cluster_from_plan, simulate,
+)
+from shepherd.core.errors import UserError
+from shepherd.core.profiles import load_builtin
+from shepherd.traces.synthetic import assemble
+
+PROF = load_builtin("shepherd-v100")
+
+
+def lat_us(model: str, b: int) -> int:
+    row = PROF.filter((pl.col("model") == model) & (pl.col("batch") == b))
+    return int(round(row["latency_ms"][0] * 1000))
+
+
+def test_event_queue_tie_order_is_completion_timer_arrival_then_fifo():
+    q = EventQueue()
+    q.push(10, ARRIVAL, 0, "a1")
+    q.push(10, TIMER, 0, "t1")
+    q.push(5, ARRIVAL, 0, "early")
+    q.push(10, COMPLETION, 3, "c1")
+    q.push(10, ARRIVAL, 1, "a2")
+    q.push(10, COMPLETION, 1, "c2")
+    order = [q.pop()[4] for _ in range(len(q))]
+    assert order == ["early", "c1", "c2", "t1", "a1", "a2"]
+
+
+def test_arrival_horizon_lets_arrivals_pass_other_arrivals_but_not_completions():
+    q = EventQueue()
+    assert q.arrival_horizon() > 10**15
+    q.push(100, ARRIVAL, 1)
+    assert q.arrival_horizon() == 101  # an arrival at 100 may go before another group's arrival at 100
+    q.push(100, COMPLETION, 0)
+    assert q.arrival_horizon() == 100  # but not before a completion at 100
+
+
+def test_arrival_at_completion_time_sees_the_freed_worker():
+    """A request arriving exactly when the only worker finishes starts at once (completion first)."""
+    l1 = lat_us("ResNet50", 1)
+    trace = assemble([np.array([0, l1], dtype=np.int64)], ["ResNet50"], [10**6])
+    res = simulate(trace, PROF, "clockwork", gpus=1, overhead=OverheadConfig(mode="none"))
+    b = res.batches_frame()
+    assert b["start_us"].to_list() == [0, l1]
+    assert b["size"].to_list() == [1, 1]
+
+
+def test_overhead_model_delays_dispatch_and_queues_decisions():
+    """Decisions cost base + per_worker·G µs and queue behind each other on one scheduler."""
+    trace = assemble([np.zeros(1, np.int64), np.zeros(1, np.int64)], ["ResNet18", "ResNet50"], [10**6, 10**6])
+    ovh = OverheadConfig(mode="model", base_us=100.0, per_worker_us=50.0)  # 100 + 50·2 = 200 µs
+    res = simulate(trace, PROF, "flex", gpus=2, overhead=ovh)
+    starts = sorted(res.batches_frame()["start_us"].to_list())
+    assert starts == [200, 400]
+
+
+def test_emulation_overhead_runs_and_charges_nonnegative_time():
+    trace = assemble([np.arange(0, 50_000, 1000, dtype=np.int64)], ["ResNet18"], [100_000])
+    res = simulate(trace, PROF, "flex", gpus=1, overhead=OverheadConfig(mode="emulation"))
+    assert res.good > 0
+    assert res.engine.sched_busy[0] >= 0
+
+
+def test_unknown_overhead_mode_is_a_user_error():
+    trace = assemble([np.zeros(1, np.int64)], ["ResNet18"], [10**6])
+    with pytest.raises(UserError, match="overhead mode"):
+        simulate(trace, PROF, "flex", gpus=1, overhead=OverheadConfig(mode="fast"))
+
+
+def two_group_plan(streams_in_plan=(0, 1)) -> pl.DataFrame:
+    rows = [(0, "worker", "gpu-a", "V100"), (1, "worker", "gpu-b", "V100"), (1, "worker", "gpu-c", "V100")]
+    rows += [(i % 2, "stream", str(s), None) for i, s in enumerate(streams_in_plan)]
+    return pl.DataFrame(rows, schema={"group": pl.Int32, "role": pl.String, "name": pl.String,
+                                      "hardware": pl.String}, orient="row")
+
+
+def test_plan_groups_route_streams_to_their_own_workers():
+    a = np.arange(0, 200_000, 2_000, dtype=np.int64)
+    trace = assemble([a, a], ["ResNet18", "ResNet50"], [100_000, 100_000])
+    res = simulate(trace, PROF, "flex", plan=two_group_plan())
+    req = res.requests_frame().filter(pl.col("worker").is_not_null())
+    used = {s: set(w) for s, w in req.group_by("stream").agg(pl.col("worker").unique()).iter_rows()}
+    assert used[0] == {0}
+    assert used[1] <= {1, 2} and used[1]
+    assert res.workers_frame()["group"].to_list() == [0, 1, 1]
+    assert res.workers_frame()["name"].to_list() == ["gpu-a", "gpu-b", "gpu-c"]
+
+
+def test_plan_missing_a_stream_is_a_user_error():
+    a = np.arange(0, 10_000, 1_000, dtype=np.int64)
+    trace = assemble([a, a, a], ["ResNet18", "ResNet50", "ResNet18"], [100_000] * 3)
+    with pytest.raises(UserError, match="stream 2"):
+        simulate(trace, PROF, "flex", plan=two_group_plan((0, 1)))
+
+
+def test_plan_group_without_workers_is_a_user_error():
+    plan = pl.DataFrame({"group": [0, 1], "role": ["worker", "stream"], "name": ["w", "0"]},
+                        schema={"group": pl.Int32, "role": pl.String, "name": pl.String})
+    with pytest.raises(UserError, match="group 1 has no workers"):
+        cluster_from_plan(plan, "V100")
+
+
+def test_zero_gpus_is_a_user_error():
+    trace = assemble([np.zeros(1, np.int64)], ["ResNet18"], [10**6])
+    with pytest.raises(UserError, match="--gpus"):
+        simulate(trace, PROF, "flex", gpus=0)
+
+
+def test_load_time_compresses_arrivals_and_keeps_slo():
+    a = np.array([0, 1000, 3000], dtype=np.int64)
+    trace = assemble([a], ["ResNet18"], [50_000])
+    res = simulate(trace, PROF, "flex", gpus=1, load=2.0)
+    assert res.engine.arrival.tolist() == [0, 500, 1500]
+    assert (res.engine.deadline - res.engine.arrival).tolist() == [50_000] * 3
+    with pytest.raises(UserError, match="--load"):
+        simulate(trace, PROF, "flex", gpus=1, load=-1.0)
+
+
+def test_slo_override_sets_every_deadline():
+    trace = assemble([np.array([0, 10], dtype=np.int64)], ["ResNet18"], [50_000])
+    res = simulate(trace, PROF, "flex", gpus=1, slo_ms=7.5)
+    assert (res.engine.deadline - res.engine.arrival).tolist() == [7_500, 7_500]
+
+
+def test_profile_missing_a_model_is_a_user_error():
+    trace = assemble([np.zeros(1, np.int64)], ["NoSuchNet"], [10**6])
+    with pytest.raises(UserError, match="NoSuchNet"):
+        simulate(trace, PROF, "flex", gpus=1)
+
+
+def test_arrivals_are_streamed_in_chunks(monkeypatch):
+    """Chunked feeding (CHUNK boundaries inside a run of arrivals) changes nothing."""
+    from shepherd.core.engine import loop
+
+    rng = np.random.default_rng(3)
+    a = np.sort(rng.integers(0, 2_000_000, 3000)).astype(np.int64)
+    b = np.sort(rng.integers(0, 2_000_000, 3000)).astype(np.int64)
+    trace = assemble([a, b], ["ResNet18", "ResNet50"], [60_000, 80_000])
+    whole = simulate(trace, PROF, "flex", gpus=2).requests_frame()
+    monkeypatch.setattr(loop, "CHUNK", 7)
+    chunked = simulate(trace, PROF, "flex", gpus=2).requests_frame()
+    assert whole.equals(chunked)
