@@ -19,7 +19,9 @@ Exactness (documented): when arrivals, deadlines and latencies are multiples
 of Δ there is an optimal schedule with grid starts (left-justify it: every
 start becomes an arrival or a previous batch's end), so the ZILP gives OPT.
 Otherwise latencies are rounded up and starts restricted to the grid, and
-the value is a feasible schedule's goodput: a lower bound on OPT.
+the value is a feasible schedule's goodput: a lower bound on OPT. Without
+``--time-step-ms`` the grid is the gcd of all times when that keeps the
+horizon within 200 steps, else horizon/200 (``exact`` is recorded).
 """
 
 from __future__ import annotations
@@ -161,8 +163,9 @@ def check_schedule(inst: OfflineInstance, batches: list[dict]) -> list[str]:
     return problems
 
 
-def grid_step_us(inst: OfflineInstance, step_us: int | None) -> int:
-    """Δ: the given step, or the gcd of all times (exact), floored at 100 µs to keep the grid small."""
+def grid_step_us(inst: OfflineInstance, step_us: int | None, max_steps: int = 200) -> int:
+    """Δ: the given step; else the gcd of all times (exact) if the horizon then has ≤ ``max_steps``
+    steps; else ⌈horizon / max_steps⌉ (the ZILP then gives a feasible schedule: a lower bound)."""
     if step_us:
         return int(step_us)
     t0 = int(inst.arrival_us.min())
@@ -172,4 +175,6 @@ def grid_step_us(inst: OfflineInstance, step_us: int | None) -> int:
     g = 0
     for v in values:
         g = math.gcd(g, v)
-    return max(g, 100) if g else 1000
+    horizon = int(inst.deadline_us.max()) - t0
+    coarse = max(1, math.ceil(horizon / max_steps))
+    return g if g and g >= coarse else coarse

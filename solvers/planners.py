@@ -67,6 +67,7 @@ def _rows(groups: list[tuple[list[str], list[int], int]], hardware: str) -> pl.D
 
 def plan_herd(req: PlanRequest) -> PlanOutput:
     """HERD (Shepherd §4) over the trace's model-streams."""
+    cfg = HerdConfig(req.gpus, req.group_limit, req.gpu_memory_mb, req.reserve_mb, req.affinity_k).validate()
     ms = model_streams(req.trace, req.profiles, default_model_mb=req.default_model_mb)
     if np.isnan(ms.alpha_ms).any() and math.isfinite(req.affinity_k):
         raise UserError("--affinity-k needs α/β for every model; the profiles lack them")
@@ -74,7 +75,6 @@ def plan_herd(req: PlanRequest) -> PlanOutput:
     sets = affinity_sets(params, req.affinity_k) if math.isfinite(req.affinity_k) else [list(ms.models)]
     set_of = {m: k for k, members in enumerate(sets) for m in members}
     inst = HerdInstance(ms.models, ms.demand, ms.memory_mb, np.array([set_of[m] for m in ms.models]))
-    cfg = HerdConfig(req.gpus, req.group_limit, req.gpu_memory_mb, req.reserve_mb, req.affinity_k)
     plan = solve_herd(inst, cfg, req.solver)
     _raise_without_solution(plan.result, "herd", "GPU memory, --gpus or --group-limit")
     problems = verify(inst, cfg, plan.groups)

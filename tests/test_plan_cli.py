@@ -1,0 +1,138 @@
+"""``shepherd plan`` end to end: real trace → plan artifact (→ engine), and the bad-input contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.profiles import load_builtin
+
+META = {"solver", "status", "objective", "bound", "gap", "solve_s"}
+
+
+@pytest.fixture
+def small_trace(tmp_path):
+    rng = np.random.default_rng(5)
+    models = ["ResNet18", "ResNet50", "DenseNet121", "GoogLeNet"]
+    n = 400
+    arr = np.sort(rng.integers(0, 2_000_000, n)).astype(np.int64)
+    stream = rng.integers(0, 12, n).astype(np.int32)
+    frame = pl.DataFrame({"arrival_us": arr, "stream": stream,
+                          "model": [models[s % 4] for s in stream],
+                          "slo_us": np.full(n, 100_000, np.int64)}).with_columns(
+        deadline_us=pl.col("arrival_us") + pl.col("slo_us"))
+    path = tmp_path / "trace.parquet"
+    write_artifact(frame, path, "trace", make_provenance({}, 0))
+    return path
+
+
+def test_herd_plan_records_solver_metadata(cli, small_trace, tmp_path):
+    out = tmp_path / "plan.parquet"
+    r = cli("plan", "--trace", small_trace, "--planner", "herd", "--gpus", "8", "--group-limit", "4", "-o", out)
+    assert r.code == 0, r.err
+    art = read_artifact(out, "plan")
+    assert META <= set(art.extra) and art.extra["status"] == "optimal"
+    f = art.frame
+    sizes = f.filter(pl.col("role") == "worker").group_by("group").len()["len"].to_list()
+    assert all(1 <= s <= 4 for s in sizes) and sum(sizes) <= 8
+    streams = f.filter(pl.col("role") == "stream")["name"].to_list()
+    assert sorted(streams, key=int) == [str(s) for s in range(12)]  # every stream exactly once
+
+
+def test_plan_is_deterministic(cli, small_trace, tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    for out in (a, b):
+        assert cli("plan", "--trace", small_trace, "--gpus", "8", "--group-limit", "4", "-o", out).code == 0
+    assert read_artifact(a, "plan").frame.equals(read_artifact(b, "plan").frame)
+
+
+def test_maf_synthetic_herd_36_gpus_runs_three_groups_of_12(cli, tmp_path):
+    engine = pytest.importorskip("shepherd.core.engine")
+    out = tmp_path / "plan.parquet"
+    r = cli("plan", "--trace", "maf-synthetic", "--planner", "herd", "--gpus", "36", "-o", out)
+    assert r.code == 0, r.err
+    plan = read_artifact(out, "plan").frame
+    sizes = plan.filter(pl.col("role") == "worker").group_by("group").len()["len"].sort().to_list()
+    assert sizes == [12, 12, 12]
+    from shepherd.traces.resolve import load_trace
+    trace = load_trace("maf-synthetic").frame
+    trace = trace.filter(pl.col("arrival_us") < 1_000_000)
+    res = engine.simulate(trace, load_builtin("shepherd-v100"), "flex", plan=plan, seed=0)
+    workers = res.workers_frame().group_by("group").len()["len"].sort().to_list()
+    assert workers == [12, 12, 12] and res.good > 0
+
+
+def test_nexus_and_single_group_and_offline_plans(cli, small_trace, tmp_path):
+    for planner in ("nexus", "single-group"):
+        out = tmp_path / f"{planner}.parquet"
+        r = cli("plan", "--trace", small_trace, "--planner", planner, "--gpus", "8", "-o", out)
+        assert r.code == 0, r.err
+        assert META <= set(read_artifact(out, "plan").extra)
+
+
+def _assert_user_error(r, out, text):
+    assert r.code == 2
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and text in lines[0]
+    assert not out.exists()
+
+
+def test_unknown_planner(cli, small_trace, tmp_path):
+    out = tmp_path / "p.parquet"
+    _assert_user_error(cli("plan", "--trace", small_trace, "--planner", "magic", "-o", out), out, "unknown planner")
+
+
+def test_missing_solver_backend(cli, small_trace, tmp_path):
+    pytest.importorskip("polars")
+    import importlib.util
+    if importlib.util.find_spec("gurobipy") is not None:
+        pytest.skip("gurobipy installed")
+    out = tmp_path / "p.parquet"
+    _assert_user_error(cli("plan", "--trace", small_trace, "--solver", "gurobi", "--gpus", "8", "-o", out), out, "gurobipy")
+
+
+def test_model_larger_than_memory_is_infeasible(cli, small_trace, tmp_path):
+    out = tmp_path / "p.parquet"
+    r = cli("plan", "--trace", small_trace, "--gpu-memory-mb", "100", "--reserve-mb", "0", "-o", out)
+    _assert_user_error(r, out, "infeasible")
+
+
+def test_too_few_gpus_for_memory_is_infeasible(cli, small_trace, tmp_path):
+    out = tmp_path / "p.parquet"
+    # 4 models of ≥ 99 MB, a GPU holds 300 MB → ≥ 2 groups, but only 1 GPU
+    r = cli("plan", "--trace", small_trace, "--gpus", "1", "--gpu-memory-mb", "300", "--reserve-mb", "0", "-o", out)
+    _assert_user_error(r, out, "infeasible")
+
+
+def test_time_limit_without_solution(cli, tmp_path):
+    rng = np.random.default_rng(1)
+    n = 40
+    arr = np.sort(rng.integers(0, 100_000, n)).astype(np.int64)
+    frame = pl.DataFrame({"arrival_us": arr, "stream": np.zeros(n, np.int32), "model": ["ResNet18"] * n,
+                          "slo_us": np.full(n, 40_000, np.int64)}).with_columns(
+        deadline_us=pl.col("arrival_us") + pl.col("slo_us"))
+    trace = tmp_path / "t.parquet"
+    write_artifact(frame, trace, "trace", make_provenance({}, 0))
+    out = tmp_path / "p.parquet"
+    r = cli("plan", "--trace", trace, "--planner", "offline-optimal", "--gpus", "2", "--time-limit", "0.000001",
+            "--gap", "0", "-o", out)
+    _assert_user_error(r, out, "time limit")
+
+
+@pytest.mark.parametrize("args,text", [
+    (["--gpus", "0"], "--gpus"),
+    (["--gap", "2"], "--gap"),
+    (["--time-limit", "-1"], "--time-limit"),
+    (["--affinity-k", "0.5"], "--affinity-k"),
+])
+def test_bad_numbers(cli, small_trace, tmp_path, args, text):
+    out = tmp_path / "p.parquet"
+    _assert_user_error(cli("plan", "--trace", small_trace, *args, "-o", out), out, text)
+
+
+def test_missing_trace(cli, tmp_path):
+    out = tmp_path / "p.parquet"
+    r = cli("plan", "--trace", tmp_path / "nope.parquet", "-o", out)
+    assert r.code == 2 and not out.exists()
