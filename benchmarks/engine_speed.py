@@ -6,7 +6,8 @@ per model with equal rates, SLO 250 ms (Shepherd §7 default), aggregate rate
 = ``--overload`` × capacity, where capacity = W / mean_m(ℓ_m(128)/128) — what
 W workers serve at the maximum batch. Each configuration runs in a fresh
 subprocess (so peak RSS is its own) on one core; the figure is simulated
-requests / wall-clock seconds of ``simulate()`` (trace generation excluded),
+requests / wall-clock seconds of ``simulate()`` + the summary (trace generation
+excluded; polars limited to one thread),
 median over ``--repeats``. Summary-only recording (``--record summary``).
 
 Usage: python benchmarks/engine_speed.py [--requests 10000000] [--repeats 5]
@@ -86,7 +87,7 @@ def main() -> None:
                 cmd = [sys.executable, __file__, "--single", "--policies", policy, "--workers", str(workers),
                        "--requests", str(args.requests), "--overload", str(args.overload),
                        "--slo-ms", str(args.slo_ms), "--seed", str(args.seed)]
-                out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+                out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, POLARS_MAX_THREADS="1"))
                 if out.returncode != 0:
                     print(out.stderr, file=sys.stderr)
                     raise SystemExit(out.returncode)

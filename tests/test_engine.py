@@ -147,3 +147,51 @@ def test_arrivals_are_streamed_in_chunks(monkeypatch):
     monkeypatch.setattr(loop, "CHUNK", 7)
     chunked = simulate(trace, PROF, "flex", gpus=2).requests_frame()
     assert whole.equals(chunked)
+
+
+# --------------------------------------------------------------------------- extension without touching the loop
+
+def test_a_new_policy_module_can_pipeline_stages_and_use_timers(monkeypatch):
+    """A PPipe/Symphony-style policy: wait for a timer (non-work-conserving), run stage 1 on
+    worker 0 (``final=False``), then stage 2 on worker 1 — all through the public actions."""
+    from dataclasses import dataclass
+
+    from shepherd.core.policies import registry
+    from shepherd.core.policies.base import Policy
+
+    @dataclass(frozen=True)
+    class TwoStageConfig:
+        wait_us: int = 500
+
+    class TwoStage(Policy):
+        def __init__(self, ctx, config):
+            super().__init__(ctx, config)
+            self.pending, self.stage2 = [], {}
+
+        def on_arrival(self, now, rid, model, deadline, stream):
+            self.pending.append((rid, model))
+            self.engine.set_timer(self.ctx.group, now + self.config.wait_us, None)
+
+        def on_timer(self, now, payload):
+            if self.pending and not self.engine.busy(0):
+                batch = [r for r, _ in self.pending]
+                model = self.pending[0][1]
+                self.pending = []
+                self.engine.start_batch(0, model, batch, now, duration_us=1_000, final=False)
+                self.stage2[0] = (model, batch)
+
+        def on_completion(self, now, worker):
+            if worker == 0 and 0 in self.stage2:
+                model, batch = self.stage2.pop(0)
+                self.engine.start_batch(1, model, batch, now, duration_us=2_000, at=now + 300)
+
+    monkeypatch.setitem(registry.POLICIES, "two-stage", registry.PolicySpec("two-stage", TwoStage, TwoStageConfig, ""))
+    trace = assemble([np.array([0, 100], dtype=np.int64)], ["ResNet18"], [10_000])
+    res = simulate(trace, PROF, "two-stage", gpus=2, overhead=OverheadConfig(mode="none"))
+    bt = res.batches_frame().sort("batch_id")
+    # both requests wait for the first timer (t = 500) and travel together
+    assert bt.select("worker", "size", "start_us", "end_us").rows() == [(0, 2, 500, 1500), (1, 2, 1800, 3800)]
+    req = res.requests_frame()
+    assert req["outcome"].to_list() == ["served", "served"]
+    assert req["finish_us"].to_list() == [3800, 3800] and req["worker"].to_list() == [1, 1]
+    assert res.workers_frame()["busy_us"].to_list() == [1000, 2000]

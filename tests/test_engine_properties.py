@@ -55,7 +55,7 @@ def check_invariants(policy, trace, res):
     assert per_batch.filter(pl.col("len") != pl.col("size")).height == 0
     assert per_batch.filter(pl.col("len").is_null() | pl.col("size").is_null()).height == 0
     # a worker runs at most one batch at a time
-    for _, g in bat.sort("worker", "start_us").group_by("worker"):
+    for _, g in bat.sort("worker", "start_us", "end_us").group_by("worker"):  # zero-length preempted first
         starts, ends = g["start_us"].to_numpy(), g["end_us"].to_numpy()
         assert (starts[1:] >= ends[:-1]).all()
         assert (ends >= starts).all()

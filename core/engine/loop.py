@@ -130,6 +130,7 @@ class Engine:
         self.w_free = [0] * nw
         self.w_model = [-1] * nw
         self.w_reqs: list[list[int] | None] = [None] * nw
+        self.w_final = [True] * nw
         self.w_busy = [0] * nw
         self.w_waste = [0] * nw
         # batches
@@ -157,17 +158,25 @@ class Engine:
         self.events = EventQueue()
         self.until = NEVER
         self.now = 0
+        #: optional per-request trace columns (e.g. Accordion's ``instances``, ``priority``)
+        self.columns: dict[str, np.ndarray] = {}
         self.policies: list["Policy"] = []
         self.policy_of: list["Policy"] = []
 
     # ------------------------------------------------------------------ actions
 
-    def start_batch(self, worker: int, model: int, rids: list[int], now: int) -> int:
+    def start_batch(self, worker: int, model: int, rids: list[int], now: int, *,
+                    duration_us: int | None = None, at: int = 0, final: bool = True) -> int:
         """Run ``rids`` (all of ``model``) on an idle ``worker``; returns the end time.
 
         The batch starts once the group's scheduler has made the decision
-        (overhead model) and the worker has reached its free time (a preempted
-        batch stops at its next exit point).
+        (overhead model), the worker has reached its free time (a preempted
+        batch stops at its next exit point) and not before ``at`` (a reserved
+        slot, a non-work-conserving ``sched_at``). Its latency is the profile's
+        ℓ(|rids|) on the worker's hardware unless ``duration_us`` is given (a
+        pipeline stage, an MPS share, a malleable allocation). With
+        ``final=False`` the completion frees the worker but records no request
+        outcome: the requests stay in flight for the policy's next stage.
         """
         if self.w_batch[worker] >= 0:
             raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
@@ -187,7 +196,13 @@ class Engine:
         start = self.w_free[worker]
         if start < disp:
             start = disp
-        end = start + self.lat[self.w_hw[worker]][model][len(rids)]
+        if start < at:
+            start = at
+        if duration_us is None:
+            end = start + self.lat[self.w_hw[worker]][model][len(rids)]
+        else:
+            end = start + duration_us
+        self.w_final[worker] = final
         bid = len(self.b_worker)
         self.b_worker.append(worker)
         self.b_model.append(model)
@@ -246,6 +261,12 @@ class Engine:
     def _complete(self, worker: int, now: int) -> None:
         rids = self.w_reqs[worker]
         start = self.w_start[worker]
+        if not self.w_final[worker]:  # an intermediate stage: the requests stay in flight
+            self.w_busy[worker] += now - start
+            self.w_batch[worker] = -1
+            self.w_reqs[worker] = None
+            self.w_free[worker] = now
+            return
         idx = np.array(rids, dtype=np.int64)
         self.r_start[idx] = start
         self.r_finish[idx] = now

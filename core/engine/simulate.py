@@ -118,6 +118,9 @@ def simulate(
     hw_pos = {h: i for i, h in enumerate(hw_names)}
     engine = Engine(arrival, deadline, model_idx, stream, group_of, cluster,
                     [hw_pos[w.hardware] for w in cluster.workers], lat, ovh)
+    for name in ("instances", "priority"):
+        if name in trace.columns:
+            engine.columns[name] = trace[name].to_numpy()
     rng = np.random.default_rng(seed)
     for gi, gid in enumerate(cluster.groups):
         wids = cluster.group_workers(gid)
