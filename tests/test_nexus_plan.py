@@ -1,0 +1,55 @@
+"""Nexus provisioning (Symphony §2.2 Eq. 1, Shepherd §7): batch rule, shares, capacity per epoch."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shepherd.core.profiles import latency_table_us, load_builtin
+from shepherd.solvers.demand import single_gpu_goodput
+from shepherd.solvers.nexus import NexusConfig, plan_nexus
+
+PROFILES = load_builtin("shepherd-v100")
+MODELS = ["ResNet18", "ResNet50", "DenseNet121", "ResNeSt50"]
+
+
+def _trace(seed: int, n_streams: int, rate: float, seconds: int, slo_ms: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    parts = []
+    for s in range(n_streams):
+        k = rng.poisson(rate * seconds)
+        arr = np.sort(rng.uniform(0, seconds * 1e6, k)).astype(np.int64)
+        parts.append(pl.DataFrame({"arrival_us": arr, "stream": np.full(k, s, np.int32),
+                                   "model": [MODELS[s % 4]] * k, "slo_us": np.full(k, slo_ms * 1000, np.int64)}))
+    return pl.concat(parts).sort("arrival_us").with_columns(deadline_us=pl.col("arrival_us") + pl.col("slo_us"))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 8), st.floats(5, 400), st.sampled_from([60, 100, 250]))
+def test_nexus_plan_invariants(seed, n_streams, rate, slo_ms):
+    trace = _trace(seed, n_streams, rate, 4, slo_ms)
+    if trace.height == 0:
+        return
+    frame, meta = plan_nexus(trace, PROFILES, NexusConfig(epoch_s=2.0), "V100")
+    streams = frame.filter(pl.col("role") == "stream")
+    # every stream that has requests in an epoch is fully routed there
+    shares = streams.group_by("epoch", "name").agg(pl.col("share").sum())
+    assert np.allclose(shares["share"].to_numpy(), 1.0)
+    slo_us = slo_ms * 1000
+    for (_epoch, _group), part in frame.group_by("epoch", "group"):
+        workers = part.filter(pl.col("role") == "worker").height
+        rows = part.filter(pl.col("role") == "stream").join(
+            part.filter(pl.col("role") == "model").select(pl.col("name").alias("model")), how="cross")
+        lats = []
+        for name, batch in part.filter(pl.col("role") == "stream").select("name", "batch").iter_rows():
+            model = MODELS[int(name) % 4]
+            lat = latency_table_us(PROFILES, model)
+            lats.append(int(lat[batch]))
+            if workers > 1 or part.filter(pl.col("role") == "stream").height == 1 and batch == single_gpu_goodput(lat, slo_us)[0]:
+                assert 2 * lat[batch] <= slo_us or batch == 1  # dedicated: Nexus batch rule
+        assert workers >= 1 and rows.height >= 1
+        if workers == 1 and len(lats) > 1:  # shared GPU: one cycle of all batches, then its own, fits the SLO
+            assert sum(lats) + max(lats) <= slo_us
+    assert meta["gpus_peak"] >= 1
