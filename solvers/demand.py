@@ -23,7 +23,7 @@ punctuation), else ``default_model_mb``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -101,14 +101,20 @@ class ModelStreams:
     alpha_ms: np.ndarray
     beta_ms: np.ndarray
     memory_mb: np.ndarray
-    streams: pl.DataFrame  # stream, model, slo_us, requests, rate_rps, batch, goodput_rps, n
+    streams: pl.DataFrame  # stream, model, slo_us, requests, rate_rps, batch, goodput_rps, n, unit
+    base_models: list[str] = field(default_factory=list)  # the model of each model-stream
 
 
 def model_streams(
     trace: pl.DataFrame, profiles: pl.DataFrame, max_batch: int = prof.DEFAULT_MAX_BATCH,
-    default_model_mb: float = DEFAULT_MODEL_MB,
+    default_model_mb: float = DEFAULT_MODEL_MB, shards: int = 1,
 ) -> ModelStreams:
-    """Aggregate a trace's streams into model-streams with GPU demand n (Shepherd §4)."""
+    """Aggregate a trace's streams into model-streams with GPU demand n (Shepherd §4).
+
+    ``shards`` > 1 splits each model's streams into up to that many balanced
+    model-streams (named ``model#k``; see :func:`shard_streams`), so that a
+    cluster with more groups than models can still use every GPU.
+    """
     streams = stream_rates(trace)
     params = prof.model_params(profiles)
     batches, goodputs = [], []
@@ -127,16 +133,50 @@ def model_streams(
     streams = streams.with_columns(
         batch=pl.Series(batches, dtype=pl.Int32), goodput_rps=pl.Series(goodputs, dtype=pl.Float64)
     ).with_columns(n=pl.col("rate_rps") / pl.col("goodput_rps"))
-    per_model = streams.group_by("model").agg(pl.col("n").sum(), pl.col("rate_rps").sum()).sort("model")
-    models = per_model["model"].to_list()
+    streams = shard_streams(streams, shards)
+    per_unit = (streams.group_by("unit").agg(pl.col("model").first(), pl.col("n").sum(), pl.col("rate_rps").sum())
+                .sort("unit"))
+    units = per_unit["unit"].to_list()
+    base = per_unit["model"].to_list()
     ab = {m: (a, b) for m, a, b in params.select("model", "alpha_ms", "beta_ms").iter_rows()}
-    mem = model_memory_mb(models, profiles, default_model_mb)
+    mem = model_memory_mb(sorted(set(base)), profiles, default_model_mb)
     return ModelStreams(
-        models=models,
-        demand=per_model["n"].to_numpy().astype(np.float64),
-        rate=per_model["rate_rps"].to_numpy().astype(np.float64),
-        alpha_ms=np.array([ab[m][0] if ab[m][0] is not None else np.nan for m in models], dtype=np.float64),
-        beta_ms=np.array([ab[m][1] if ab[m][1] is not None else np.nan for m in models], dtype=np.float64),
-        memory_mb=np.array([mem[m] for m in models], dtype=np.float64),
+        models=units,
+        demand=per_unit["n"].to_numpy().astype(np.float64),
+        rate=per_unit["rate_rps"].to_numpy().astype(np.float64),
+        alpha_ms=np.array([ab[m][0] if ab[m][0] is not None else np.nan for m in base], dtype=np.float64),
+        beta_ms=np.array([ab[m][1] if ab[m][1] is not None else np.nan for m in base], dtype=np.float64),
+        memory_mb=np.array([mem[m] for m in base], dtype=np.float64),
         streams=streams,
+        base_models=base,
     )
+
+
+def shard_streams(streams: pl.DataFrame, shards: int) -> pl.DataFrame:
+    """Add a ``unit`` column: the model-stream each stream belongs to.
+
+    With ``shards`` = 1 the unit is the model (Shepherd §4 "HERD complexity").
+    Otherwise each model's streams are dealt into at most ``shards`` units
+    ``model#k`` balanced by demand n (longest-processing-time greedy:
+    streams by decreasing n, ties by stream id, each to the lightest unit) —
+    a documented extension: with fewer models than groups, one model-stream per
+    model would leave GPUs idle, while constraint (d) only needs each *stream*
+    in one group, so a model may be loaded in several groups.
+    """
+    if shards <= 1:
+        return streams.with_columns(unit=pl.col("model"))
+    units = []
+    for stream, model, n in streams.select("stream", "model", "n").iter_rows():
+        units.append((model, -float(n), int(stream)))
+    order = sorted(range(len(units)), key=lambda i: units[i])
+    load: dict[str, list[float]] = {}
+    unit_of = [""] * len(units)
+    counts = streams.group_by("model").len()
+    per_model = dict(zip(counts["model"], counts["len"]))
+    for i in order:
+        model, neg_n, _ = units[i]
+        bins = load.setdefault(model, [0.0] * min(shards, per_model[model]))
+        k = min(range(len(bins)), key=lambda j: (bins[j], j))
+        bins[k] -= neg_n
+        unit_of[i] = f"{model}#{k}"
+    return streams.with_columns(unit=pl.Series(unit_of, dtype=pl.String))

@@ -43,6 +43,7 @@ class PlanRequest:
     default_model_mb: float = DEFAULT_MODEL_MB
     hardware: str = "V100"
     epoch_s: float = 60.0
+    shards: int | None = None  # model-streams per model for Herd (None: enough to fill every group)
     time_step_ms: float | None = None
 
 
@@ -68,7 +69,9 @@ def _rows(groups: list[tuple[list[str], list[int], int]], hardware: str) -> pl.D
 def plan_herd(req: PlanRequest) -> PlanOutput:
     """HERD (Shepherd §4) over the trace's model-streams."""
     cfg = HerdConfig(req.gpus, req.group_limit, req.gpu_memory_mb, req.reserve_mb, req.affinity_k).validate()
-    ms = model_streams(req.trace, req.profiles, default_model_mb=req.default_model_mb)
+    n_models = req.trace["model"].n_unique() if req.trace.height else 1
+    shards = req.shards or max(1, math.ceil(math.ceil(req.gpus / req.group_limit) / max(n_models, 1)))
+    ms = model_streams(req.trace, req.profiles, default_model_mb=req.default_model_mb, shards=shards)
     if np.isnan(ms.alpha_ms).any() and math.isfinite(req.affinity_k):
         raise UserError("--affinity-k needs α/β for every model; the profiles lack them")
     params = {m: (float(a), float(b)) for m, a, b in zip(ms.models, ms.alpha_ms, ms.beta_ms)}
@@ -80,15 +83,16 @@ def plan_herd(req: PlanRequest) -> PlanOutput:
     problems = verify(inst, cfg, plan.groups)
     if problems:  # pragma: no cover - a solver bug, not a user error
         raise AssertionError(f"herd plan violates {problems}")
-    streams_of = {m: sorted(s["stream"].to_list()) for (m,), s in ms.streams.group_by("model")}
-    groups = [([ms.models[i] for i in g.models], sorted(s for i in g.models for s in streams_of[ms.models[i]]), g.size)
+    streams_of = {u: sorted(s["stream"].to_list()) for (u,), s in ms.streams.group_by("unit")}
+    groups = [(sorted({ms.base_models[i] for i in g.models}),
+               sorted(s for i in g.models for s in streams_of[ms.models[i]]), g.size)
               for g in plan.groups]
     ks = [affinity_k([params[ms.models[i]] for i in g.models]) if not np.isnan(ms.alpha_ms).any() else None
           for g in plan.groups]
     extra = plan.result.metadata() | {
         "planner": "herd", "objective_name": "min burst tolerance", "rounds": plan.rounds, "phases": plan.phases,
         "groups": len(plan.groups), "gpus_used": sum(g.size for g in plan.groups), "gpus": req.gpus,
-        "affinity_sets": len(sets), "group_k": ks,
+        "affinity_sets": len(sets), "group_k": ks, "shards_per_model": shards,
     }
     return PlanOutput(_rows(groups, req.hardware), extra)
 
