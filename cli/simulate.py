@@ -14,7 +14,6 @@ from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.engine import OverheadConfig, simulate as run_simulation
-from shepherd.core.engine.simulate import prepare_trace
 from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
 from shepherd.core.policies import registry
@@ -100,8 +99,7 @@ def simulate(
     if missing:
         raise UserError(f"profiles have no model '{missing[0]}' ({len(missing)} model(s) of the trace are unprofiled)")
     plan_frame = read_artifact(plan, "plan").frame if plan else None
-    span_s = max(1, math.ceil(int(prepare_trace(loaded.frame.select("arrival_us", "slo_us", "deadline_us"), load)
-                                  ["arrival_us"].max()) / 1e6))
+    span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
     with progress() as bar:
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
         result = run_simulation(
