@@ -20,39 +20,9 @@ import time
 import numpy as np
 import polars as pl
 
-from shepherd.core.profiles import latency_table_us, load_builtin
 from shepherd.solvers.backend import SolverConfig
-from shepherd.solvers.demand import single_gpu_goodput
-from shepherd.solvers.herd import HerdConfig, HerdInstance, solve_herd, verify
-
-TABLE5 = [  # streams, models, workers, paper solver seconds
-    (200_000, 200, 200, 0.55),
-    (400_000, 400, 400, 2.51),
-    (600_000, 600, 600, 4.28),
-    (800_000, 800, 800, 8.53),
-    (1_000_000, 1000, 1000, 13.26),
-]
-
-
-def instance(streams: int, models: int, workers: int, rng: np.random.Generator):
-    base = load_builtin("shepherd-v100")
-    names = base["model"].unique(maintain_order=True).to_list()
-    goodput = []
-    for k in range(models):
-        lat = latency_table_us(base, names[k % len(names)], None, 128)
-        goodput.append(single_gpu_goodput(lat, 250_000)[1])
-    goodput = np.array(goodput)
-    rate = rng.lognormal(0.0, 1.0, streams)
-    table = pl.DataFrame({"stream": np.arange(streams), "model": np.arange(streams) % models, "rate": rate})
-    start = time.perf_counter()
-    per_model = table.group_by("model").agg(pl.col("rate").sum()).sort("model")
-    demand = per_model["rate"].to_numpy() / goodput
-    demand *= 0.7 * workers / demand.sum()
-    agg_s = time.perf_counter() - start
-    memory = rng.uniform(100, 1000, models)
-    inst = HerdInstance([f"m{k}" for k in range(models)], demand, memory, np.zeros(models, dtype=int))
-    return inst, agg_s
-
+from shepherd.solvers.herd import HerdConfig, solve_herd, verify
+from shepherd.solvers.instances import TABLE5, table5_instance
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,7 +42,7 @@ def main() -> None:
           f"{'status':>9} {'gap %':>7} {'min bt':>7} {'groups':>6} {'valid':>5}")
     for streams, models, workers, paper in rows:
         rng = np.random.default_rng(args.seed)
-        inst, agg_s = instance(streams, models, workers, rng)
+        inst, agg_s = table5_instance(streams, models, workers, rng)
         cfg = HerdConfig(gpus=workers, group_limit=12)
         start = time.perf_counter()
         plan = solve_herd(inst, cfg, solver)

@@ -5,28 +5,19 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import polars as pl
 import pytest
 
-from shepherd.core.profiles import linear_rows
 from shepherd.solvers.affinity import affinity_k
 from shepherd.solvers.backend import SolverConfig
+from shepherd.solvers.instances import OFFLINE_MODELS, offline_profiles, offline_trace, random_offline_instance
 from shepherd.solvers.offline_optimal import OfflineInstance, check_schedule, solve_offline
 
 EXACT = SolverConfig(name="highs", time_limit_s=60, gap=0.0)
-MODELS = {"a": (1, 4), "b": (2, 6)}  # α, β in ms: integer, so ms grids are exact
+MODELS = OFFLINE_MODELS
 
 
-def _lat(alpha, beta, kmax=16):
-    return np.array([0] + [(alpha * k + beta) * 1000 for k in range(1, kmax + 1)], dtype=np.int64)
-
-
-def _random_instance(rng, n, gpus, models=MODELS):
-    arr = np.sort(rng.integers(0, 30, n)) * 1000
-    names = list(models)
-    model = [names[i] for i in rng.integers(0, len(names), n)]
-    slo = rng.integers(5, 25, n) * 1000
-    return OfflineInstance(arr, arr + slo, model, {m: _lat(*ab) for m, ab in models.items()}, gpus)
+def _random_instance(rng, n, gpus):
+    return random_offline_instance(rng, n, gpus)
 
 
 def brute_force_one_gpu(inst: OfflineInstance) -> int:
@@ -70,30 +61,17 @@ def test_more_gpus_never_serve_fewer():
     assert two.served >= one and check_schedule(inst, two.batches) == []
 
 
-def _trace(inst: OfflineInstance) -> pl.DataFrame:
-    order = np.argsort(inst.arrival_us, kind="stable")
-    return pl.DataFrame({
-        "arrival_us": inst.arrival_us[order].astype(np.int64),
-        "stream": pl.Series([0 if inst.model[i] == "a" else 1 for i in order], dtype=pl.Int32),
-        "model": [inst.model[i] for i in order],
-        "slo_us": (inst.deadline_us - inst.arrival_us)[order].astype(np.int64),
-        "deadline_us": inst.deadline_us[order].astype(np.int64),
-    })
-
-
 def test_flex_is_within_theorem_5_2_of_opt():
     """Random 1–2 GPU instances with ≤ 12 requests: Flex's good count ≥ OPT / (12.62·K)."""
     engine = pytest.importorskip("shepherd.core.engine")
-    profiles = linear_rows(pl.DataFrame({"model": list(MODELS), "hardware": ["V100"] * 2,
-                                         "alpha_ms": [float(a) for a, _ in MODELS.values()],
-                                         "beta_ms": [float(b) for _, b in MODELS.values()]}), "table:test", 16)
+    profiles = offline_profiles()
     k = affinity_k(list(MODELS.values()))
     rng = np.random.default_rng(2023)
     worst = 1.0
     for _ in range(25):
         inst = _random_instance(rng, int(rng.integers(2, 13)), int(rng.integers(1, 3)))
         opt = solve_offline(inst, 1000, EXACT).served
-        res = engine.simulate(_trace(inst), profiles, "flex", gpus=inst.gpus, seed=0,
+        res = engine.simulate(offline_trace(inst), profiles, "flex", gpus=inst.gpus, seed=0,
                               overhead=engine.OverheadConfig(mode="none"), max_batch=16)
         assert res.good <= opt  # nothing beats the offline optimum
         assert res.good * 12.62 * k >= opt
