@@ -13,7 +13,18 @@ import importlib
 from shepherd.core.errors import UserError
 from shepherd.experiments.base import Experiment
 
-EXPERIMENT_MODULES: tuple[str, ...] = ()
+EXPERIMENT_MODULES: tuple[str, ...] = (
+    "shepherd.experiments.shepherd.fig02_05_predictability",
+    "shepherd.experiments.shepherd.fig07_load",
+    "shepherd.experiments.shepherd.fig08_latency_cdf",
+    "shepherd.experiments.shepherd.fig09_slo",
+    "shepherd.experiments.shepherd.fig10_scale",
+    "shepherd.experiments.shepherd.fig11a_two_stream",
+    "shepherd.experiments.shepherd.fig11b_group_limit",
+    "shepherd.experiments.shepherd.fig12_preemption",
+    "shepherd.experiments.shepherd.table5_planning",
+    "shepherd.experiments.shepherd.theorem",
+)
 
 _REGISTRY: dict[str, Experiment] = {}
 _loaded = False

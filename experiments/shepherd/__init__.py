@@ -1,0 +1,1 @@
+"""Shepherd (NSDI '23) experiments: one module per figure or table of §7."""

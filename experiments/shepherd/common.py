@@ -1,0 +1,152 @@
+"""Shared setup of the Shepherd experiments (Shepherd §7 "Setup").
+
+* Profiles: Table 4 (``shepherd-v100``); 12 V100 workers on the testbed,
+  emulated workers up to 400 (§7.1 "Scheduler scalability").
+* Streams: MAF functions assigned round-robin to the models, SLO 250 ms.
+  MAF-stable expands each minute with a Poisson process, MAF-bursty with an
+  MMPP (§7 "Workloads"). When the real MAF 2019 trace is in the data cache
+  (``shepherd traces fetch maf2019``) the experiments use it; otherwise the
+  synthetic stand-in ``maf-synthetic``, and every result says so.
+* Shepherd = Herd (Ḡ = 12, one affinity set) + Flex; Clockwork and Nexus
+  (60 s epochs, peak provisioning) serve all workers as one group.
+* Horizon: one minute of the trace at full scale; the first 20 s with
+  ``--quick`` (the Nexus epoch stays 60 s; its first epoch is warm-started,
+  see :mod:`shepherd.core.policies.nexus`).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from shepherd.core.engine import simulate
+from shepherd.core.profiles import load_builtin
+from shepherd.solvers.planners import PlanRequest, get_planner
+from shepherd.traces import fetch
+from shepherd.traces.resolve import load_trace
+
+PROFILE_TABLE = "shepherd-v100"
+DEFAULT_SLO_MS = 250.0
+TESTBED_GPUS = 12
+GROUP_LIMIT = 12
+SYSTEMS = ("shepherd", "clockwork", "nexus")
+LABELS = {"shepherd": "Shepherd", "clockwork": "Clockwork", "nexus": "Nexus",
+          "shepherd-np": "Shepherd-NP"}
+POLICY = {"shepherd": "flex", "shepherd-np": "flex-np", "clockwork": "clockwork", "nexus": "nexus"}
+SUMMARY_COLUMNS = ("requests", "good", "goodput_rps", "slo_attainment", "utilization",
+                   "utilization_with_waste", "p50_latency_ms", "p99_latency_ms", "drop_rate",
+                   "preemptions", "workers", "groups")
+
+
+def horizon_s(quick: bool) -> float:
+    return 20.0 if quick else 60.0
+
+
+def real_maf_available() -> bool:
+    entry = fetch.read_registry().get("maf2019")
+    return bool(entry) and Path(entry["path"]).exists()
+
+
+def trace_name(workload: str) -> str:
+    """``stable``/``bursty`` → the MAF 2019 trace if cached, else the synthetic stand-in."""
+    if real_maf_available():
+        return f"maf2019-{workload}"
+    return "maf-synthetic" if workload == "stable" else "maf-synthetic-bursty"
+
+
+@lru_cache(maxsize=1)
+def profiles() -> pl.DataFrame:
+    return load_builtin(PROFILE_TABLE)
+
+
+def workload(name: str, load_rps: float, seed: int, horizon: float, slo_ms: float = DEFAULT_SLO_MS):
+    """A trace frame at ``load_rps`` requests/s over ``horizon`` seconds, and whether it is synthetic."""
+    loaded = load_trace(name, duration_min=max(1, math.ceil(horizon / 60.0)), load=load_rps,
+                        seed=seed, slo_ms=slo_ms)
+    frame = loaded.frame.filter(pl.col("arrival_us") < int(horizon * 1e6))
+    return frame, loaded.synthetic
+
+
+def herd_plan(trace: pl.DataFrame, gpus: int, group_limit: int = GROUP_LIMIT) -> pl.DataFrame:
+    """Herd's grouping of ``gpus`` workers (Shepherd §4) for this trace."""
+    req = PlanRequest(trace=trace, profiles=profiles(), gpus=gpus, group_limit=group_limit)
+    return get_planner("herd")(req).frame
+
+
+def simulate_system(system: str, trace: pl.DataFrame, gpus: int, seed: int,
+                    group_limit: int = GROUP_LIMIT, **sim: Any):
+    """Simulate one compared system: Shepherd runs Flex on Herd's groups, the
+    baselines serve all ``gpus`` workers as one group."""
+    if system in ("shepherd", "shepherd-np") and gpus > 1:
+        plan = herd_plan(trace, gpus, group_limit)
+        return simulate(trace, profiles(), POLICY[system], plan=plan, seed=seed, **sim)
+    return simulate(trace, profiles(), POLICY[system], gpus=gpus, seed=seed, **sim)
+
+
+def run_system(system: str, trace: pl.DataFrame, gpus: int, seed: int,
+               group_limit: int = GROUP_LIMIT, **sim: Any) -> dict[str, Any]:
+    """Simulate one compared system; returns the summary row (selected columns)."""
+    result = simulate_system(system, trace, gpus, seed, group_limit, **sim)
+    row = result.summary_frame().row(0, named=True)
+    out = {k: row[k] for k in SUMMARY_COLUMNS if k in row}
+    out["offered_rps"] = trace.height / max(horizon_of(trace), 1e-9)
+    return out
+
+
+def horizon_of(trace: pl.DataFrame) -> float:
+    return (int(trace["arrival_us"].max()) + 1) / 1e6 if trace.height else 0.0
+
+
+def one_row(**values: Any) -> pl.DataFrame:
+    return pl.DataFrame([values])
+
+
+def mean_by(results: pl.DataFrame, by: list[str], value: str) -> pl.DataFrame:
+    from shepherd.experiments.confidence import mean_ci
+
+    return mean_ci(results, by, value)
+
+
+def lookup(ci: pl.DataFrame, **where: Any) -> Mapping[str, Any]:
+    rows = ci
+    for k, v in where.items():
+        rows = rows.filter(pl.col(k) == v)
+    if rows.height != 1:
+        raise KeyError(f"{where}: {rows.height} rows")
+    return rows.row(0, named=True)
+
+
+def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **where: Any) -> tuple[float, float]:
+    """Mean and 95 % half-width over seeds of value(a)/value(b), paired by seed."""
+    from shepherd.experiments.confidence import half_width
+
+    rows = results
+    for k, v in where.items():
+        rows = rows.filter(pl.col(k) == v)
+    wide = rows.filter(pl.col("system") == a).select("seed", pl.col(value).alias("a")).join(
+        rows.filter(pl.col("system") == b).select("seed", pl.col(value).alias("b")), on="seed")
+    ratios = [ra / rb if rb else float("inf") for ra, rb in zip(wide["a"], wide["b"])]
+    if not ratios:
+        return float("nan"), 0.0
+    return sum(ratios) / len(ratios), half_width(ratios)
+
+
+def is_synthetic(results: pl.DataFrame) -> bool:
+    return bool(results.height and "synthetic" in results.columns and results["synthetic"].any())
+
+
+#: Requests/s per emulated worker in the scalability runs (Fig. 10, Fig. 11(b)):
+#: "a low enough load per worker to ensure any requests dropped in SHEPHERD and
+#: Clockwork are solely due to the scheduler's failure to scale" (§7.1).
+#: Documented choice: 300 req/s/worker, about half of a V100's Table 4
+#: throughput at large batches averaged over the 17 models.
+LOAD_PER_WORKER = 300.0
+
+
+def scaled_trace(workload_name: str, workers: int, seed: int, horizon: float):
+    """The workload with its total load scaled with the number of workers."""
+    return workload(trace_name(workload_name), LOAD_PER_WORKER * workers, seed, horizon)
