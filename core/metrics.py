@@ -36,8 +36,8 @@ def _q(col: str, q: float) -> pl.Expr:
 
 def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.DataFrame,
                      policy: str, extra: dict[str, Any] | None = None) -> pl.DataFrame:
-    """One-row summary from per-request (arrival_us, start_us, finish_us, outcome,
-    preemptions), per-batch (size, start_us, end_us, preempted) and per-worker
+    """One-row summary from per-request (arrival_us, start_us, finish_us — null or
+    negative when never served —, outcome, preemptions), per-batch (size, start_us, end_us, preempted) and per-worker
     (busy_us, wasted_us) tables."""
     n = requests.height
     first = requests["arrival_us"].min() if n else 0
@@ -51,12 +51,14 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
         dropped=(pl.col("outcome") == "dropped").sum(),
         preempted_requests=(pl.col("preemptions") > 0).sum(),
     ).row(0, named=True)
-    served = requests.filter(pl.col("finish_us").is_not_null()).select(
-        lat=(pl.col("finish_us") - pl.col("arrival_us")) / 1000.0,
-        queue=(pl.col("start_us") - pl.col("arrival_us")) / 1000.0,
-    )
-    lat = served.select(p50=_q("lat", 0.5), p99=_q("lat", 0.99), mq=pl.col("queue").mean(),
-                        q99=_q("queue", 0.99)).row(0, named=True)
+    is_served = pl.col("finish_us").is_not_null() & (pl.col("finish_us") >= 0)
+    lat_us = requests.select((pl.col("finish_us") - pl.col("arrival_us")).filter(is_served))
+    lat = lat_us.select(p50=_q("finish_us", 0.5), p99=_q("finish_us", 0.99)).row(0, named=True)
+    del lat_us
+    q_us = requests.select((pl.col("start_us") - pl.col("arrival_us")).filter(is_served))
+    lat.update(q_us.select(mq=pl.col("start_us").mean(), q99=_q("start_us", 0.99)).row(0, named=True))
+    del q_us
+    lat = {k: (v / 1000.0 if v is not None else None) for k, v in lat.items()}
     done = batches.filter(~pl.col("preempted"))
     bs = done.select(mean=pl.col("size").mean(), p50=_q("size", 0.5), p99=_q("size", 0.99)).row(0, named=True)
     w = workers.select(busy=pl.col("busy_us").sum(), waste=pl.col("wasted_us").sum()).row(0, named=True)
@@ -99,17 +101,13 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
 def summarize(result: "SimulationResult") -> pl.DataFrame:
     """Summary of a :class:`SimulationResult` without building the full per-request table."""
     e = result.engine
-    done = e.r_finish >= 0
-    requests = pl.DataFrame({
+    requests = pl.DataFrame({  # never-served rows keep finish_us = -1 (filtered as such)
         "arrival_us": e.arrival,
         "start_us": e.r_start,
         "finish_us": e.r_finish,
         "outcome": result._outcome_series(),
         "preemptions": e.r_preempt,
-    }).with_columns(
-        start_us=pl.when(pl.Series(done)).then(pl.col("start_us")),
-        finish_us=pl.when(pl.Series(done)).then(pl.col("finish_us")),
-    )
+    })
     return summarize_tables(requests, result.batches_frame(), result.workers_frame(), result.policy,
                             {"seed": result.seed})
 

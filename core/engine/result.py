@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.engine.cluster import Cluster
-from shepherd.core.engine.loop import DROPPED, LATE, SERVED, Engine
+from shepherd.core.engine.loop import DROPPED, LATE, PENDING, SERVED, Engine
 
 OUTCOME_ENUM = pl.Enum(["served", "late", "dropped"])
 
@@ -34,9 +34,8 @@ class SimulationResult:
         return len(self.engine.arrival)
 
     def _outcome_series(self) -> pl.Series:
-        codes = self.engine.r_outcome
-        names = np.array(["dropped", "served", "late", "dropped"], dtype=object)
-        return pl.Series("outcome", names[codes], dtype=pl.String).cast(OUTCOME_ENUM)
+        return pl.Series("outcome", self.engine.r_outcome).replace_strict(
+            {PENDING: "dropped", SERVED: "served", LATE: "late", DROPPED: "dropped"}, return_dtype=OUTCOME_ENUM)
 
     def requests_frame(self) -> pl.DataFrame:
         """One row per request (kind ``requests``); start/finish/worker/batch null if never served."""

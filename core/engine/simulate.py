@@ -107,9 +107,9 @@ def simulate(
 
     arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
     deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
-    stream = trace["stream"].to_numpy().astype(np.int64, copy=False)
-    mapping = {m: i for i, m in enumerate(models)}
-    model_idx = (trace["model"].replace_strict(mapping, return_dtype=pl.Int32).to_numpy()
+    stream = trace["stream"].to_numpy()
+    # model index = position in ``models`` (the Enum's physical code; no per-row hashing copies)
+    model_idx = (trace["model"].cast(pl.Enum(models)).to_physical().to_numpy()
                  if trace.height else np.empty(0, np.int32))
     routed = cluster.stream_group is not None or cluster.model_group is not None
     group_of = cluster.route(stream, models, model_idx) if routed else None  # checks every stream has a group
