@@ -7,7 +7,8 @@ and measures the scheduler's own cost the same way. Here each serving group has
 one scheduler, modelled as a single server: a decision (a batch dispatch)
 issued at ``t`` leaves the scheduler at ``max(t, free) + cost`` and the batch
 cannot start before then; ``free`` advances, so decisions queue behind each
-other when they come faster than ``1/cost``.
+other when they come faster than ``1/cost``. Only dispatch decisions cost
+time; enqueueing an arrival is free (a fast path mirrors exactly this).
 
 Modes:
 
