@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shepherd.core.engine import OverheadConfig, simulate
 from shepherd.core.errors import UserError
@@ -204,3 +206,23 @@ def test_registry_lists_the_four_policies_and_rejects_unknown_names():
     with pytest.raises(UserError, match="no option 'lambda'"):
         registry.make_config("flex", {"lambda": 2})
     assert registry.make_config("flex-np", None).preemption is False
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5_000_000), st.sampled_from([0, 3, 7, 2_000_000_000, -5])),
+                min_size=1, max_size=300),
+       st.sampled_from([(1_000_000, 250_000), (2_000_000, 2_000_000), (700_000, 100_000)]))
+def test_nexus_epoch_peaks_match_a_group_by_reference(points, sizes):
+    """Peak rate per (epoch, stream) = max count over windows inside the epoch × windows per second."""
+    from shepherd.core.policies.nexus import epoch_peaks
+
+    epoch_us, window_us = sizes
+    points.sort()
+    t = np.array([p[0] for p in points], dtype=np.int64)
+    s = np.array([p[1] for p in points], dtype=np.int64)
+    ref: dict = {}
+    counts = pl.DataFrame({"e": (t // window_us) * window_us // epoch_us, "w": t // window_us, "s": s}) \
+        .group_by("e", "w", "s").len().group_by("e", "s").agg(pl.col("len").max())
+    for e, stream, n in counts.iter_rows():
+        ref.setdefault(e, {})[stream] = n * 1e6 / window_us
+    assert epoch_peaks(t, s, epoch_us, window_us) == ref

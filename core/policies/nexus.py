@@ -49,6 +49,8 @@ from shepherd.core.policies.registry import register
 from shepherd.solvers.nexus import plan_epoch
 
 
+#: stream ids below this are used as count indices directly (else they are densified)
+DENSE_STREAM_IDS = 1 << 20
 #: the greedy fallback re-plans once per stream; beyond this many streams it is skipped
 GREEDY_LIMIT = 500
 
@@ -71,17 +73,47 @@ class NexusConfig:
 
 
 def epoch_peaks(arrival: np.ndarray, stream: np.ndarray, epoch_us: int, window_us: int) -> dict[int, dict[int, float]]:
-    """Per epoch, per stream: the peak request rate (req/s) over windows of ``window_us``."""
-    if len(arrival) == 0:
-        return {}
-    frame = pl.DataFrame({"t": arrival, "s": stream}).with_columns(
-        e=pl.col("t") // epoch_us, w=pl.col("t") // window_us)
-    peaks = (frame.group_by("e", "s", "w").len().group_by("e", "s").agg(pl.col("len").max())
-             .with_columns(rps=pl.col("len") * (1e6 / window_us)))
+    """Per epoch, per stream: the peak request rate (req/s) over windows of ``window_us``.
+
+    Arrivals are sorted, so each window is a contiguous slice: one ``bincount``
+    per window, no copy of the trace.
+    """
     out: dict[int, dict[int, float]] = {}
-    for e, s, rps in peaks.select("e", "s", "rps").iter_rows():
-        out.setdefault(int(e), {})[int(s)] = float(rps)
+    if len(arrival) == 0:
+        return out
+    if 0 <= int(stream.min()) and int(stream.max()) < DENSE_STREAM_IDS:
+        ids, dense = None, None  # stream ids index the counts directly
+    else:
+        ids, dense = np.unique(stream, return_inverse=True)
+    n_ids = len(ids) if ids is not None else int(stream.max()) + 1
+    first_w, last_w = int(arrival[0]) // window_us, int(arrival[-1]) // window_us
+    edges = np.searchsorted(arrival, np.arange(first_w, last_w + 2, dtype=np.int64) * window_us)
+    peak: dict[int, np.ndarray] = {}
+    for k, w in enumerate(range(first_w, last_w + 1)):
+        lo, hi = edges[k], edges[k + 1]
+        if lo == hi:
+            continue
+        part = dense[lo:hi] if dense is not None else stream[lo:hi]
+        counts = np.bincount(part, minlength=n_ids)
+        e = (w * window_us) // epoch_us
+        if e in peak:
+            np.maximum(peak[e], counts, out=peak[e])
+        else:
+            peak[e] = counts
+    scale = 1e6 / window_us
+    for e, counts in peak.items():
+        nz = np.flatnonzero(counts)
+        keys = ids[nz] if ids is not None else nz
+        out[e] = {int(s): float(c) * scale for s, c in zip(keys, counts[nz])}
     return out
+
+
+def stream_info(arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
+                stream: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
+    """Each stream's model and SLO, taken from its first request (streams have one of each)."""
+    ids, first = np.unique(stream, return_index=True)
+    return ({int(s): int(model[i]) for s, i in zip(ids, first)},
+            {int(s): int(deadline[i] - arrival[i]) for s, i in zip(ids, first)})
 
 
 @register("nexus", NexusConfig)
@@ -94,15 +126,10 @@ class Nexus(Policy):
         super().__init__(ctx, config)
         config.validate()
         self.epoch_us = max(1, int(round(config.epoch_s * 1e6)))
-        arrival, _, model, stream = ctx.arrivals()
+        arrival, deadline, model, stream = ctx.arrivals()
         self.peaks = epoch_peaks(arrival, stream, self.epoch_us,
                                  max(1, int(round(config.peak_window_s * 1e6))))
-        # each stream's model and (most common) SLO
-        slo = ctx.engine.deadline if ctx.request_ids is None else ctx.engine.deadline[ctx.request_ids]
-        info = (pl.DataFrame({"s": stream, "m": model, "slo": slo - arrival})
-                .group_by("s").agg(pl.col("m").first(), pl.col("slo").mode().first()))
-        self.stream_model = {int(s): int(m) for s, m, _ in info.iter_rows()}
-        self.stream_slo = {int(s): int(x) for s, _, x in info.iter_rows()}
+        self.stream_model, self.stream_slo = stream_info(arrival, deadline, model, stream)
         self.hw = ctx.hardware[0]
         self.lat = ctx.lat[self.hw]
         self.tables = {ctx.models[m]: np.asarray(self.lat[m], dtype=np.int64) for m in range(len(ctx.models))}
