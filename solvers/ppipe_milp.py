@@ -1,0 +1,244 @@
+"""The PPipe MILP with batch-size unification and virtual GPUs (PPipe §3, §5.3, Appendix A.2).
+
+Formulation (per DNN ``m`` with workload share ``w_m``; configurations from
+:mod:`.ppipe_configs`, each fixing what A.2's ``p_{ldvbij}`` selects for
+every partition of one pooled pipeline — partition points, the *unified*
+batch size ``b`` (Eq. 18) and the vGPU size ``1/v`` of each partition):
+
+* ``z_c ∈ {0,1}`` — configuration ``c`` is the pooled pipeline of its
+  template ``l`` (Eqs. 16–20: at most one per template, so ≤ 14 pooled
+  pipelines per DNN on a 2-type cluster);
+* ``g_{c,d} ∈ ℕ`` — virtual GPUs of partition ``d``; ``z_c ≤ g_{c,d} ≤ U·z_c``
+  (Eqs. 21–22);
+* ``x_c ≥ 0`` — pipeline throughput, ``x_c ≤ X_{c,d}·g_{c,d}`` ∀d (Eqs. 25, 28);
+* ``h_{k,v} ∈ ℕ`` — physical GPUs of type ``k`` run at MPS level ``v``:
+  ``v·h_{k,v} ≥ Σ g`` over partitions at ``(k, v)`` and ``Σ_v h_{k,v} ≤ N_k``.
+  This is Eq. 23 (``Σ g/v ≤ N_k``) tightened so that every physical GPU hosts
+  vGPUs of one level, as profiled (§5.3 footnote) — a documented choice that
+  makes every plan placeable;
+* latency (Eq. 27 with the §7.1 margin) holds by construction: only
+  configurations with ``Σ C + Σ Y ≤ SLO·(1 − margin)`` exist;
+* objective (§3 "Objective"): ``max t`` with ``t ≤ Σ_{c∈m} x_c / w_m`` for
+  every DNN (max-min normalised throughput; one DNN: max throughput), plus
+  ``ε·Σ_m Σ_c x_c/w_m`` (ε = 10⁻⁴) so capacity left after the minimum is not
+  wasted (documented tie-break).
+
+Column pre-selection. Exact dominance pruning (:func:`enumerate_configs`)
+leaves up to ~2,000 configurations per DNN. The LP relaxation over all of
+them gives shadow prices ``π_k`` of the GPU types; per (DNN, template) the
+``candidates`` configurations of lowest priced GPU cost per unit throughput
+``Σ_d π_{k_d}/(v_d·X_{c,d})`` are kept (plus the best per MPS-level tuple
+when ``candidates = 0`` means "keep all"). Plans record how many were kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mip
+
+from shepherd.core.errors import UserError
+from shepherd.core.pipelines.blocks import BlockProfile
+from shepherd.core.pipelines.cluster import ClusterSpec
+from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
+from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, solve
+from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, enumerate_configs
+
+TIE_EPSILON = 1e-4
+
+
+@dataclass(frozen=True)
+class PPipePlanConfig:
+    """Planner knobs (defaults: the paper's §7.1 setting)."""
+
+    slo_margin: float = 0.4  # §7.1: 40 % of the SLO is deducted in the MILP
+    slo_scale: float = 5.0  # §7.1: SLO = 5 × L4 batch-1 latency
+    max_partitions: int = MAX_PARTITIONS  # §3: at most 3; NP uses 1
+    candidates: int = 4  # configurations kept per (DNN, template); 0 = all
+    mps: bool = True  # virtual GPUs (§5.3)
+
+    def validate(self) -> "PPipePlanConfig":
+        if not 0 <= self.slo_margin < 1:
+            raise UserError(f"--slo-margin must be in [0, 1), got {self.slo_margin:g}")
+        if not self.slo_scale > 0:
+            raise UserError(f"--slo-scale must be positive, got {self.slo_scale:g}")
+        if not 1 <= self.max_partitions <= 3:
+            raise UserError(f"max partitions must be 1–3, got {self.max_partitions}")
+        if self.candidates < 0:
+            raise UserError(f"candidates must be ≥ 0, got {self.candidates}")
+        return self
+
+
+def check_inputs(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec) -> None:
+    """Bad input → UserError: missing GPU type in a profile, weights, empty cluster."""
+    cluster.validate()
+    if not profiles:
+        raise UserError("no DNNs to plan")
+    for p in profiles:
+        for h in cluster.hardware:
+            if cluster.count(h) > 0 and (h, 1) not in p.lat:
+                raise UserError(f"profile of '{p.model}' has no {h} latencies; the cluster needs them")
+    if any(not (w >= 0 and math.isfinite(w)) for w in weights.values()) or sum(weights.values()) <= 0:
+        raise UserError("workload shares must be non-negative with a positive sum")
+
+
+def candidate_configs(profiles: list[BlockProfile], cluster: ClusterSpec, cfg: PPipePlanConfig,
+                      weights: dict[str, float], solver: SolverConfig) -> dict[str, list[Config]]:
+    """Feasible, dominance-pruned configurations per DNN, pre-selected by LP prices."""
+    out: dict[str, list[Config]] = {}
+    for p in profiles:
+        budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
+        cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps)
+        if not cfgs and weights.get(p.model, 0) > 0:
+            fastest = min(p.whole_us(h) for h in cluster.hardware if cluster.count(h) > 0)
+            raise UserError(f"'{p.model}': no feasible pipeline — SLO·(1−margin) = {budget / 1000:.2f} ms is below "
+                            f"the fastest possible latency ({fastest / 1000:.2f} ms at batch 1)")
+        out[p.model] = cfgs
+    if cfg.candidates == 0:
+        return out
+    prices = _lp_prices(out, cluster, weights, solver)
+    for m, cfgs in out.items():
+        by_tpl: dict[tuple[str, ...], list[Config]] = {}
+        for c in cfgs:
+            by_tpl.setdefault(c.template, []).append(c)
+        keep = []
+        for group in by_tpl.values():
+            group.sort(key=lambda c: (_priced_cost(c, prices), -c.batch, c.bounds, c.levels))
+            keep += group[: cfg.candidates]
+        out[m] = keep
+    return out
+
+
+def _gpu_cost(c: Config) -> dict[str, float]:
+    """Physical GPUs per req/s of pipeline throughput, per GPU type."""
+    cost: dict[str, float] = {}
+    for h, k, x in zip(c.template, c.levels, c.xput):
+        cost[h] = cost.get(h, 0.0) + 1.0 / (k * x)
+    return cost
+
+
+def _priced_cost(c: Config, prices: dict[str, float]) -> float:
+    return sum(prices.get(h, 0.0) * v for h, v in _gpu_cost(c).items())
+
+
+def _lp_prices(configs: dict[str, list[Config]], cluster: ClusterSpec, weights: dict[str, float],
+               solver: SolverConfig) -> dict[str, float]:
+    """Shadow prices of GPU types in the LP relaxation (fractional GPUs, any number of pipelines)."""
+    model = new_model(solver, mip.MAXIMIZE, "ppipe-lp")
+    t = model.add_var("t", lb=0.0)
+    use: dict[str, list] = {h: [] for h in cluster.hardware}
+    for m, cfgs in configs.items():
+        xs = []
+        for i, c in enumerate(cfgs):
+            x = model.add_var(f"x_{len(model.vars)}", lb=0.0)
+            xs.append(x)
+            for h, v in _gpu_cost(c).items():
+                use[h].append(v * x)
+        if weights.get(m, 0) > 0:
+            model += t * weights[m] <= mip.xsum(xs)
+    cons = {}
+    for h, terms in use.items():
+        if terms:
+            cons[h] = model.add_constr(mip.xsum(terms) <= cluster.count(h), name=f"gpu_{h}")
+    model.objective = mip.maximize(t)
+    status = model.optimize(relax=True)
+    if status not in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
+        return {h: 1.0 for h in cluster.hardware}
+    prices = {h: abs(float(c.pi)) if c.pi is not None else 0.0 for h, c in cons.items()}
+    if all(v <= 1e-12 for v in prices.values()):
+        prices = {h: 1.0 for h in cluster.hardware}
+    return {h: max(v, 1e-9) for h, v in prices.items()}
+
+
+def solve_pipelines(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
+                    cfg: PPipePlanConfig, solver: SolverConfig, planner: str = "ppipe") -> PipelinePlan:
+    """Solve the A.2 MILP (see module docstring) and return the pooled pipelines it selects."""
+    cfg.validate()
+    check_inputs(profiles, weights, cluster)
+    configs = candidate_configs(profiles, cluster, cfg, weights, solver)
+    return solve_configs(configs, profiles, weights, cluster, cfg, solver, planner)
+
+
+def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile], weights: dict[str, float],
+                  cluster: ClusterSpec, cfg: PPipePlanConfig, solver: SolverConfig,
+                  planner: str = "ppipe") -> PipelinePlan:
+    """The MILP over given candidate configurations."""
+    model = new_model(solver, mip.MAXIMIZE, planner)
+    t = model.add_var("t", lb=0.0)
+    level_use: dict[tuple[str, int], list] = {}
+    chosen: list[tuple[Config, mip.Var, list[mip.Var], mip.Var]] = []
+    norm_terms = []
+    for m, cfgs in configs.items():
+        w = weights.get(m, 0.0)
+        per_tpl: dict[tuple[str, ...], list] = {}
+        xs = []
+        for c in cfgs:
+            n = len(chosen)
+            z = model.add_var(f"z_{n}", var_type=mip.BINARY)
+            gs = []
+            cap = min(xv * cluster.count(h) * k for h, k, xv in zip(c.template, c.levels, c.xput))
+            for d, (h, k, xv) in enumerate(zip(c.template, c.levels, c.xput)):
+                u = min(cluster.count(h) * k, math.ceil(cap / xv - 1e-9))  # more never raises x_c
+                g = model.add_var(f"g_{n}_{d}", var_type=mip.INTEGER, lb=0, ub=u)
+                model += g <= u * z
+                model += g >= z
+                gs.append(g)
+                level_use.setdefault((h, k), []).append(g)
+            x = model.add_var(f"x_{n}", lb=0.0, ub=cap)
+            model += x <= cap * z
+            for g, xv in zip(gs, c.xput):
+                model += x <= xv * g
+            per_tpl.setdefault(c.template, []).append(z)
+            chosen.append((c, z, gs, x))
+            xs.append(x)
+        for zs in per_tpl.values():
+            model += mip.xsum(zs) <= 1
+        if w > 0 and xs:
+            model += w * t <= mip.xsum(xs)
+            norm_terms += [(1.0 / w) * x for x in xs]
+    for h in cluster.hardware:
+        hs = []
+        for (hh, k), gs in level_use.items():
+            if hh != h:
+                continue
+            phys = model.add_var(f"h_{h}_{k}", var_type=mip.INTEGER, lb=0, ub=cluster.count(h))
+            model += k * phys >= mip.xsum(gs)
+            hs.append(phys)
+        if hs:
+            model += mip.xsum(hs) <= cluster.count(h)
+    model.objective = mip.maximize(t + TIE_EPSILON * mip.xsum(norm_terms))
+    res = solve(model, solver)
+    if res.status == "infeasible":
+        raise UserError(f"{planner}: infeasible — no plan fits the cluster")
+    if not res.has_solution:
+        raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
+    pipes = _extract(chosen, res)
+    slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
+    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()),
+                             "objective_name": "max-min normalised throughput (req/s)",
+                             "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions}
+    return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
+
+
+def _extract(chosen: list[tuple[Config, mip.Var, list[mip.Var], mip.Var]], res: SolveResult) -> list[Pipeline]:
+    pipes = []
+    for c, z, gs, _x in chosen:
+        if res.values.get(z.name, 0.0) < 0.5:
+            continue
+        counts = [int(round(res.values[g.name])) for g in gs]
+        stages = tuple(Stage(h, k, c.bounds[d], c.bounds[d + 1], n, c.latency_us[d], c.transfer_us[d], c.xput[d])
+                       for d, (h, k, n) in enumerate(zip(c.template, c.levels, counts)))
+        pipes.append(Pipeline(c.model, c.batch, _trim(stages)))
+    return pipes
+
+
+def _trim(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """Drop vGPUs a stage has beyond what its pipeline's bottleneck needs (they would idle)."""
+    target = min(s.xput for s in stages)
+    out = []
+    for s in stages:
+        need = max(1, math.ceil(target / s.xput_per_vgpu - 1e-9))
+        out.append(Stage(s.hardware, s.k, s.start, s.end, min(s.vgpus, need), s.latency_us, s.transfer_us,
+                         s.xput_per_vgpu))
+    return tuple(out)
