@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import polars as pl
 
 #: Bump when the meaning of cached cell results changes (invalidates caches).
-CELL_FORMAT = 1
+CELL_FORMAT = 2
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from shepherd.cli.app import main
+
+# Property tests draw their examples deterministically, so a CI run is
+# reproducible; run with HYPOTHESIS_PROFILE=explore to search afresh.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(__import__("os").environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -94,7 +94,9 @@ def test_scale_counts_hits_target_in_expectation(values, factor, seed):
 def test_load_hits_target_rate(load, name, seed):
     trace = load_trace(name, load=load, duration_min=2, functions=200, seed=seed).frame
     rate = trace.height / 120.0
-    assert rate == pytest.approx(load, rel=0.08)
+    # MAF-bursty keeps each minute's count only in expectation (per-minute MMPP):
+    # at this size its realised rate has a relative sd of about 3.5 %, so allow ~5 sd.
+    assert rate == pytest.approx(load, rel=0.08 if name == "maf-synthetic" else 0.18)
 
 
 def test_rescale_arrivals_thins_and_superposes():

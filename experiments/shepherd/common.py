@@ -42,8 +42,12 @@ SUMMARY_COLUMNS = ("requests", "good", "goodput_rps", "slo_attainment", "utiliza
                    "preemptions", "workers", "groups")
 
 
-def horizon_s(quick: bool) -> float:
-    return 20.0 if quick else 60.0
+def horizon_s(quick: bool, scalability: bool = False) -> float:
+    """Simulated seconds per cell: one minute at full scale; 20 s with --quick
+    (10 s for the up-to-400-worker scalability runs)."""
+    if not quick:
+        return 60.0
+    return 10.0 if scalability else 20.0
 
 
 def real_maf_available() -> bool:
@@ -80,8 +84,10 @@ def herd_plan(trace: pl.DataFrame, gpus: int, group_limit: int = GROUP_LIMIT) ->
 def simulate_system(system: str, trace: pl.DataFrame, gpus: int, seed: int,
                     group_limit: int = GROUP_LIMIT, **sim: Any):
     """Simulate one compared system: Shepherd runs Flex on Herd's groups, the
-    baselines serve all ``gpus`` workers as one group."""
-    if system in ("shepherd", "shepherd-np") and gpus > 1:
+    baselines serve all ``gpus`` workers as one group. With ``gpus ≤ Ḡ`` Herd's
+    answer is one group of all workers (constraint (b) allows it and it
+    maximises every stream's burst tolerance), so the planner is skipped."""
+    if system in ("shepherd", "shepherd-np") and gpus > group_limit:
         plan = herd_plan(trace, gpus, group_limit)
         return simulate(trace, profiles(), POLICY[system], plan=plan, seed=seed, **sim)
     return simulate(trace, profiles(), POLICY[system], gpus=gpus, seed=seed, **sim)
@@ -91,8 +97,14 @@ def run_system(system: str, trace: pl.DataFrame, gpus: int, seed: int,
                group_limit: int = GROUP_LIMIT, **sim: Any) -> dict[str, Any]:
     """Simulate one compared system; returns the summary row (selected columns)."""
     result = simulate_system(system, trace, gpus, seed, group_limit, **sim)
+    return summary_row(result, trace)
+
+
+def summary_row(result, trace: pl.DataFrame) -> dict[str, Any]:
+    """The summary columns the experiments keep (``workers`` → ``workers_used``:
+    a cell's own ``workers`` parameter names the cluster size)."""
     row = result.summary_frame().row(0, named=True)
-    out = {k: row[k] for k in SUMMARY_COLUMNS if k in row}
+    out = {("workers_used" if k == "workers" else k): row[k] for k in SUMMARY_COLUMNS if k in row}
     out["offered_rps"] = trace.height / max(horizon_of(trace), 1e-9)
     return out
 

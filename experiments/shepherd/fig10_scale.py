@@ -21,7 +21,7 @@ from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
 WORKERS_FULL = (12, 50, 100, 150, 200, 300, 400)
-WORKERS_QUICK = (12, 100, 200, 400)
+WORKERS_QUICK = (12, 100, 400)
 
 
 class Fig10(Experiment):
@@ -32,7 +32,7 @@ class Fig10(Experiment):
     def cells(self, scale):
         workers = WORKERS_QUICK if scale.quick else WORKERS_FULL
         return [self.cell(workload=w, trace=c.trace_name(w), workers=n, system=s, seed=seed,
-                          per_worker=c.LOAD_PER_WORKER, horizon_s=c.horizon_s(scale.quick))
+                          per_worker=c.LOAD_PER_WORKER, horizon_s=c.horizon_s(scale.quick, scalability=True))
                 for w in ("stable", "bursty") for n in workers for s in c.SYSTEMS for seed in range(scale.seeds)]
 
     def run_cell(self, p):

@@ -36,8 +36,7 @@ class Fig11a(Experiment):
     def run_cell(self, p):
         trace = two_stream(duration_s=p["duration_s"], slo_ms=p["slo_ms"])
         res = simulate(trace, c.profiles(), c.POLICY[p["system"]], gpus=1, seed=p["seed"])
-        row = res.summary_frame().row(0, named=True)
-        return c.one_row(**{k: row[k] for k in c.SUMMARY_COLUMNS if k in row}, synthetic=True)
+        return c.one_row(**c.summary_row(res, trace), synthetic=True)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         import seaborn as sns

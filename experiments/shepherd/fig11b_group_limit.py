@@ -30,7 +30,7 @@ class Fig11b(Experiment):
     def cells(self, scale):
         workers = WORKERS_QUICK if scale.quick else WORKERS_FULL
         return [self.cell(limit=g, workers=n, seed=seed, trace=c.trace_name("stable"),
-                          per_worker=c.LOAD_PER_WORKER, horizon_s=c.horizon_s(scale.quick))
+                          per_worker=c.LOAD_PER_WORKER, horizon_s=c.horizon_s(scale.quick, scalability=True))
                 for g in LIMITS for n in workers for seed in range(scale.seeds)]
 
     def run_cell(self, p):
