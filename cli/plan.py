@@ -14,6 +14,7 @@ from shepherd.core.artifacts import make_provenance, read_artifact, write_artifa
 from shepherd.core.errors import UserError
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
+from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
 from shepherd.traces.resolve import load_trace
 
 def plan(
@@ -31,37 +32,61 @@ def plan(
     epoch_s: Annotated[float, typer.Option("--epoch-s", help="Nexus planning epoch, s.")] = 60.0,
     time_step_ms: Annotated[Optional[float], typer.Option("--time-step-ms", help="offline-optimal time grid Δ, ms (default: exact gcd).")] = None,
     hardware: Annotated[str, typer.Option("--hardware", help="GPU type written on worker rows.")] = "V100",
+    cluster: Annotated[Optional[str], typer.Option("--cluster", help="ppipe/np/dart-r: Table 1 cluster HC1-L … HC4-S.")] = None,
+    bandwidth_gbps: Annotated[Optional[float], typer.Option("--bandwidth-gbps", help="ppipe/np/dart-r: effective NIC bandwidth, Gbit/s (default: Table 1 / 5).")] = None,
+    slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).")] = 0.4,
+    slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.")] = 5.0,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
     seed: Annotated[int, typer.Option("--seed", help="Seed (planners are deterministic; recorded for provenance).")] = 0,
 ) -> None:
     """Write a plan artifact: stream→group, model→group, group→workers, with solver status in its metadata.
 
     Example: shepherd plan --trace trace.parquet --planner herd --gpus 36 --group-limit 12 -o plan.parquet
+
+    Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
     """
     run = get_planner(planner)
     solver_cfg = SolverConfig(solver, time_limit, gap).validate()
     if gpus < 1:
         raise UserError(f"--gpus must be ≥ 1, got {gpus}")
     loaded = load_trace(trace)
-    prof_frame = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin("shepherd-v100")
+    pipeline = planner in PPIPE_PLANNERS
+    if pipeline and profiles is None:
+        raise UserError(f"planner '{planner}' needs --profiles (a block_profiles artifact from profile --from-ppipe)")
+    if pipeline:
+        prof_frame = read_artifact(profiles, "block_profiles").frame
+    else:
+        prof_frame = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin("shepherd-v100")
     missing = sorted(set(loaded.frame["model"].unique().to_list()) - set(prof_frame["model"].unique().to_list()))
     if missing:
         raise UserError(f"profiles have no model '{missing[0]}' (the trace uses {len(missing)} unprofiled model(s))")
     req = PlanRequest(loaded.frame, prof_frame, gpus, solver_cfg, group_limit, affinity_k, gpu_memory_mb,
-                      reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms)
+                      reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms, cluster=cluster,
+                      bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale)
     with progress() as bar:
         bar.add_task(f"planning ({planner}, {solver})", total=None)
         output = run(req)
     config = dict(planner=planner, trace=loaded.name, synthetic=loaded.synthetic, gpus=gpus, group_limit=group_limit,
                   affinity_k=affinity_k, gpu_memory_mb=gpu_memory_mb, reserve_mb=reserve_mb, solver=solver,
-                  time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware)
+                  time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware,
+                  cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale)
     inputs = list(loaded.inputs) + ([profiles] if profiles else [])
     extra = dict(output.extra)
-    write_artifact(output.frame, out, "plan", make_provenance(config, seed, inputs), extra=extra)
+    write_artifact(output.frame, out, output.kind, make_provenance(config, seed, inputs), extra=extra)
     frame = output.frame
     status = extra.get("status", "")
     if status == "feasible" and extra.get("gap") is not None:
         status = f"feasible, gap {100 * extra['gap']:.2f}%"
+    if output.kind == "pipeline_plan":
+        summary_table(f"plan ({planner})", {
+            "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
+            "cluster": extra["cluster"]["name"], "status": status, "gap": extra.get("gap"),
+            "solve time (s)": extra.get("solve_s"),
+            "normalised throughput (req/s)": round(extra["normalized_xput"], 1),
+            "pipelines": frame["pipeline"].n_unique() if frame.height else 0,
+            "virtual GPUs": int(frame["vgpus"].sum()) if frame.height else 0, "written": out,
+        })
+        return
     summary_table(f"plan ({planner})", {
         "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
         "status": status,

@@ -20,6 +20,7 @@ app = typer.Typer(
         "Examples:\n\n"
         "  shepherd profile --table shepherd-v100 -o profiles.parquet\n\n"
         "  shepherd profile --from measured.csv -o profiles.parquet\n\n"
+        "  shepherd profile --from-ppipe ../shared/data/ppipe -o blocks.parquet\n\n"
         "  shepherd profile list\n\n"
         "  shepherd profile show profiles.parquet"
     ),
@@ -36,12 +37,21 @@ def build(
         Optional[Path],
         typer.Option("--from", help="Measured latencies, CSV or Parquet with columns model, hardware, batch, latency_ms."),
     ] = None,
+    from_ppipe: Annotated[
+        Optional[Path],
+        typer.Option("--from-ppipe", help="PPipe authors' data folder: per-block latencies → a block_profiles artifact."),
+    ] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the profiles artifact.")] = Path("profiles.parquet"),
     max_batch: Annotated[int, typer.Option("--max-batch", help="Largest batch size expanded from α/β tables.")] = prof.DEFAULT_MAX_BATCH,
     seed: Annotated[int, typer.Option("--seed", help="Recorded in provenance (profiles draw no randomness).")] = 0,
 ) -> None:
     """Write a profiles artifact (one row per model × hardware × batch, with α, β, R²)."""
     if ctx.invoked_subcommand is not None:
+        return
+    if from_ppipe is not None:
+        if table is not None or from_file is not None:
+            raise UserError("--from-ppipe cannot be combined with --table or --from")
+        _from_ppipe(from_ppipe, out, seed)
         return
     if (table is None) == (from_file is None):
         raise UserError("give exactly one of --table NAME or --from FILE (see `shepherd profile --help`)")
@@ -114,3 +124,20 @@ def _print_fits(frame: pl.DataFrame, title: str) -> None:
     )
     frame_table(title, shown)
     console.print()
+
+
+def _from_ppipe(root: Path, out: Path, seed: int) -> None:
+    """Import the PPipe block timings (PPipe §5.2–§5.3) as a ``block_profiles`` artifact."""
+    from shepherd.core.pipelines import blocks
+
+    profs = blocks.read_ppipe_dir(root)
+    frame = blocks.to_frame(profs)
+    write_artifact(frame, out, "block_profiles", make_provenance({"from_ppipe": str(root)}, seed, []))
+    summary_table("profile (PPipe blocks)", {
+        "source": str(root),
+        "models": len(profs),
+        "hardware": ", ".join(sorted(frame["hardware"].unique().to_list())),
+        "rows": frame.height,
+        "SLO range (ms)": f"{min(p.slo_us() for p in profs) / 1000:.1f}–{max(p.slo_us() for p in profs) / 1000:.1f}",
+        "written": out,
+    })

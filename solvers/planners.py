@@ -45,12 +45,17 @@ class PlanRequest:
     epoch_s: float = 60.0
     shards: int | None = None  # model-streams per model for Herd (None: enough to fill every group)
     time_step_ms: float | None = None
+    cluster: str | None = None  # pipeline planners: a Table 1 cluster (PPipe), e.g. HC1-L
+    bandwidth_gbps: float | None = None  # pipeline planners: effective NIC bandwidth override
+    slo_margin: float = 0.4  # pipeline planners: SLO fraction deducted in the MILP (PPipe §7.1)
+    slo_scale: float = 5.0  # pipeline planners: SLO = scale × L4 batch-1 latency (PPipe §7.1)
 
 
 @dataclass
 class PlanOutput:
     frame: pl.DataFrame
     extra: dict[str, Any]
+    kind: str = "plan"  # artifact kind written ("pipeline_plan" for PPipe, NP, DART-r)
 
 
 def _rows(groups: list[tuple[list[str], list[int], int]], hardware: str) -> pl.DataFrame:
@@ -163,3 +168,8 @@ def get_planner(name: str) -> Callable[[PlanRequest], PlanOutput]:
         return PLANNERS[name]
     except KeyError:
         raise UserError(f"unknown planner '{name}' (known: {', '.join(PLANNERS)})") from None
+
+
+from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS  # noqa: E402 - pooled-pipeline planners (PPipe)
+
+PLANNERS.update(PPIPE_PLANNERS)

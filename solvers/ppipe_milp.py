@@ -27,8 +27,10 @@ Column pre-selection. Exact dominance pruning (:func:`enumerate_configs`)
 leaves up to ~2,000 configurations per DNN. The LP relaxation over all of
 them gives shadow prices ``π_k`` of the GPU types; per (DNN, template) the
 ``candidates`` configurations of lowest priced GPU cost per unit throughput
-``Σ_d π_{k_d}/(v_d·X_{c,d})`` are kept (plus the best per MPS-level tuple
-when ``candidates = 0`` means "keep all"). Plans record how many were kept.
+``Σ_d π_{k_d}/(v_d·X_{c,d})`` are kept, plus every whole-DNN configuration
+(NP's search space) and the whole-GPU chain of highest throughput (DART-r's
+pair, pooled), so PPipe's optimum is never below NP's or DART-r's;
+``candidates = 0`` keeps all. Plans record how many were kept.
 """
 
 from __future__ import annotations
@@ -104,8 +106,16 @@ def candidate_configs(profiles: list[BlockProfile], cluster: ClusterSpec, cfg: P
             by_tpl.setdefault(c.template, []).append(c)
         keep = []
         for group in by_tpl.values():
+            if len(group[0].template) == 1:  # whole-DNN pipelines: few, and NP's whole search space
+                keep += group
+                continue
             group.sort(key=lambda c: (_priced_cost(c, prices), -c.batch, c.bounds, c.levels))
-            keep += group[: cfg.candidates]
+            best = group[: cfg.candidates]
+            whole = [c for c in group if set(c.levels) == {1}]  # DART's whole-GPU chain, pooled
+            chain = max(whole, key=lambda c: (min(c.xput), c.batch), default=None)
+            if chain is not None and chain not in best:
+                best.append(chain)
+            keep += best
         out[m] = keep
     return out
 

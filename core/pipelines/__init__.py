@@ -10,3 +10,5 @@
 * :mod:`.artifacts` — the two artifact kinds registered here: ``block_profiles``
   and ``pipeline_plan``.
 """
+
+from shepherd.core.pipelines import artifacts as _artifacts  # noqa: F401,E402 - registers the kinds

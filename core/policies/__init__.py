@@ -10,3 +10,4 @@ from shepherd.core.policies import clockwork  # noqa: F401
 from shepherd.core.policies import flex  # noqa: F401  (registers flex, flex-np)
 from shepherd.core.policies import nexus  # noqa: F401
 from shepherd.core.policies import registry  # noqa: F401
+from shepherd.core.policies import ppipe  # noqa: F401  (PPipe data plane)

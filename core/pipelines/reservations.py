@@ -1,0 +1,147 @@
+"""Resource reservation tables, ``earliestSlot``, ``probe`` and ``reserve`` (PPipe §5.4, Appendix A.3).
+
+Resources are integers: virtual GPUs ``0 … W−1``, then per server ``n`` its
+NIC uplink ``W + 2n`` and downlink ``W + 2n + 1`` (a server's GPUs share one
+NIC, §4 C3). Each resource keeps its reserved intervals ``[start, end)`` as
+two sorted Python lists (non-overlapping by construction, so both are
+sorted). Intervals that ended before the scheduler's clock are pruned
+lazily.
+
+:meth:`Reservations.earliest` is Algorithm 2's ``earliestSlot(res, t, l)``:
+the earliest ``s ≥ t`` at which every resource in ``res`` is free for ``l``.
+:func:`probe` is Algorithm 2's ``probe()``: stage by stage, every vGPU of the
+pool is tried — the feature map must cross the last GPU's uplink and this
+GPU's downlink at the same time, then the GPU must be free for the
+partition's latency — and the one finishing earliest is kept. A shortcut that
+does not change the result: a vGPU whose resources are all free from the
+earliest conceivable time finishes at that lower bound, so the scan stops
+there (ties go to the first such vGPU in pool order, as in Algorithm 2).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+from dataclasses import dataclass
+
+
+class Reservations:
+    """Per-resource reserved intervals."""
+
+    __slots__ = ("starts", "ends", "last_end", "n_gpus")
+
+    def __init__(self, n_gpus: int, n_nodes: int) -> None:
+        n = n_gpus + 2 * n_nodes
+        self.n_gpus = n_gpus
+        self.starts: list[list[int]] = [[] for _ in range(n)]
+        self.ends: list[list[int]] = [[] for _ in range(n)]
+        self.last_end = [0] * n
+
+    def uplink(self, node: int) -> int:
+        return self.n_gpus + 2 * node
+
+    def downlink(self, node: int) -> int:
+        return self.n_gpus + 2 * node + 1
+
+    def fit(self, r: int, t: int, length: int) -> int:
+        """Earliest ``s ≥ t`` at which resource ``r`` alone is free for ``length``."""
+        if self.last_end[r] <= t:
+            return t
+        starts, ends = self.starts[r], self.ends[r]
+        i = bisect_right(ends, t)  # first interval ending after t
+        n = len(ends)
+        while i < n and starts[i] < t + length:
+            if ends[i] > t:
+                t = ends[i]
+            i += 1
+        return t
+
+    def earliest(self, res: tuple[int, ...] | list[int], t: int, length: int) -> int:
+        """``earliestSlot(res, t, l)`` of Algorithm 2."""
+        while True:
+            moved = False
+            for r in res:
+                s = self.fit(r, t, length)
+                if s != t:
+                    t, moved = s, True
+            if not moved:
+                return t
+
+    def reserve(self, r: int, start: int, length: int, now: int) -> None:
+        """``markReserved(res, start, dur)``; raises if it would double-book ``r``."""
+        if length <= 0:
+            return
+        starts, ends = self.starts[r], self.ends[r]
+        if ends and ends[0] <= now:  # prune intervals already over
+            k = bisect_right(ends, now)
+            del starts[:k]
+            del ends[:k]
+        end = start + length
+        i = bisect_right(starts, start)
+        if (i > 0 and ends[i - 1] > start) or (i < len(starts) and starts[i] < end):
+            raise RuntimeError(f"resource {r}: [{start}, {end}) overlaps a reservation")
+        starts.insert(i, start)
+        ends.insert(i, end)
+        if end > self.last_end[r]:
+            self.last_end[r] = end
+
+    def intervals(self, r: int) -> list[tuple[int, int]]:
+        return list(zip(self.starts[r], self.ends[r]))
+
+
+@dataclass
+class PipeRuntime:
+    """A pooled pipeline as the data plane sees it: pools of vGPUs and per-batch latencies."""
+
+    model: int
+    batch: int  # the MILP's unified batch size bs_i
+    workers: list[list[int]]  # vGPU ids per stage
+    nodes: list[list[int]]  # server of each vGPU, aligned with ``workers``
+    lat: list[list[int]]  # lat[stage][b], µs (index 0 unused)
+    transfer_in: list[list[int]]  # transfer into stage j at batch b (stage 0: zeros)
+    max_batch: int  # largest batch profiled at every stage
+
+
+def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """Algorithm 2 ``probe(pipeline, bs)`` → (finish time, wait time, reservations [(res, start, dur)])."""
+    tg = now
+    out: list[tuple[int, int, int]] = []
+    last_node = -1
+    busy = 0
+    fit, last_end = res.fit, res.last_end
+    base = res.n_gpus
+    for j, pool in enumerate(pipe.workers):
+        li = pipe.lat[j][bs]
+        ln = pipe.transfer_in[j][bs] if j else 0
+        busy += li + ln
+        best_t = 1 << 62
+        best: list[tuple[int, int, int]] = []
+        lower = tg + ln + li
+        nodes = pipe.nodes[j]
+        for w, node in zip(pool, nodes):
+            t = tg
+            if j:
+                up, down = base + 2 * last_node, base + 2 * node + 1
+                if last_end[up] > t or last_end[down] > t:
+                    t = res.earliest((up, down), t, ln)
+                ts = t
+                t += ln
+            if last_end[w] > t:
+                t = fit(w, t, li)
+            tw = t
+            t += li
+            if t < best_t:
+                best_t = t
+                best = [(up, ts, ln), (down, ts, ln), (w, tw, li)] if j else [(w, tw, li)]
+                best_node = node
+                if t == lower:
+                    break
+        out += best
+        tg = best_t
+        last_node = best_node
+    return tg, tg - now - busy, out
+
+
+def reserve(res: Reservations, resv: list[tuple[int, int, int]], now: int) -> None:
+    """Algorithm 2 ``reserve(resv)``."""
+    for r, start, dur in resv:
+        res.reserve(r, start, dur, now)
