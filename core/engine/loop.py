@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time as _time
 from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from shepherd.core.engine.cluster import Cluster
 from shepherd.core.engine.events import ARRIVAL, COMPLETION, NEVER, TIMER, EventQueue
-from shepherd.core.engine.overhead import OverheadConfig
+from shepherd.core.engine.overhead import OverheadConfig, SchedulerClock
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.policies.base import Policy
@@ -42,7 +43,7 @@ class Feed:
     """The arrivals of one serving group, streamed in chunks of Python lists."""
 
     __slots__ = ("ids", "arrival", "deadline", "model", "stream", "next", "n",
-                 "t", "d", "m", "s", "r", "pos", "hi")
+                 "t", "tn", "d", "m", "s", "r", "pos", "hi", "charged")
 
     def __init__(self, ids: np.ndarray | None, arrival: np.ndarray, deadline: np.ndarray,
                  model: np.ndarray, stream: np.ndarray) -> None:
@@ -55,7 +56,8 @@ class Feed:
         self.m: list[int] = []
         self.s: list[int] = []
         self.r: list[int] = []
-        self.pos = self.hi = 0
+        self.tn = np.empty(0, np.int64)
+        self.pos = self.hi = self.charged = 0
 
     def refill(self) -> bool:
         """Load the next chunk; False when the group has no arrivals left."""
@@ -69,11 +71,12 @@ class Feed:
         else:
             sl = self.ids[a:b]
             self.r = sl.tolist()
-        self.t = self.arrival[sl].tolist()
+        self.tn = self.arrival[sl]
+        self.t = self.tn.tolist()
         self.d = self.deadline[sl].tolist()
         self.m = self.model[sl].tolist()
         self.s = self.stream[sl].tolist()
-        self.pos, self.hi, self.next = 0, b - a, b
+        self.pos, self.hi, self.next, self.charged = 0, b - a, b, 0
         return True
 
 
@@ -140,13 +143,9 @@ class Engine:
         overhead.validate()
         self.overhead = overhead
         self.emulate = overhead.mode == "emulation"
-        self.per_request_us = overhead.per_request_us if overhead.mode == "model" else 0.0
         ng = len(cluster.groups)
         sizes = [sum(1 for g in self.w_group if g == i) for i in range(ng)]
-        self.decision_us = [overhead.decision_us(s) for s in sizes]
-        self.sched_free = [0] * ng
-        self.sched_busy = [0] * ng
-        self._t0 = 0
+        self.sched = [SchedulerClock(overhead, size) for size in sizes]
         # feeds
         if group_of is None or ng == 1:
             self.group_ids: list[np.ndarray | None] = [None]
@@ -181,18 +180,10 @@ class Engine:
         if self.w_batch[worker] >= 0:
             raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
         g = self.w_group[worker]
-        if self.emulate:
-            cost = (_time.perf_counter_ns() - self._t0) // 1000
-        else:
-            cost = self.decision_us[g]
-            if self.per_request_us:
-                cost += int(round(self.per_request_us * len(rids)))
-        disp = self.sched_free[g]
-        if disp < now:
-            disp = now
-        disp += cost
-        self.sched_free[g] = disp
-        self.sched_busy[g] += cost
+        sched = self.sched[g]
+        if sched.arrival_ns:
+            self._charge_until(g, now)
+        disp = sched.decide(now, len(rids))
         start = self.w_free[worker]
         if start < disp:
             start = disp
@@ -256,6 +247,21 @@ class Engine:
     def busy(self, worker: int) -> bool:
         return self.w_batch[worker] >= 0
 
+    def decision_time(self, group: int, now: int) -> int:
+        """The scheduler's own clock for a decision made at ``now`` (≥ now; see overhead)."""
+        sched = self.sched[group]
+        if sched.arrival_ns:
+            self._charge_until(group, now)
+        return sched.ready_us(now)
+
+    def _charge_until(self, g: int, now: int) -> None:
+        """Charge the group's scheduler for the arrivals before ``now`` not yet charged."""
+        feed = self.feeds[g]
+        upto = bisect_left(feed.t, now, feed.charged, feed.hi)
+        if upto > feed.charged:
+            self.sched[g].charge_arrivals(feed.tn[feed.charged:upto])
+            feed.charged = upto
+
     # ------------------------------------------------------------------ loop
 
     def _complete(self, worker: int, now: int) -> None:
@@ -284,11 +290,17 @@ class Engine:
             self.until = events.arrival_horizon()
             if feed.t[feed.pos] >= self.until:
                 break
+            sched = self.sched[g]
             if self.emulate:
-                self._t0 = _time.perf_counter_ns()
+                sched.t0 = _time.perf_counter_ns()
             feed.pos = pol.on_arrivals(feed.t, feed.d, feed.m, feed.s, feed.r, feed.pos, feed.hi)
+            if self.emulate:
+                sched.charge_measured(feed.t[feed.pos - 1] if feed.pos else self.now)
             if feed.pos < feed.hi:
                 break
+            if sched.arrival_ns and feed.charged < feed.hi:  # arrivals are charged lazily, before
+                sched.charge_arrivals(feed.tn[feed.charged:])  # a decision or a chunk change
+                feed.charged = feed.hi
             if not feed.refill():
                 return
             if self.progress is not None:
@@ -317,7 +329,7 @@ class Engine:
                 continue
             self.until = events.arrival_horizon()
             if emulate:
-                self._t0 = _time.perf_counter_ns()
+                self.sched[self.w_group[who] if prio == COMPLETION else who].t0 = _time.perf_counter_ns()
             if prio == COMPLETION:
                 if self.w_batch[who] != arg:
                     continue  # a preempted batch's stale completion

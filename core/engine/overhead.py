@@ -10,11 +10,22 @@ cannot start before then; ``free`` advances, so decisions queue behind each
 other when they come faster than ``1/cost``. Only dispatch decisions cost
 time; enqueueing an arrival is free (a fast path mirrors exactly this).
 
+The scheduler also spends time on every arrival it handles (Flex, Alg. 1
+lines 9–13, loops over the group's G GPUs per arrival: O(G), Theorem 5.3), so
+arrivals occupy the same server: ``free ← max(free, a) + arrival cost`` for each
+arrival ``a``. Policies decide at the scheduler's own clock
+(:meth:`SchedulerClock.ready_us`): a lagging scheduler sees deadlines it can no
+longer meet and drops those requests. When arrivals come faster than the
+scheduler can handle them its backlog grows and goodput collapses — the
+saturation of a centralised scheduler (Shepherd Fig. 10, Fig. 11(b) with an
+unbounded group) comes out of this model, not from a cap.
+
 Modes:
 
-* ``model`` (default, deterministic): ``cost = base_us + per_worker_us ·
-  G^worker_exponent + per_request_us · |batch|`` with ``G`` the group's worker
-  count, rounded to integer µs.
+* ``model`` (default, deterministic): a decision costs ``base_us +
+  per_worker_us · G^worker_exponent + per_request_us · |batch|`` and an
+  arrival ``arrival_us + arrival_per_worker_us · G`` (``G`` = the group's
+  workers); kept in integer nanoseconds.
 * ``emulation``: the measured CPU time (``time.perf_counter_ns``) of the
   policy's handler up to the dispatch — real, hence **not deterministic**.
 * ``none``: decisions are free.
@@ -26,7 +37,10 @@ super-linearly … with the number of GPUs"), not a cap.
 
 from __future__ import annotations
 
+import time as _time
 from dataclasses import dataclass
+
+import numpy as np
 
 from shepherd.core.errors import UserError
 
@@ -42,16 +56,73 @@ class OverheadConfig:
     per_worker_us: float = 0.1
     worker_exponent: float = 1.0
     per_request_us: float = 0.0
+    arrival_us: float = 0.0
+    arrival_per_worker_us: float = 0.0
 
     def validate(self) -> None:
         if self.mode not in MODES:
             raise UserError(f"unknown overhead mode '{self.mode}' (known: {', '.join(MODES)})")
-        for name in ("base_us", "per_worker_us", "worker_exponent", "per_request_us"):
+        for name in ("base_us", "per_worker_us", "worker_exponent", "per_request_us", "arrival_us",
+                     "arrival_per_worker_us"):
             if getattr(self, name) < 0:
                 raise UserError(f"overhead {name} must be ≥ 0, got {getattr(self, name)}")
 
-    def decision_us(self, workers: int) -> int:
-        """The size-independent part of a modelled decision, integer µs."""
+    def decision_ns(self, workers: int) -> int:
+        """The size-independent part of a modelled decision, integer ns."""
         if self.mode != "model":
             return 0
-        return int(round(self.base_us + self.per_worker_us * workers ** self.worker_exponent))
+        return int(round(1000 * (self.base_us + self.per_worker_us * workers ** self.worker_exponent)))
+
+    def arrival_ns(self, workers: int) -> int:
+        """The modelled cost of handling one arrival, integer ns."""
+        if self.mode != "model":
+            return 0
+        return int(round(1000 * (self.arrival_us + self.arrival_per_worker_us * workers)))
+
+
+class SchedulerClock:
+    """One serving group's scheduler as a single server (nanosecond clock)."""
+
+    __slots__ = ("free_ns", "busy_ns", "decision_ns", "per_request_ns", "arrival_ns", "emulate", "t0")
+
+    def __init__(self, config: OverheadConfig, workers: int) -> None:
+        self.free_ns = 0
+        self.busy_ns = 0
+        self.decision_ns = config.decision_ns(workers)
+        self.per_request_ns = int(round(1000 * config.per_request_us)) if config.mode == "model" else 0
+        self.arrival_ns = config.arrival_ns(workers)
+        self.emulate = config.mode == "emulation"
+        self.t0 = 0
+
+    def charge_arrivals(self, times_us: np.ndarray) -> None:
+        """Handle a run of arrivals (sorted µs): ``free ← max(free, a) + c`` for each, vectorised
+        as ``max(free + n·c, max_k(a_k + (n−k)·c))``."""
+        n = len(times_us)
+        c = self.arrival_ns
+        if n == 0 or c == 0:
+            return
+        tail = int((times_us.astype(np.int64) * 1000 + (n - np.arange(n, dtype=np.int64)) * c).max())
+        self.free_ns = max(self.free_ns + n * c, tail)
+        self.busy_ns += n * c
+
+    def charge_measured(self, now_us: int) -> None:
+        """Emulation: charge the CPU time measured since ``t0``."""
+        cost = _time.perf_counter_ns() - self.t0
+        self.free_ns = max(self.free_ns, now_us * 1000) + cost
+        self.busy_ns += cost
+        self.t0 = _time.perf_counter_ns()
+
+    def ready_us(self, now_us: int) -> int:
+        """When a decision made now would take effect (the scheduler's own clock), µs."""
+        return -(-(max(self.free_ns, now_us * 1000) + self.decision_ns) // 1000)
+
+    def decide(self, now_us: int, size: int) -> int:
+        """Make a decision about a batch of ``size`` at ``now``; returns when it is issued, µs."""
+        if self.emulate:
+            cost = _time.perf_counter_ns() - self.t0
+            self.t0 = _time.perf_counter_ns()
+        else:
+            cost = self.decision_ns + self.per_request_ns * size
+        self.free_ns = max(self.free_ns, now_us * 1000) + cost
+        self.busy_ns += cost
+        return -(-self.free_ns // 1000)

@@ -55,7 +55,8 @@ class ClockworkConfig:
 class Clockwork(Policy):
     """Clockwork: tightest deadline first, batch sized for the most urgent request."""
 
-    default_overhead = OverheadConfig(base_us=2.0, per_worker_us=0.1, worker_exponent=1.5)
+    default_overhead = OverheadConfig(base_us=2.0, per_worker_us=0.1, worker_exponent=1.5,
+                                      arrival_us=0.5, arrival_per_worker_us=0.05)
 
     def __init__(self, ctx: GroupContext, config: ClockworkConfig) -> None:
         super().__init__(ctx, config)
@@ -95,7 +96,7 @@ class Clockwork(Policy):
         return best_m, min(b, q.length(best_m))
 
     def _run(self, k: int, now: int) -> bool:
-        m, b = self.pick(now, self.hw_of[k])
+        m, b = self.pick(self.engine.decision_time(self.ctx.group, now), self.hw_of[k])
         if b == 0:
             return False
         self.engine.start_batch(self.workers[k], m, self.q.take(m, self.q.h[m], b), now)

@@ -80,7 +80,9 @@ DEFAULT_EXIT_POINTS = 50
 class Flex(Policy):
     """Shepherd Flex: largest feasible batch first, preemption at λ× (Algorithm 1)."""
 
-    default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.1, worker_exponent=1.0)
+    #: Alg. 1 handles an arrival in O(G) (Theorem 5.3): 0.2 µs + 0.05 µs per GPU of the group
+    default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.1, worker_exponent=1.0,
+                                      arrival_us=0.2, arrival_per_worker_us=0.05)
 
     def __init__(self, ctx: GroupContext, config: FlexConfig) -> None:
         super().__init__(ctx, config)
@@ -90,6 +92,7 @@ class Flex(Policy):
         self.lam = config.lam
         self.preemption = config.preemption
         self.workers = ctx.workers
+        self.group = ctx.group
         self.local = {w: k for k, w in enumerate(ctx.workers)}
         self.run_size = [0] * len(ctx.workers)  # 0 = idle
         self.idle = list(range(len(ctx.workers)))  # local ids, kept sorted
@@ -130,7 +133,7 @@ class Flex(Policy):
     def _run(self, k: int, now: int) -> bool:
         """Start BATCHGEN's batch on local worker k; False if nothing is feasible."""
         w = self.workers[k]
-        m, b, i0 = self.batchgen(now, self.hw_of[k])
+        m, b, i0 = self.batchgen(self.engine.decision_time(self.group, now), self.hw_of[k])
         if b == 0:
             return False
         self.engine.start_batch(w, m, self.q.take(m, i0, b), now)
@@ -220,7 +223,7 @@ class Flex(Policy):
             if delay is None:  # past its last exit point: it finishes shortly
                 self.thresh = need
                 return
-            t_eff = now + delay
+            t_eff = max(now + delay, eng.decision_time(self.group, now))
             hw = self.hw_of[k]
             if full:
                 m, b, i0 = self.batchgen(t_eff, hw)

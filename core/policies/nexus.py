@@ -120,7 +120,8 @@ def stream_info(arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
 class Nexus(Policy):
     """Nexus: per-epoch per-stream provisioning, fixed batches, round-robin GPUs."""
 
-    default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.0)
+    #: per-GPU backends decide locally: a constant cost, no per-worker term; frontends route arrivals
+    default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.0, arrival_us=0.5)
 
     def __init__(self, ctx: GroupContext, config: NexusConfig) -> None:
         super().__init__(ctx, config)
@@ -271,6 +272,7 @@ class Nexus(Policy):
 
     def _dispatch(self, k: int, now: int) -> None:
         slots, queues = self.slots[k], self.queues[k]
+        t = self.engine.decision_time(self.ctx.group, now)
         n = len(slots)
         for step in range(n):
             j = (self.rr[k] + step) % n
@@ -280,7 +282,7 @@ class Nexus(Policy):
             lat = self.lat[m]
             dead = []
             # the batch is at most ``cap``; drop heads that would miss their deadline in it
-            while q and q[0][0] < now + lat[min(cap, len(q))]:
+            while q and q[0][0] < t + lat[min(cap, len(q))]:
                 dead.append(q.popleft()[1])
             self.engine.drop(dead, now)
             if not q:
