@@ -7,8 +7,7 @@ and measures the scheduler's own cost the same way. Here each serving group has
 one scheduler, modelled as a single server: a decision (a batch dispatch)
 issued at ``t`` leaves the scheduler at ``max(t, free) + cost`` and the batch
 cannot start before then; ``free`` advances, so decisions queue behind each
-other when they come faster than ``1/cost``. Only dispatch decisions cost
-time; enqueueing an arrival is free (a fast path mirrors exactly this).
+other when they come faster than ``1/cost``.
 
 The scheduler also spends time on every arrival it handles (Flex, Alg. 1
 lines 9–13, loops over the group's G GPUs per arrival: O(G), Theorem 5.3), so
@@ -27,12 +26,16 @@ Modes:
   arrival ``arrival_us + arrival_per_worker_us · G`` (``G`` = the group's
   workers); kept in integer nanoseconds.
 * ``emulation``: the measured CPU time (``time.perf_counter_ns``) of the
-  policy's handler up to the dispatch — real, hence **not deterministic**.
-* ``none``: decisions are free.
+  policy's handlers (up to each dispatch, and for each run of arrivals) —
+  real, hence **not deterministic**.
+* ``none``: the scheduler is free.
 
-Defaults are per policy (see each policy's ``default_overhead``); Clockwork's
-super-linear term is what makes it saturate (Shepherd §2.2 "grow
-super-linearly … with the number of GPUs"), not a cap.
+Arrivals are charged lazily (vectorised over the run of arrivals before each
+decision), which is exact for the single-server recursion. Defaults are per
+policy (each policy's ``default_overhead``: Flex O(G) per arrival and per
+decision; Clockwork super-linear per decision, Shepherd §2.2 "grow
+super-linearly … with the number of GPUs"; Nexus constant). They are
+placeholders of the right shape, to be calibrated by the Fig. 10 reproduction.
 """
 
 from __future__ import annotations
