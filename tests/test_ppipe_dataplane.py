@@ -173,3 +173,18 @@ def test_overload_drops_but_never_serves_late():
     res = simulate_plan(plan, profs, trace, "ppipe")
     out = res.engine.r_outcome
     assert (out == DROPPED).any() and (out == SERVED).any() and not (out == LATE).any()
+
+
+@needs_data
+def test_reactive_serves_light_load_and_never_beats_reservations_at_high_load():
+    plan, profs = small_plan(MODELS[1], "HC2-S")
+    light = trace_for(plan, profs, 0.3, 1.0, 11)
+    r = simulate_plan(plan, profs, light, "reactive")
+    assert (r.engine.r_outcome == SERVED).mean() > 0.9
+    heavy = trace_for(plan, profs, 1.0, 1.0, 12)
+    rr = simulate_plan(plan, profs, heavy, "reactive")
+    rp = simulate_plan(plan, profs, heavy, "ppipe")
+    att = lambda res: (res.engine.r_outcome == SERVED).mean()  # noqa: E731
+    assert att(rp) >= att(rr)
+    b = rr.batches_frame().sort("worker", "start_us")
+    assert b.with_columns(p=pl.col("end_us").shift(1).over("worker")).filter(pl.col("p") > pl.col("start_us")).height == 0
