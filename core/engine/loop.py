@@ -10,7 +10,8 @@ request. Outcomes go straight into preallocated numpy arrays, one vectorised
 write per batch; batch records go into compact ``array('q')`` columns.
 
 Actions (called by policies): :meth:`Engine.start_batch`, :meth:`Engine.preempt`,
-:meth:`Engine.drop`, :meth:`Engine.set_timer`. Events: arrival, completion,
+:meth:`Engine.drop`, :meth:`Engine.set_timer`, :meth:`Engine.record_batch` (a
+batch already scheduled exactly by a reserving policy). Events: arrival, completion,
 timer (tie order in :mod:`.events`). The loop never looks inside a policy, so a
 new policy (Symphony's timers, PPipe's pipelines, Accordion's malleable
 allocations) is a new module, not a change here.
@@ -210,6 +211,34 @@ class Engine:
         if end < self.until:
             self.until = end
         return end
+
+    def record_batch(self, worker: int, model: int, rids: list[int], start: int, end: int,
+                     final: bool = True) -> int:
+        """Record a batch a policy has already scheduled exactly, without simulating it.
+
+        For policies that reserve every resource ahead of time and whose
+        execution matches the profile (PPipe's reservation data plane), the
+        batch's run is known at dispatch: it is written to the batch table, the
+        worker's busy time and — if ``final`` — its requests' outcomes, with no
+        completion event and no ``busy`` state. The policy guarantees that
+        recorded batches never overlap on a worker. Returns the batch id.
+        """
+        bid = len(self.b_worker)
+        self.b_worker.append(worker)
+        self.b_model.append(model)
+        self.b_size.append(len(rids))
+        self.b_start.append(start)
+        self.b_end.append(end)
+        self.b_pre.append(0)
+        self.w_busy[worker] += end - start
+        if final:
+            idx = np.array(rids, dtype=np.int64)
+            self.r_start[idx] = start
+            self.r_finish[idx] = end
+            self.r_worker[idx] = worker
+            self.r_batch[idx] = bid
+            self.r_outcome[idx] = LATE - (self.deadline[idx] >= end)
+        return bid
 
     def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
         """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
