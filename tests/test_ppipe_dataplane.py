@@ -188,3 +188,19 @@ def test_reactive_serves_light_load_and_never_beats_reservations_at_high_load():
     assert att(rp) >= att(rr)
     b = rr.batches_frame().sort("worker", "start_us")
     assert b.with_columns(p=pl.col("end_us").shift(1).over("worker")).filter(pl.col("p") > pl.col("start_us")).height == 0
+
+
+@needs_data
+@given(st.sampled_from(MODELS), st.floats(0.5, 1.5), st.integers(0, 1000))
+@settings(max_examples=5)
+def test_direct_execution_agrees_with_engine_execution(model, load, seed):
+    """The fast fidelity (stages recorded at dispatch) gives exactly the reference outcomes."""
+    plan, profs = small_plan(model)
+    trace = trace_for(plan, profs, load, 0.4, seed)
+    ref = simulate_plan(plan, profs, trace, "ppipe")
+    fast = simulate_plan(plan, profs, trace, "ppipe", config={"execute": "direct"})
+    for name in ("r_outcome", "r_start", "r_finish", "r_worker"):
+        assert np.array_equal(getattr(ref.engine, name), getattr(fast.engine, name)), name
+    cols = ["worker", "size", "start_us", "end_us"]
+    assert ref.batches_frame().select(cols).sort(cols).equals(fast.batches_frame().select(cols).sort(cols))
+    assert ref.workers_frame()["busy_us"].to_list() == fast.workers_frame()["busy_us"].to_list()

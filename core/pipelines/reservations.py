@@ -134,21 +134,25 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
             tg = t + li
             last_node = nodes[pool.index(w)] if len(pool) > 1 else nodes[0]
             continue
+        up = base + 2 * last_node
+        up_busy = last_end[up] > tg
+        t_free = tg + ln
         for w, node in zip(pool, nodes):
-            t = tg
-            if j:
-                up, down = base + 2 * last_node, base + 2 * node + 1
-                if last_end[up] > t or last_end[down] > t:
-                    t = res.earliest((up, down), t, ln)
-                ts = t
-                t += ln
+            down = base + 2 * node + 1
+            if up_busy or last_end[down] > tg:
+                ts = res.earliest((up, down), tg, ln)
+                t = ts + ln
+            else:
+                ts, t = tg, t_free
             if last_end[w] > t:
+                if t + li >= best_t:  # cannot beat the best even if the GPU were free
+                    continue
                 t = fit(w, t, li)
             tw = t
             t += li
             if t < best_t:
                 best_t = t
-                best = [(up, ts, ln), (down, ts, ln), (w, tw, li)] if j else [(w, tw, li)]
+                best = [(up, ts, ln), (down, ts, ln), (w, tw, li)]
                 best_node = node
                 if t == lower:
                     break
