@@ -479,16 +479,15 @@ def read_artifact(path: str | os.PathLike[str], kind: str) -> Artifact:
         raise UserError(f"file not found: {p}")
     if p.is_dir():
         raise UserError(f"expected a Parquet file, got a directory: {p}")
-    try:
-        table = pq.read_table(p)
-    except (pa.ArrowException, OSError) as exc:
-        raise UserError(f"cannot read Parquet file {p}: {_first_line(exc)}") from None
-    meta = dict(table.schema.metadata or {})
+    meta = read_metadata(p)
     stored_kind = meta.get(KIND_KEY, b"").decode() or None
     if stored_kind and stored_kind != kind:
         raise UserError(f"{p.name} is a {stored_kind} artifact, expected a {kind} artifact")
-    df = pl.from_arrow(table)
-    assert isinstance(df, pl.DataFrame)
+    try:
+        # polars reads straight into its own memory (no intermediate Arrow copy).
+        df = pl.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - polars raises several error types
+        raise UserError(f"cannot read Parquet file {p}: {_first_line(exc)}") from None
     df = conform(df, kind, p.name)
     return Artifact(
         frame=df,
