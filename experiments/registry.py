@@ -24,6 +24,13 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.shepherd.fig12_preemption",
     "shepherd.experiments.shepherd.table5_planning",
     "shepherd.experiments.shepherd.theorem",
+    "shepherd.experiments.ppipe.fig02_latency",
+    "shepherd.experiments.ppipe.fig06_load_factor",
+    "shepherd.experiments.ppipe.fig07_attainment",
+    "shepherd.experiments.ppipe.fig08_utilization",
+    "shepherd.experiments.ppipe.fig10_reactive",
+    "shepherd.experiments.ppipe.fig13_sensitivity",
+    "shepherd.experiments.ppipe.fig14_milp_runtime",
 )
 
 _REGISTRY: dict[str, Experiment] = {}
