@@ -1,0 +1,106 @@
+"""``shepherd plan --planner ppipe|np|dart-r`` end to end, and its bad-input contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.pipelines import blocks
+from shepherd.core.pipelines.plan import from_frame, verify
+from shepherd.traces.arrivals import poisson
+from shepherd.traces.synthetic import assemble
+
+from conftest import SHARED, assert_user_error
+
+DATA = SHARED / "data" / "ppipe"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+MODELS = ["fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "repvgg-b3"]
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    profs = blocks.read_ppipe_dir(DATA, MODELS)
+    frame = blocks.to_frame(profs)
+    bp = tmp_path / "blocks.parquet"
+    write_artifact(frame, bp, "block_profiles", make_provenance({}, 0))
+    rng = np.random.default_rng(0)
+    trace = assemble([poisson(rng, 100.0, 1_000_000), poisson(rng, 300.0, 1_000_000)], MODELS,
+                     [p.slo_us() for p in profs])
+    tp = tmp_path / "trace.parquet"
+    write_artifact(trace, tp, "trace", make_provenance({}, 0))
+    return bp, tp, frame
+
+
+@pytest.mark.parametrize("planner", ["ppipe", "np", "dart-r"])
+def test_plan_writes_a_verified_pipeline_plan(cli, inputs, tmp_path, planner):
+    bp, tp, frame = inputs
+    out = tmp_path / "pp.parquet"
+    r = cli("plan", "--trace", tp, "--planner", planner, "--profiles", bp, "--cluster", "HC1-S", "-o", out)
+    assert r.code == 0, r.err
+    art = read_artifact(out, "pipeline_plan")
+    assert {"solver", "status", "objective", "bound", "gap", "solve_s"} <= set(art.extra)
+    plan = from_frame(art.frame, art.extra)
+    assert plan.planner == planner and plan.cluster.name == "HC1-S"
+    assert abs(plan.weights[MODELS[1]] - 0.75) < 0.05  # shares from the trace (100 vs 300 req/s)
+    assert verify(plan, blocks.from_frame(frame)) == []
+    assert plan.normalized_xput > 0
+
+
+def _write_blocks(frame: pl.DataFrame, path) -> None:
+    write_artifact(frame, path, "block_profiles", make_provenance({}, 0))
+
+
+def _plan(cli, tp, bp, out, *extra):
+    return cli("plan", "--trace", tp, "--planner", "ppipe", "--profiles", bp, "-o", out, *extra)
+
+
+def test_profile_missing_a_gpu_type(cli, inputs, tmp_path):
+    bp, tp, frame = inputs
+    bad = tmp_path / "nop4.parquet"
+    _write_blocks(frame.filter(pl.col("hardware") != "P4"), bad)
+    out = tmp_path / "o.parquet"
+    assert_user_error(_plan(cli, tp, bad, out, "--cluster", "HC1-S"), "no P4")
+    assert not out.exists()
+
+
+def test_profile_missing_a_batch_size(cli, inputs, tmp_path):
+    bp, tp, frame = inputs
+    bad = tmp_path / "nob3.parquet"
+    _write_blocks(frame.filter(~((pl.col("hardware") == "L4") & (pl.col("mps") == 0) & (pl.col("batch") == 3))), bad)
+    out = tmp_path / "o.parquet"
+    assert_user_error(_plan(cli, tp, bad, out, "--cluster", "HC1-S"), "missing batch sizes")
+    assert not out.exists()
+
+
+def test_slo_below_fastest_latency(cli, inputs, tmp_path):
+    bp, tp, _ = inputs
+    out = tmp_path / "o.parquet"
+    assert_user_error(_plan(cli, tp, bp, out, "--cluster", "HC1-S", "--slo-scale", "0.5"), "no feasible pipeline")
+    assert not out.exists()
+
+
+def test_zero_bandwidth(cli, inputs, tmp_path):
+    bp, tp, _ = inputs
+    out = tmp_path / "o.parquet"
+    assert_user_error(_plan(cli, tp, bp, out, "--cluster", "HC1-S", "--bandwidth-gbps", "0"), "bandwidth")
+    assert not out.exists()
+
+
+def test_unknown_cluster_and_bad_margin(cli, inputs, tmp_path):
+    bp, tp, _ = inputs
+    out = tmp_path / "o.parquet"
+    assert_user_error(_plan(cli, tp, bp, out, "--cluster", "HC7-L"), "unknown cluster")
+    assert_user_error(_plan(cli, tp, bp, out, "--cluster", "HC1-S", "--slo-margin", "1.5"), "--slo-margin")
+    assert not out.exists()
+
+
+def test_ppipe_needs_block_profiles(cli, inputs, tmp_path):
+    _, tp, _ = inputs
+    out = tmp_path / "o.parquet"
+    assert_user_error(cli("plan", "--trace", tp, "--planner", "ppipe", "-o", out), "--profiles")
+    other = tmp_path / "prof.parquet"
+    assert cli("profile", "--table", "shepherd-v100", "-o", other).code == 0
+    assert_user_error(_plan(cli, tp, other, out, "--cluster", "HC1-S"), "block_profiles")
+    assert not out.exists()
