@@ -231,7 +231,14 @@ class Engine:
         self.b_end.append(end)
         self.b_pre.append(0)
         self.w_busy[worker] += end - start
-        if final:
+        if final and len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
+            r = rids[0]
+            self.r_start[r] = start
+            self.r_finish[r] = end
+            self.r_worker[r] = worker
+            self.r_batch[r] = bid
+            self.r_outcome[r] = SERVED if self.deadline[r] >= end else LATE
+        elif final:
             idx = np.array(rids, dtype=np.int64)
             self.r_start[idx] = start
             self.r_finish[idx] = end
