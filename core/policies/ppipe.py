@@ -129,19 +129,24 @@ class PPipePolicy(Policy):
         while q:
             # step 1: the pipeline with the least waiting time at its planned batch size
             best = pipes[0]
+            first = None
             if len(pipes) > 1:
                 best_wait = 1 << 62
                 for p in pipes:
-                    _, wait, _ = probe(res, p, p.batch, now)
+                    r = probe(res, p, p.batch, now)
                     self.probes += 1
-                    if wait < best_wait:
-                        best_wait, best = wait, p
+                    if r[1] < best_wait:
+                        best_wait, best, first = r[1], p, r
             # step 2: the largest batch size meeting the oldest request's deadline
+            # (probe is stateless: step 1's probe of the chosen pipeline at its batch size is reused)
             deadline = q[0][1]
             bs = 0
             for b in range(best.batch, 0, -1):
-                finish, _, resv = probe(res, best, b, now)
-                self.probes += 1
+                if first is not None and b == best.batch:
+                    finish, _, resv = first
+                else:
+                    finish, _, resv = probe(res, best, b, now)
+                    self.probes += 1
                 if finish <= deadline:
                     bs = b
                     break
