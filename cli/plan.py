@@ -29,6 +29,7 @@ def plan(
     solver: Annotated[str, typer.Option("--solver", help="highs | cbc | gurobi.")] = "highs",
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit, s.")] = 60.0,
     gap: Annotated[float, typer.Option("--gap", help="Relative MIP gap to stop at (0.01 = 1 %).")] = 0.01,
+    max_solutions: Annotated[int, typer.Option("--max-solutions", help="Stop after this many feasible solutions (0 = no limit).")] = 0,
     epoch_s: Annotated[float, typer.Option("--epoch-s", help="Nexus planning epoch, s.")] = 60.0,
     time_step_ms: Annotated[Optional[float], typer.Option("--time-step-ms", help="offline-optimal time grid Δ, ms (default: exact gcd).")] = None,
     hardware: Annotated[str, typer.Option("--hardware", help="GPU type written on worker rows.")] = "V100",
@@ -46,7 +47,7 @@ def plan(
     Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
     """
     run = get_planner(planner)
-    solver_cfg = SolverConfig(solver, time_limit, gap).validate()
+    solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
     if gpus < 1:
         raise UserError(f"--gpus must be ≥ 1, got {gpus}")
     loaded = load_trace(trace)

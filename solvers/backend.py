@@ -45,6 +45,7 @@ class SolverConfig:
     time_limit_s: float = 60.0
     gap: float = 0.01  # relative MIP gap at which a solve stops as "optimal"
     threads: int = 0  # 0 = the backend's default
+    max_solutions: int = 0  # stop after this many feasible solutions (0 = no limit)
 
     def validate(self) -> "SolverConfig":
         if self.name not in BACKENDS:
@@ -53,6 +54,8 @@ class SolverConfig:
             raise UserError(f"--time-limit must be positive, got {self.time_limit_s:g}")
         if not 0 <= self.gap < 1:
             raise UserError(f"--gap must be in [0, 1), got {self.gap:g}")
+        if self.max_solutions < 0:
+            raise UserError(f"--max-solutions must be ≥ 0, got {self.max_solutions}")
         return self
 
 
@@ -109,7 +112,8 @@ def solve(model: mip.Model, config: SolverConfig) -> SolveResult:
 def _python_mip(model: mip.Model, config: SolverConfig) -> SolveResult:
     model.max_mip_gap = config.gap
     start = time.perf_counter()
-    status = model.optimize(max_seconds=config.time_limit_s)
+    limits = {"max_solutions": config.max_solutions} if config.max_solutions > 0 else {}
+    status = model.optimize(max_seconds=config.time_limit_s, **limits)
     elapsed = time.perf_counter() - start
     has = status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions > 0
     objective = float(model.objective_value) if has else None
