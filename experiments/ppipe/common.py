@@ -8,8 +8,11 @@
 * Workloads: "Poisson" — Poisson arrivals with per-DNN shares 0.30/0.33/0.37
   (the MAF 2019 shares in the data README); "Bursty" — the MAF 2021 trace is
   not available here, so a **synthetic stand-in**: a 2-state MMPP per DNN
-  (high/low rate ratio 4, dwell 1 s low / 0.25 s high) with shares
-  0.39/0.26/0.35, labelled synthetic in every output.
+  (high/low rate ratio 1.25, dwell 0.5 s in each state: ±11 % around the
+  mean at sub-second scale) with shares 0.39/0.26/0.35, labelled synthetic in
+  every output; its numbers are not a reproduction of the Bursty results.
+  (A first choice, ratio 4 with 1 s / 0.25 s dwell, put 2.5× the mean rate in
+  the high state and capped every system near load factor 0.4.)
 * Load factor 1.0 = the PPipe MILP's planned throughput (§7.1), for every
   system; max load factor at 99 % attainment = the highest factor on a
   downward sweep (step 0.05, 0.1 with ``--quick``, from 1.0) at which a DNN's
@@ -46,6 +49,8 @@ WEIGHTS = {"poisson": (0.30, 0.33, 0.37), "bursty": (0.39, 0.26, 0.35)}
 G1 = ("efficientnet-b8_3rdparty_8xb32-aa-advprop_in1k", "encnet_r101-d8_4xb2-40k_cityscapes-512x1024",
       "rtmdet_x_8xb32-300e_coco")
 TARGET = 0.99
+BURSTY_MMPP = (1.25, 0.5, 0.5)  # high/low ratio, dwell low (s), dwell high (s)
+WORKLOAD_TAG = {"poisson": "poisson", "bursty": "mmpp-1.25-0.5-0.5"}  # in cell params: a new stand-in re-runs
 SOLVER = SolverConfig("highs", 30.0, 0.01)
 
 
@@ -96,7 +101,7 @@ def make_trace(rates: dict[str, float], slo_us: dict[str, int], seconds: float, 
         if workload == "poisson":
             arrs.append(poisson(rng, r, dur))
         else:
-            arrs.append(mmpp(rng, mmpp_rates(r, 4.0, 1.0, 0.25), dur))
+            arrs.append(mmpp(rng, mmpp_rates(r, *BURSTY_MMPP), dur))
     return assemble(arrs, models, [slo_us[m] for m in models])
 
 

@@ -67,7 +67,7 @@ class Fig6(Experiment):
     def cells(self, scale):
         groups = range(2) if scale.quick else range(6)
         return [self.cell(cluster=cl, group=g, workload=w, seed=seed, seconds=5.0 if scale.quick else 30.0,
-                          step=0.1 if scale.quick else 0.05)
+                          step=0.1 if scale.quick else 0.05, arrivals=c.WORKLOAD_TAG[w])
                 for cl in c.CLUSTERS for g in groups for w in ("poisson", "bursty") for seed in range(scale.seeds)]
 
     def run_cell(self, p):
