@@ -39,7 +39,8 @@ def lines(ax, data: pl.DataFrame, x: str, y: str, hue: str, order=None, style: s
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3.0):
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             layout="constrained")
     return fig, axes
 
 
