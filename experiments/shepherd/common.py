@@ -162,3 +162,19 @@ LOAD_PER_WORKER = 300.0
 def scaled_trace(workload_name: str, workers: int, seed: int, horizon: float):
     """The workload with its total load scaled with the number of workers."""
     return workload(trace_name(workload_name), LOAD_PER_WORKER * workers, seed, horizon)
+
+
+def plot_per_workload(results: pl.DataFrame, x: str, figures_dir, stem: str) -> list:
+    """One goodput panel per workload (MAF-stable, MAF-bursty), a line per system."""
+    from shepherd.experiments import plotting
+    from shepherd.experiments.report import save_figure
+
+    data = results.with_columns(pl.col("system").replace_strict(LABELS).alias("System"),
+                                (pl.col("goodput_rps") / 1000).alias("goodput (k req/s)"))
+    fig, axes = plotting.figure(ncols=2)
+    for i, w in enumerate(("stable", "bursty")):
+        plotting.lines(axes[0][i], data.filter(pl.col("workload") == w), x, "goodput (k req/s)", "System",
+                       [LABELS[s] for s in SYSTEMS])
+        axes[0][i].set_title(f"MAF-{w}")
+    plotting.synthetic_caption(fig, is_synthetic(results))
+    return save_figure(fig, figures_dir, stem)

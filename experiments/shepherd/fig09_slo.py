@@ -35,20 +35,7 @@ class Fig9(Experiment):
         return c.one_row(**c.run_system(p["system"], trace, p["gpus"], p["seed"]), synthetic=synthetic)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
-        from shepherd.experiments import plotting
-        from shepherd.experiments.report import save_figure
-
-        data = results.with_columns(pl.col("system").replace_strict(c.LABELS).alias("System"),
-                                    pl.col("slo_ms").alias("SLO (ms)"),
-                                    (pl.col("goodput_rps") / 1000).alias("goodput (k req/s)"))
-        fig, axes = plotting.figure(ncols=2)
-        order = [c.LABELS[s] for s in c.SYSTEMS]
-        for i, w in enumerate(("stable", "bursty")):
-            plotting.lines(axes[0][i], data.filter(pl.col("workload") == w), "SLO (ms)", "goodput (k req/s)",
-                           "System", order)
-            axes[0][i].set_title(f"MAF-{w}")
-        plotting.synthetic_caption(fig, c.is_synthetic(results))
-        figures = save_figure(fig, figures_dir, "shepherd-fig9")
+        figures = c.plot_per_workload(results, "slo_ms", figures_dir, "shepherd-fig9")
         headlines, claims = [], []
         for w in ("stable", "bursty"):
             part = results.filter(pl.col("workload") == w)
