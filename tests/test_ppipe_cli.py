@@ -104,3 +104,19 @@ def test_ppipe_needs_block_profiles(cli, inputs, tmp_path):
     assert cli("profile", "--table", "shepherd-v100", "-o", other).code == 0
     assert_user_error(_plan(cli, tp, other, out, "--cluster", "HC1-S"), "block_profiles")
     assert not out.exists()
+
+
+def test_reproduce_and_report_ppipe_fig2_and_fig10_cell(cli, tmp_path):
+    """End to end through the experiment framework: cells → results → figures + REPORT.md rows."""
+    out = tmp_path / "results"
+    r = cli("reproduce", "ppipe-fig2", "--quick", "--jobs", "1", "-o", out)
+    assert r.code == 0, r.err
+    r = cli("report", "ppipe-fig2", "-o", out)
+    assert r.code == 0, r.err
+    text = (out / "REPORT.md").read_text()
+    assert "P4 / L4 latency" in text and (out / "figures" / "ppipe-fig2.png").exists()
+    from shepherd.experiments.ppipe.fig10_reactive import EXPERIMENT
+
+    row = EXPERIMENT.run_cell({"group": 1, "data_plane": "ppipe", "seed": 0, "seconds": 0.5, "step": 0.5})
+    v = float(row["max_lf"][0])  # mean over 3 DNNs of factors from the grid {1.0, 0.5} (0 if neither)
+    assert 0.0 <= v <= 1.0 and abs(6 * v - round(6 * v)) < 1e-9
