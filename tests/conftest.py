@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +15,22 @@ from shepherd.cli.app import main
 # reproducible; run with HYPOTHESIS_PROFILE=explore to search afresh.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("explore", deadline=None)
-settings.load_profile(__import__("os").environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def _find_shared() -> Path:
+    """The team's shared folder of real data: ``$SHEPHERD_SHARED``, else ``../shared``
+    beside the checkout, else ``/work/shared`` (where a clone elsewhere finds it)."""
+    candidates = [os.environ.get("SHEPHERD_SHARED"), Path(__file__).resolve().parents[2] / "shared",
+                  "/work/shared"]
+    for c in candidates:
+        if c and (Path(c) / "data").is_dir():
+            return Path(c)
+    return Path(__file__).resolve().parents[2] / "shared"
+
+
+SHARED = _find_shared()
 
 
 @dataclass

@@ -12,7 +12,9 @@ from maf_helpers import write_maf2019, write_maf2021
 from shepherd.core.errors import UserError
 from shepherd.traces import maf2019, maf2021
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "maf2019-sample"
+from conftest import SHARED  # noqa: E402
+
+SAMPLE = SHARED / "data" / "maf2019-sample"
 needs_sample = pytest.mark.skipif(not SAMPLE.exists(), reason="real MAF 2019 sample not available")
 
 

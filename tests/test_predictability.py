@@ -11,7 +11,9 @@ from shepherd.core.artifacts import read_artifact
 from shepherd.traces import maf2019, maf_synthetic, predictability
 from shepherd.traces.resolve import load_trace
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "maf2019-sample"
+from conftest import SHARED  # noqa: E402
+
+SAMPLE = SHARED / "data" / "maf2019-sample"
 
 
 def _by(table, g):
