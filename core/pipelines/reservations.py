@@ -5,7 +5,11 @@ NIC uplink ``W + 2n`` and downlink ``W + 2n + 1`` (a server's GPUs share one
 NIC, §4 C3). Each resource keeps its reserved intervals ``[start, end)`` as
 two sorted Python lists (non-overlapping by construction, so both are
 sorted). Intervals that ended before the scheduler's clock are pruned
-lazily.
+lazily. Each resource also keeps ``busy_from``: it is reserved without a gap
+from there to its last reservation's end, so a query starting inside that
+block is answered without scanning (exact; maintained in O(1) per reserve:
+an interval appended after a gap restarts the block, any other insert fills
+a gap before it).
 
 :meth:`Reservations.earliest` is Algorithm 2's ``earliestSlot(res, t, l)``:
 the earliest ``s ≥ t`` at which every resource in ``res`` is free for ``l``.
@@ -21,8 +25,8 @@ First stage: its vGPUs only ever receive first-stage reservations, each
 starting at the earliest free time ≥ the (non-decreasing) scheduler clock, so
 their reservations never leave a gap and ``earliestSlot`` on them is
 ``max(t, last reservation end)``; the vGPU finishing earliest is then the one
-whose reservations end first (ties: the first in pool order) — one C-level
-``min`` instead of a scan. ``tests/test_ppipe_dataplane.py`` checks this
+whose reservations end first, or the first in pool order among those already
+free (Algorithm 2's tie-break) — a C-level ``min`` instead of a scan. ``tests/test_ppipe_dataplane.py`` checks this
 against the general scan.
 """
 
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 class Reservations:
     """Per-resource reserved intervals."""
 
-    __slots__ = ("starts", "ends", "last_end", "n_gpus")
+    __slots__ = ("starts", "ends", "last_end", "busy_from", "n_gpus")
 
     def __init__(self, n_gpus: int, n_nodes: int) -> None:
         n = n_gpus + 2 * n_nodes
@@ -43,6 +47,8 @@ class Reservations:
         self.starts: list[list[int]] = [[] for _ in range(n)]
         self.ends: list[list[int]] = [[] for _ in range(n)]
         self.last_end = [0] * n
+        #: the resource is reserved without a gap over [busy_from, last_end)
+        self.busy_from = [0] * n
 
     def uplink(self, node: int) -> int:
         return self.n_gpus + 2 * node
@@ -52,8 +58,11 @@ class Reservations:
 
     def fit(self, r: int, t: int, length: int) -> int:
         """Earliest ``s ≥ t`` at which resource ``r`` alone is free for ``length``."""
-        if self.last_end[r] <= t:
+        last = self.last_end[r]
+        if last <= t or length <= 0:  # a zero-length use (no feature map) needs no slot
             return t
+        if t >= self.busy_from[r]:  # inside the final gap-free block: free only after it
+            return last
         starts, ends = self.starts[r], self.ends[r]
         i = bisect_right(ends, t)  # first interval ending after t
         n = len(ends)
@@ -89,7 +98,10 @@ class Reservations:
             raise RuntimeError(f"resource {r}: [{start}, {end}) overlaps a reservation")
         starts.insert(i, start)
         ends.insert(i, end)
-        if end > self.last_end[r]:
+        last = self.last_end[r]
+        if start > last:  # appended after a gap: the gap-free block restarts here
+            self.busy_from[r] = start
+        if end > last:
             self.last_end[r] = end
 
     def intervals(self, r: int) -> list[tuple[int, int]]:
@@ -115,7 +127,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
     out: list[tuple[int, int, int]] = []
     last_node = -1
     busy = 0
-    fit, last_end = res.fit, res.last_end
+    fit, last_end, busy_from = res.fit, res.last_end, res.busy_from
     base = res.n_gpus
     for j, pool in enumerate(pipe.workers):
         li = pipe.lat[j][bs]
@@ -128,7 +140,9 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
         if not j:  # first stage: no transfer, and its vGPUs never hold gaps (see probe_first)
             w = min(pool, key=last_end.__getitem__)
             t = last_end[w]
-            if t < tg:
+            if t <= tg:  # several may be free now: Algorithm 2 keeps the first in pool order
+                if len(pool) > 1:
+                    w = next(x for x in pool if last_end[x] <= tg)
                 t = tg
             out.append((w, t, li))
             tg = t + li
@@ -147,7 +161,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
             if last_end[w] > t:
                 if t + li >= best_t:  # cannot beat the best even if the GPU were free
                     continue
-                t = fit(w, t, li)
+                t = last_end[w] if t >= busy_from[w] and li > 0 else fit(w, t, li)
             tw = t
             t += li
             if t < best_t:
