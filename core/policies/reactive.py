@@ -60,7 +60,6 @@ class ReactivePolicy(Policy):
     def __init__(self, ctx: Any, config: ReactiveConfig) -> None:
         super().__init__(ctx, config)
         eng = self.engine
-        self.slo = {}
         self.pipes = list(config.pipelines)
         n_models = len(ctx.models)
         self.by_model: list[list[int]] = [[] for _ in range(n_models)]
