@@ -55,8 +55,15 @@ SOLVER = SolverConfig("highs", 30.0, 0.01)
 
 
 def data_dir() -> Path:
+    """``$SHEPHERD_PPIPE_DATA``, else ``$SHEPHERD_SHARED/data/ppipe``, else ``../shared`` beside the checkout."""
     env = os.environ.get("SHEPHERD_PPIPE_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data" / "ppipe"
+    shared = os.environ.get("SHEPHERD_SHARED")
+    if env:
+        path = Path(env)
+    elif shared:
+        path = Path(shared) / "data" / "ppipe"
+    else:
+        path = Path(__file__).resolve().parents[3] / "shared" / "data" / "ppipe"
     if not path.is_dir():
         raise UserError(f"PPipe data folder not found: {path} (set SHEPHERD_PPIPE_DATA)")
     return path
