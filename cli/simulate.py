@@ -94,6 +94,14 @@ def simulate(
     loaded = load_trace(trace)
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
+    if plan is not None and read_artifact_kind(plan) == "pipeline_plan":
+        if load != 1.0 or slo is not None:
+            raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
+                            "rescale the trace itself")
+        result, prof_frame = _pipeline_simulation(plan, profiles, loaded.frame, policy, seed, options or [])
+        _write_outputs(result, out, record, policy, loaded, profiles, plan, None, load, slo, max_batch, hardware,
+                       seed, config=dict(options=list(options or [])), overhead=None)
+        return
     prof_frame = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin(DEFAULT_PROFILES)
     missing = sorted(set(loaded.frame["model"].unique().to_list()) - set(prof_frame["model"].unique().to_list()))
     if missing:
@@ -108,10 +116,47 @@ def simulate(
             progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)),
         )
         bar.update(task, completed=span_s)
+    _write_outputs(result, out, record, policy, loaded, profiles, plan, gpus, load, slo, max_batch, hardware,
+                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
+
+
+def read_artifact_kind(path: Path) -> str | None:
+    from shepherd.core.artifacts import KIND_KEY, read_metadata
+
+    return read_metadata(path).get(KIND_KEY, b"").decode() or None
+
+
+def _pipeline_simulation(plan: Path, profiles: Optional[Path], trace, policy: str, seed: int, options: list[str]):
+    """A pooled-pipeline plan (PPipe, NP, DART-r) on the ``ppipe`` or ``reactive`` data plane (PPipe §5.4, §7.4)."""
+    from shepherd.core.pipelines import blocks
+    from shepherd.core.pipelines.plan import from_frame
+    from shepherd.core.pipelines.runtime import simulate_plan
+
+    if policy not in ("ppipe", "reactive"):
+        raise UserError(f"a pipeline plan runs on --policy ppipe or reactive, not '{policy}'")
+    if options:
+        raise UserError("--set is not supported with pipeline plans")
+    if profiles is None:
+        raise UserError("a pipeline plan needs --profiles (the block_profiles artifact it was planned with)")
+    art = read_artifact(plan, "pipeline_plan")
+    block_frame = read_artifact(profiles, "block_profiles").frame
+    models = sorted(trace["model"].unique().to_list())
+    known = set(block_frame["model"].unique().to_list())
+    if set(models) - known:
+        raise UserError(f"profiles have no model '{sorted(set(models) - known)[0]}'")
+    with progress() as bar:
+        bar.add_task(f"simulating {policy} over pooled pipelines", total=None)
+        result = simulate_plan(from_frame(art.frame, art.extra), blocks.from_frame(block_frame, models), trace,
+                               policy, seed=seed)
+    return result, block_frame
+
+
+def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
+                   max_batch, hardware, seed: int, config: dict, overhead: dict | None) -> None:
     summary = result.summary_frame()
     batches = result.batches_frame()
     provenance = make_provenance(dict(
-        policy=policy, policy_config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh),
+        policy=policy, policy_config=config, overhead=overhead,
         trace=loaded.name, synthetic=loaded.synthetic, profiles=str(profiles) if profiles else DEFAULT_PROFILES,
         gpus=gpus, plan=str(plan) if plan else None, load=load, slo_ms=slo, record=record,
         max_batch=max_batch, hardware=hardware,

@@ -1,0 +1,52 @@
+"""`shepherd simulate` over a pooled-pipeline plan (PPipe §5.4 data plane) through the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import SHARED, assert_user_error
+from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.pipelines import blocks
+from shepherd.traces.arrivals import poisson
+from shepherd.traces.synthetic import assemble
+
+DATA = SHARED / "data" / "ppipe"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+
+
+@pytest.fixture
+def planned(cli, tmp_path):
+    models = blocks.model_list(DATA)[:2]
+    profs = blocks.read_ppipe_dir(DATA, models)
+    bp = tmp_path / "blocks.parquet"
+    write_artifact(blocks.to_frame(profs), bp, "block_profiles", make_provenance({}, 0))
+    rng = np.random.default_rng(0)
+    trace = assemble([poisson(rng, 50.0, 2_000_000), poisson(rng, 50.0, 2_000_000)], models,
+                     [p.slo_us() for p in profs])
+    tp = tmp_path / "trace.parquet"
+    write_artifact(trace, tp, "trace", make_provenance({}, 0))
+    pp = tmp_path / "pp.parquet"
+    r = cli("plan", "--trace", tp, "--planner", "ppipe", "--profiles", bp, "--cluster", "HC1-S", "-o", pp)
+    assert r.code == 0, r.err
+    return bp, tp, pp, trace.height
+
+
+@pytest.mark.parametrize("policy", ["ppipe", "reactive"])
+def test_simulate_a_pipeline_plan(cli, planned, tmp_path, policy):
+    bp, tp, pp, n = planned
+    out = tmp_path / policy
+    r = cli("simulate", "--policy", policy, "--trace", tp, "--plan", pp, "--profiles", bp, "--record", "requests",
+            "-o", out)
+    assert r.code == 0, r.err
+    summary = read_artifact(out / "summary.parquet", "summary").frame.row(0, named=True)
+    requests = read_artifact(out / "requests.parquet", "requests").frame
+    assert summary["requests"] == requests.height == n
+    assert summary["good"] > 0.5 * n  # a light load on a plan sized for it
+
+
+def test_pipeline_plan_needs_a_pipeline_policy(cli, planned, tmp_path):
+    bp, tp, pp, _ = planned
+    assert_user_error(cli("simulate", "--policy", "flex", "--trace", tp, "--plan", pp, "--profiles", bp,
+                          "-o", tmp_path / "x"), "ppipe or reactive")
+    assert not (tmp_path / "x").exists()
