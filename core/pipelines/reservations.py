@@ -33,7 +33,10 @@ against the general scan.
 from __future__ import annotations
 
 from bisect import bisect_right, insort
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+#: reserve() prunes a resource's finished intervals once it keeps more than this many
+PRUNE = 32
 
 
 class Reservations:
@@ -84,23 +87,35 @@ class Reservations:
                 return t
 
     def reserve(self, r: int, start: int, length: int, now: int) -> None:
-        """``markReserved(res, start, dur)``; raises if it would double-book ``r``."""
+        """``markReserved(res, start, dur)``; raises if it would double-book ``r``.
+
+        Appending after the last reservation (the common case: stage GPUs and
+        links are booked in time order) needs no search and no overlap check.
+        Intervals over by ``now`` are pruned once more than :data:`PRUNE` are
+        kept (lazily: queries never start before ``now``, so the pruned
+        intervals never change an answer).
+        """
         if length <= 0:
             return
         starts, ends = self.starts[r], self.ends[r]
-        if ends and ends[0] <= now:  # prune intervals already over
+        if len(ends) > PRUNE and ends[0] <= now:  # prune intervals already over
             k = bisect_right(ends, now)
             del starts[:k]
             del ends[:k]
         end = start + length
+        last = self.last_end[r]
+        if start >= last:  # after every reservation: append
+            starts.append(start)
+            ends.append(end)
+            if start > last:  # appended after a gap: the gap-free block restarts here
+                self.busy_from[r] = start
+            self.last_end[r] = end
+            return
         i = bisect_right(starts, start)
         if (i > 0 and ends[i - 1] > start) or (i < len(starts) and starts[i] < end):
             raise RuntimeError(f"resource {r}: [{start}, {end}) overlaps a reservation")
         starts.insert(i, start)
         ends.insert(i, end)
-        last = self.last_end[r]
-        if start > last:  # appended after a gap: the gap-free block restarts here
-            self.busy_from[r] = start
         if end > last:
             self.last_end[r] = end
 
@@ -119,60 +134,98 @@ class PipeRuntime:
     lat: list[list[int]]  # lat[stage][b], µs (index 0 unused)
     transfer_in: list[list[int]]  # transfer into stage j at batch b (stage 0: zeros)
     max_batch: int  # largest batch profiled at every stage
+    #: per number of vGPUs (resource numbering): per stage ``(lat, transfer_in, [(vGPU, downlink)], uplinks)``
+    _stages: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def stages(self, n_gpus: int) -> list[tuple[list[int], list[int], list[tuple[int, int]], list[int]]]:
+        """Per-stage constants for :func:`probe` with resources numbered after ``n_gpus`` vGPUs (cached)."""
+        got = self._stages.get(n_gpus)
+        if got is None:
+            got = [(self.lat[j], self.transfer_in[j],
+                    [(w, n_gpus + 2 * node + 1) for w, node in zip(pool, nodes)],
+                    [n_gpus + 2 * node for node in nodes])
+                   for j, (pool, nodes) in enumerate(zip(self.workers, self.nodes))]
+            self._stages[n_gpus] = got
+        return got
 
 
 def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int, int, list[tuple[int, int, int]]]:
-    """Algorithm 2 ``probe(pipeline, bs)`` → (finish time, wait time, reservations [(res, start, dur)])."""
+    """Algorithm 2 ``probe(pipeline, bs)`` → (finish time, wait time, reservations [(res, start, dur)]).
+
+    The reservations list holds the first stage's vGPU, then per later stage
+    (uplink, downlink, vGPU): the GPU slots are ``resv[::3]``. Per later stage
+    the previous server's uplink alone gives ``tu``, the earliest a transfer
+    can start; every candidate starts its transfer at ≥ ``tu`` (so the search
+    starts there, and ``tu + transfer + latency`` is a lower bound that ends
+    the scan), and a vGPU whose gap-free reserved block covers that bound is
+    skipped unless it could still finish strictly first.
+    """
     tg = now
-    out: list[tuple[int, int, int]] = []
-    last_node = -1
     busy = 0
     fit, last_end, busy_from = res.fit, res.last_end, res.busy_from
-    base = res.n_gpus
-    for j, pool in enumerate(pipe.workers):
-        li = pipe.lat[j][bs]
-        ln = pipe.transfer_in[j][bs] if j else 0
+    stages = pipe.stages(res.n_gpus)
+    # first stage: no transfer, and its vGPUs never hold gaps (see the module docstring)
+    lat, _, cands, ups = stages[0]
+    li = lat[bs]
+    busy += li
+    pool = pipe.workers[0]
+    if len(pool) == 1:
+        w = pool[0]
+        k = 0
+        t = last_end[w]
+        if t < tg:
+            t = tg
+    else:
+        w = min(pool, key=last_end.__getitem__)
+        t = last_end[w]
+        if t <= tg:  # several may be free now: Algorithm 2 keeps the first in pool order
+            for w in pool:
+                if last_end[w] <= tg:
+                    break
+            t = tg
+        k = pool.index(w)
+    out: list[tuple[int, int, int]] = [(w, t, li)]
+    tg = t + li
+    up = ups[k]
+    for lat, tin, cands, ups in stages[1:]:
+        li = lat[bs]
+        ln = tin[bs]
         busy += li + ln
+        # the earliest the transfer can start on the previous server's uplink alone
+        tu = fit(up, tg, ln) if last_end[up] > tg else tg
+        t_free = tu + ln
+        lower = t_free + li  # no vGPU of the pool can finish earlier
         best_t = 1 << 62
-        best: list[tuple[int, int, int]] = []
-        lower = tg + ln + li
-        nodes = pipe.nodes[j]
-        if not j:  # first stage: no transfer, and its vGPUs never hold gaps (see probe_first)
-            w = min(pool, key=last_end.__getitem__)
-            t = last_end[w]
-            if t <= tg:  # several may be free now: Algorithm 2 keeps the first in pool order
-                if len(pool) > 1:
-                    w = next(x for x in pool if last_end[x] <= tg)
-                t = tg
-            out.append((w, t, li))
-            tg = t + li
-            last_node = nodes[pool.index(w)] if len(pool) > 1 else nodes[0]
-            continue
-        up = base + 2 * last_node
-        up_busy = last_end[up] > tg
-        t_free = tg + ln
-        for w, node in zip(pool, nodes):
-            down = base + 2 * node + 1
-            if up_busy or last_end[down] > tg:
-                ts = res.earliest((up, down), tg, ln)
+        for k, (w, down) in enumerate(cands):
+            lw = last_end[w]
+            if lw > t_free and li > 0 and t_free >= busy_from[w] and lw + li >= best_t:
+                continue  # its GPU is busy without a gap until lw: cannot finish first
+            if last_end[down] > tu and ln > 0:
+                ts = tu
+                while True:  # earliestSlot over (uplink, downlink) from tu
+                    s = fit(down, ts, ln)
+                    if s == ts:
+                        break
+                    ts = fit(up, s, ln)
+                    if ts == s:
+                        break
                 t = ts + ln
             else:
-                ts, t = tg, t_free
-            if last_end[w] > t:
+                ts, t = tu, t_free
+            if lw > t:
                 if t + li >= best_t:  # cannot beat the best even if the GPU were free
                     continue
-                t = last_end[w] if t >= busy_from[w] and li > 0 else fit(w, t, li)
+                t = lw if t >= busy_from[w] and li > 0 else fit(w, t, li)
             tw = t
             t += li
             if t < best_t:
-                best_t = t
-                best = [(up, ts, ln), (down, ts, ln), (w, tw, li)]
-                best_node = node
+                best_t, best_k, best_ts, best_tw = t, k, ts, tw
                 if t == lower:
                     break
-        out += best
+        w, down = cands[best_k]
+        out += ((up, best_ts, ln), (down, best_ts, ln), (w, best_tw, li))
         tg = best_t
-        last_node = best_node
+        up = ups[best_k]
     return tg, tg - now - busy, out
 
 
