@@ -11,7 +11,8 @@ write per batch; batch records go into compact ``array('q')`` columns.
 
 Actions (called by policies): :meth:`Engine.start_batch`, :meth:`Engine.preempt`,
 :meth:`Engine.drop`, :meth:`Engine.set_timer`, :meth:`Engine.record_batch` (a
-batch already scheduled exactly by a reserving policy). Events: arrival, completion,
+batch already scheduled exactly by a reserving policy; :meth:`Engine.record_path` for a
+single request's whole pipeline path). Events: arrival, completion,
 timer (tie order in :mod:`.events`). The loop never looks inside a policy, so a
 new policy (Symphony's timers, PPipe's pipelines, Accordion's malleable
 allocations) is a new module, not a change here.
@@ -160,6 +161,8 @@ class Engine:
         self.now = 0
         #: optional per-request trace columns (e.g. Accordion's ``instances``, ``priority``)
         self.columns: dict[str, np.ndarray] = {}
+        #: single-request paths recorded by :meth:`record_path`, outcomes not yet written
+        self.recorded: list[tuple[int, int, int, int, int]] = []
         self.policies: list["Policy"] = []
         self.policy_of: list["Policy"] = []
 
@@ -246,6 +249,37 @@ class Engine:
             self.r_batch[idx] = bid
             self.r_outcome[idx] = LATE - (self.deadline[idx] >= end)
         return bid
+
+    def record_path(self, model: int, rid: int, slots: list[tuple[int, int, int]]) -> None:
+        """:meth:`record_batch` of one request's whole path: batches ``(worker, start, duration)``, the last final.
+
+        The request's outcome is buffered and written (vectorised) when the run
+        ends, before unserved requests are marked dropped; the batch table and
+        busy times are written at once.
+        """
+        bw, bm, bsz, bst, be, bp, busy = (self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end,
+                                          self.b_pre, self.w_busy)
+        for w, start, dur in slots:
+            bw.append(w)
+            bm.append(model)
+            bsz.append(1)
+            bst.append(start)
+            be.append(start + dur)
+            bp.append(0)
+            busy[w] += dur
+        self.recorded.append((rid, start, start + dur, w, len(bw) - 1))
+
+    def _flush_recorded(self) -> None:
+        """Write the outcomes buffered by :meth:`record_path`."""
+        if not self.recorded:
+            return
+        rid, start, end, worker, bid = np.array(self.recorded, dtype=np.int64).T
+        self.recorded = []
+        self.r_start[rid] = start
+        self.r_finish[rid] = end
+        self.r_worker[rid] = worker
+        self.r_batch[rid] = bid
+        self.r_outcome[rid] = LATE - (self.deadline[rid] >= end)
 
     def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
         """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
@@ -375,4 +409,5 @@ class Engine:
                 self.policies[who].on_timer(t, arg)
         for p in self.policies:
             p.on_finish(self.now)
+        self._flush_recorded()
         self.r_outcome[self.r_outcome == PENDING] = DROPPED

@@ -134,15 +134,15 @@ class PipeRuntime:
     lat: list[list[int]]  # lat[stage][b], µs (index 0 unused)
     transfer_in: list[list[int]]  # transfer into stage j at batch b (stage 0: zeros)
     max_batch: int  # largest batch profiled at every stage
-    #: per number of vGPUs (resource numbering): per stage ``(lat, transfer_in, [(vGPU, downlink)], uplinks)``
+    #: per number of vGPUs (resource numbering): per stage ``(lat, transfer_in, [(vGPU, downlink, uplink)], uplinks)``
     _stages: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def stages(self, n_gpus: int) -> list[tuple[list[int], list[int], list[tuple[int, int]], list[int]]]:
+    def stages(self, n_gpus: int) -> list[tuple[list[int], list[int], list[tuple[int, int, int]], list[int]]]:
         """Per-stage constants for :func:`probe` with resources numbered after ``n_gpus`` vGPUs (cached)."""
         got = self._stages.get(n_gpus)
         if got is None:
             got = [(self.lat[j], self.transfer_in[j],
-                    [(w, n_gpus + 2 * node + 1) for w, node in zip(pool, nodes)],
+                    [(w, n_gpus + 2 * node + 1, n_gpus + 2 * node) for w, node in zip(pool, nodes)],
                     [n_gpus + 2 * node for node in nodes])
                    for j, (pool, nodes) in enumerate(zip(self.workers, self.nodes))]
             self._stages[n_gpus] = got
@@ -187,7 +187,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
     out: list[tuple[int, int, int]] = [(w, t, li)]
     tg = t + li
     up = ups[k]
-    for lat, tin, cands, ups in stages[1:]:
+    for lat, tin, cands, _ in stages[1:]:
         li = lat[bs]
         ln = tin[bs]
         busy += li + ln
@@ -195,11 +195,12 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
         tu = fit(up, tg, ln) if last_end[up] > tg else tg
         t_free = tu + ln
         lower = t_free + li  # no vGPU of the pool can finish earlier
-        best_t = 1 << 62
-        for k, (w, down) in enumerate(cands):
-            lw = last_end[w]
-            if lw > t_free and li > 0 and t_free >= busy_from[w] and lw + li >= best_t:
+        best_t = thr = 1 << 62  # thr = best_t - li: a vGPU only free from thr on cannot win
+        for c in cands:
+            lw = last_end[c[0]]
+            if lw >= thr and lw > t_free and t_free >= busy_from[c[0]] and li > 0:
                 continue  # its GPU is busy without a gap until lw: cannot finish first
+            down = c[1]
             if last_end[down] > tu and ln > 0:
                 ts = tu
                 while True:  # earliestSlot over (uplink, downlink) from tu
@@ -213,23 +214,29 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
             else:
                 ts, t = tu, t_free
             if lw > t:
-                if t + li >= best_t:  # cannot beat the best even if the GPU were free
+                if t >= thr:  # cannot beat the best even if the GPU were free
                     continue
-                t = lw if t >= busy_from[w] and li > 0 else fit(w, t, li)
-            tw = t
-            t += li
-            if t < best_t:
-                best_t, best_k, best_ts, best_tw = t, k, ts, tw
-                if t == lower:
+                t = lw if t >= busy_from[c[0]] and li > 0 else fit(c[0], t, li)
+            if t < thr:
+                best_t, thr, best, best_ts, best_tw = t + li, t, c, ts, t
+                if best_t == lower:
                     break
-        w, down = cands[best_k]
-        out += ((up, best_ts, ln), (down, best_ts, ln), (w, best_tw, li))
+        out += ((up, best_ts, ln), (best[1], best_ts, ln), (best[0], best_tw, li))
         tg = best_t
-        up = ups[best_k]
+        up = best[2]
     return tg, tg - now - busy, out
 
 
 def reserve(res: Reservations, resv: list[tuple[int, int, int]], now: int) -> None:
-    """Algorithm 2 ``reserve(resv)``."""
+    """Algorithm 2 ``reserve(resv)``: :meth:`Reservations.reserve` of each, appends inlined."""
+    starts, ends, last_end, busy_from = res.starts, res.ends, res.last_end, res.busy_from
     for r, start, dur in resv:
-        res.reserve(r, start, dur, now)
+        last = last_end[r]
+        if start < last or dur <= 0 or len(ends[r]) > PRUNE:  # insert, no-op or prune: the general path
+            res.reserve(r, start, dur, now)
+            continue
+        starts[r].append(start)
+        ends[r].append(start + dur)
+        if start > last:
+            busy_from[r] = start
+        last_end[r] = start + dur

@@ -21,8 +21,8 @@ start comes (a timer per vGPU), so the engine's own clock and outcome arrays
 check the reservations: with execution matching the profile every dispatched
 request finishes by its deadline. Feedback correction (§5.4) is not needed in
 that case and not modelled. ``execute="direct"`` records each stage at
-dispatch instead (``engine.record_batch``): the same outcomes with two
-events fewer per stage — the fast fidelity, checked against the reference by
+dispatch instead (``engine.record_batch``; ``engine.record_path`` for a
+single request's whole path): the same outcomes with two events fewer per stage — the fast fidelity, checked against the reference by
 ``tests/test_ppipe_dataplane.py``. Waiting-state arrivals that cannot complete a
 batch skip re-probing until the timer (documented shortcut; Algorithm 1 would
 re-probe and reach the same wait unless another DNN booked shared links).
@@ -169,8 +169,11 @@ class PPipePolicy(Policy):
                     eng.drop([rid], now)
                     continue
             reserve(res, resv, now)
-            rids = [q.popleft()[0] for _ in range(bs)]
-            self._dispatch(m, best, resv, rids, now)
+            if bs == 1 and self.direct:  # one request: its whole path in one engine call
+                self.dispatched += 1
+                eng.record_path(m, q.popleft()[0], resv[::3])
+            else:
+                self._dispatch(m, best, resv, [q.popleft()[0] for _ in range(bs)], now)
             self.wait_until[m] = -1
             last_moment = False
 
@@ -180,7 +183,7 @@ class PPipePolicy(Policy):
                   now: int) -> None:
         """Queue each stage's reserved GPU interval as an engine batch on its vGPU."""
         self.dispatched += 1
-        gpu_slots = [r for r in resv if r[0] < self.res.n_gpus]
+        gpu_slots = resv[::3]  # probe's layout: the first stage's vGPU, then (uplink, downlink, vGPU) per stage
         last = len(gpu_slots) - 1
         if self.direct:
             rec = self.engine.record_batch
