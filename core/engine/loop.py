@@ -24,6 +24,7 @@ import time as _time
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -161,8 +162,10 @@ class Engine:
         self.now = 0
         #: optional per-request trace columns (e.g. Accordion's ``instances``, ``priority``)
         self.columns: dict[str, np.ndarray] = {}
-        #: single-request paths recorded by :meth:`record_path`, outcomes not yet written
-        self.recorded: list[tuple[int, int, int, int, int]] = []
+        #: single-request paths recorded by :meth:`record_path` and not yet written:
+        #: (model, request, stages) flat, and the stages' (worker, start, duration)
+        self.rec_paths: list[int] = []
+        self.rec_slots: list[tuple[int, int, int]] = []
         self.policies: list["Policy"] = []
         self.policy_of: list["Policy"] = []
 
@@ -183,6 +186,8 @@ class Engine:
         """
         if self.w_batch[worker] >= 0:
             raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
+        if self.rec_paths:  # keep batch ids in call order
+            self._flush_recorded()
         g = self.w_group[worker]
         sched = self.sched[g]
         if sched.arrival_ns:
@@ -226,6 +231,8 @@ class Engine:
         completion event and no ``busy`` state. The policy guarantees that
         recorded batches never overlap on a worker. Returns the batch id.
         """
+        if self.rec_paths:  # keep batch ids in call order
+            self._flush_recorded()
         bid = len(self.b_worker)
         self.b_worker.append(worker)
         self.b_model.append(model)
@@ -253,33 +260,44 @@ class Engine:
     def record_path(self, model: int, rid: int, slots: list[tuple[int, int, int]]) -> None:
         """:meth:`record_batch` of one request's whole path: batches ``(worker, start, duration)``, the last final.
 
-        The request's outcome is buffered and written (vectorised) when the run
-        ends, before unserved requests are marked dropped; the batch table and
-        busy times are written at once.
+        Buffered: the paths are written to the batch table, busy times and
+        outcomes in one vectorised step (:meth:`_flush_recorded`) before any
+        other batch is started or recorded, every :data:`CHUNK` paths, and when
+        the run ends — the same tables, in the same order, as one
+        :meth:`record_batch` per stage.
         """
-        bw, bm, bsz, bst, be, bp, busy = (self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end,
-                                          self.b_pre, self.w_busy)
-        for w, start, dur in slots:
-            bw.append(w)
-            bm.append(model)
-            bsz.append(1)
-            bst.append(start)
-            be.append(start + dur)
-            bp.append(0)
-            busy[w] += dur
-        self.recorded.append((rid, start, start + dur, w, len(bw) - 1))
+        self.rec_paths += (model, rid, len(slots))
+        self.rec_slots += slots
+        if len(self.rec_paths) >= CHUNK:
+            self._flush_recorded()
 
     def _flush_recorded(self) -> None:
-        """Write the outcomes buffered by :meth:`record_path`."""
-        if not self.recorded:
+        """Write the paths buffered by :meth:`record_path`."""
+        paths, slots = self.rec_paths, self.rec_slots
+        if not paths:
             return
-        rid, start, end, worker, bid = np.array(self.recorded, dtype=np.int64).T
-        self.recorded = []
-        self.r_start[rid] = start
-        self.r_finish[rid] = end
-        self.r_worker[rid] = worker
-        self.r_batch[rid] = bid
-        self.r_outcome[rid] = LATE - (self.deadline[rid] >= end)
+        self.rec_paths, self.rec_slots = [], []
+        model, rid, k = np.array(paths, dtype=np.int64).reshape(-1, 3).T
+        flat = np.fromiter(chain.from_iterable(slots), np.int64, 3 * len(slots)).reshape(-1, 3)
+        worker, start = flat[:, 0].copy(), flat[:, 1].copy()
+        end = start + flat[:, 2]
+        base = len(self.b_worker)
+        self.b_worker.frombytes(worker.tobytes())
+        self.b_model.frombytes(np.repeat(model, k).tobytes())
+        self.b_size.frombytes(np.ones(len(worker), np.int64).tobytes())
+        self.b_start.frombytes(start.tobytes())
+        self.b_end.frombytes(end.tobytes())
+        self.b_pre.frombytes(np.zeros(len(worker), np.int64).tobytes())
+        busy = np.zeros(len(self.w_busy), np.int64)
+        np.add.at(busy, worker, flat[:, 2])
+        for w in np.flatnonzero(busy).tolist():
+            self.w_busy[w] += int(busy[w])
+        last = np.cumsum(k) - 1  # each path's final stage
+        self.r_start[rid] = start[last]
+        self.r_finish[rid] = end[last]
+        self.r_worker[rid] = worker[last]
+        self.r_batch[rid] = base + last
+        self.r_outcome[rid] = LATE - (self.deadline[rid] >= end[last])
 
     def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
         """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
