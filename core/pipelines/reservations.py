@@ -149,8 +149,13 @@ class PipeRuntime:
         return got
 
 
-def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int, int, list[tuple[int, int, int]]]:
+def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
+          bound: int = 1 << 62) -> tuple[int, int, list[tuple[int, int, int]]] | None:
     """Algorithm 2 ``probe(pipeline, bs)`` → (finish time, wait time, reservations [(res, start, dur)]).
+
+    ``None`` when the wait time is certainly ``≥ bound`` (Algorithm 1 step 1
+    only wants a pipeline that waits strictly less than the best so far): the
+    wait accumulated by the stages probed so far never decreases.
 
     The reservations list holds the first stage's vGPU, then per later stage
     (uplink, downlink, vGPU): the GPU slots are ``resv[::3]``. Per later stage
@@ -184,6 +189,8 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
                     break
             t = tg
         k = pool.index(w)
+    if t - now >= bound:
+        return None
     out: list[tuple[int, int, int]] = [(w, t, li)]
     tg = t + li
     up = ups[k]
@@ -223,6 +230,8 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int) -> tuple[int,
                     break
         out += ((up, best_ts, ln), (best[1], best_ts, ln), (best[0], best_tw, li))
         tg = best_t
+        if tg - now - busy >= bound:
+            return None
         up = best[2]
     return tg, tg - now - busy, out
 

@@ -133,9 +133,9 @@ class PPipePolicy(Policy):
             if len(pipes) > 1:
                 best_wait = 1 << 62
                 for p in pipes:
-                    r = probe(res, p, p.batch, now)
+                    r = probe(res, p, p.batch, now, best_wait)  # None: waits ≥ best_wait
                     self.probes += 1
-                    if r[1] < best_wait:
+                    if r is not None and r[1] < best_wait:
                         best_wait, best, first = r[1], p, r
             # step 2: the largest batch size meeting the oldest request's deadline
             # (probe is stateless: step 1's probe of the chosen pipeline at its batch size is reused)
