@@ -168,7 +168,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
     tg = now
     busy = 0
     fit, last_end, busy_from = res.fit, res.last_end, res.busy_from
-    stages = pipe.stages(res.n_gpus)
+    stages = pipe._stages.get(res.n_gpus) or pipe.stages(res.n_gpus)
     # first stage: no transfer, and its vGPUs never hold gaps (see the module docstring)
     lat, _, cands, ups = stages[0]
     li = lat[bs]
@@ -241,11 +241,16 @@ def reserve(res: Reservations, resv: list[tuple[int, int, int]], now: int) -> No
     starts, ends, last_end, busy_from = res.starts, res.ends, res.last_end, res.busy_from
     for r, start, dur in resv:
         last = last_end[r]
-        if start < last or dur <= 0 or len(ends[r]) > PRUNE:  # insert, no-op or prune: the general path
+        if start < last or dur <= 0:  # an insert or a no-op: the general path
             res.reserve(r, start, dur, now)
             continue
-        starts[r].append(start)
-        ends[r].append(start + dur)
+        s, e = starts[r], ends[r]
+        if len(e) > PRUNE and e[0] <= now:
+            k = bisect_right(e, now)
+            del s[:k]
+            del e[:k]
+        s.append(start)
+        e.append(start + dur)
         if start > last:
             busy_from[r] = start
         last_end[r] = start + dur

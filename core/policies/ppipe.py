@@ -140,16 +140,19 @@ class PPipePolicy(Policy):
             # step 2: the largest batch size meeting the oldest request's deadline
             # (probe is stateless: step 1's probe of the chosen pipeline at its batch size is reused)
             deadline = q[0][1]
-            bs = 0
-            for b in range(best.batch, 0, -1):
-                if first is not None and b == best.batch:
-                    finish, _, resv = first
-                else:
+            if first is None:
+                first = probe(res, best, best.batch, now)
+                self.probes += 1
+            finish, _, resv = first
+            bs = best.batch
+            if finish > deadline:
+                bs = 0
+                for b in range(best.batch - 1, 0, -1):
                     finish, _, resv = probe(res, best, b, now)
                     self.probes += 1
-                if finish <= deadline:
-                    bs = b
-                    break
+                    if finish <= deadline:
+                        bs = b
+                        break
             if bs == 0:  # drop the oldest and start over
                 rid, _ = q.popleft()
                 eng.drop([rid], now)
