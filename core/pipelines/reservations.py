@@ -202,12 +202,15 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
         tu = fit(up, tg, ln) if last_end[up] > tg else tg
         t_free = tu + ln
         lower = t_free + li  # no vGPU of the pool can finish earlier
-        best_t = thr = 1 << 62  # thr = best_t - li: a vGPU only free from thr on cannot win
-        for c in cands:
-            lw = last_end[c[0]]
-            if lw >= thr and lw > t_free and t_free >= busy_from[c[0]] and li > 0:
+        # thr = best_t - li, the GPU start to beat; at first the start at which the wait reaches bound
+        thr = now + busy + bound - li if bound < 1 << 62 else 1 << 62
+        if t_free >= thr:
+            return None
+        best = None
+        for w, down, upw in cands:
+            lw = last_end[w]
+            if lw >= thr and lw > t_free and t_free >= busy_from[w] and li > 0:
                 continue  # its GPU is busy without a gap until lw: cannot finish first
-            down = c[1]
             if last_end[down] > tu and ln > 0:
                 ts = tu
                 while True:  # earliestSlot over (uplink, downlink) from tu
@@ -223,16 +226,17 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
             if lw > t:
                 if t >= thr:  # cannot beat the best even if the GPU were free
                     continue
-                t = lw if t >= busy_from[c[0]] and li > 0 else fit(c[0], t, li)
+                t = lw if t >= busy_from[w] and li > 0 else fit(w, t, li)
             if t < thr:
-                best_t, thr, best, best_ts, best_tw = t + li, t, c, ts, t
+                best_t, thr, best, best_ts = t + li, t, (w, down, upw), ts
                 if best_t == lower:
                     break
-        out += ((up, best_ts, ln), (best[1], best_ts, ln), (best[0], best_tw, li))
-        tg = best_t
-        if tg - now - busy >= bound:
+        if best is None:  # every vGPU makes the wait reach bound
             return None
-        up = best[2]
+        w, down, upw = best
+        out += ((up, best_ts, ln), (down, best_ts, ln), (w, thr, li))
+        tg = best_t
+        up = upw
     return tg, tg - now - busy, out
 
 
