@@ -26,7 +26,8 @@ starting at the earliest free time ≥ the (non-decreasing) scheduler clock, so
 their reservations never leave a gap and ``earliestSlot`` on them is
 ``max(t, last reservation end)``; the vGPU finishing earliest is then the one
 whose reservations end first, or the first in pool order among those already
-free (Algorithm 2's tie-break) — a C-level ``min`` instead of a scan. ``tests/test_ppipe_dataplane.py`` checks this
+free (Algorithm 2's tie-break) — one pass over ``last_end`` that stops at the
+first free vGPU, no slot search. ``tests/test_ppipe_dataplane.py`` checks this
 against the general scan.
 """
 
@@ -170,30 +171,21 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
     fit, last_end, busy_from = res.fit, res.last_end, res.busy_from
     stages = pipe._stages.get(res.n_gpus) or pipe.stages(res.n_gpus)
     # first stage: no transfer, and its vGPUs never hold gaps (see the module docstring)
-    lat, _, cands, ups = stages[0]
+    lat, _, cands, _ = stages[0]
     li = lat[bs]
     busy += li
-    pool = pipe.workers[0]
-    if len(pool) == 1:
-        w = pool[0]
-        k = 0
-        t = last_end[w]
-        if t < tg:
-            t = tg
-    else:
-        w = min(pool, key=last_end.__getitem__)
-        t = last_end[w]
-        if t <= tg:  # several may be free now: Algorithm 2 keeps the first in pool order
-            for w in pool:
-                if last_end[w] <= tg:
-                    break
-            t = tg
-        k = pool.index(w)
+    t = 1 << 62
+    for w0, _, up0 in cands:  # (a plain loop beats min(key=) on pools this small)
+        lw = last_end[w0]
+        if lw <= tg:  # free now: Algorithm 2 keeps the first in pool order
+            w, t, up = w0, tg, up0
+            break
+        if lw < t:
+            w, t, up = w0, lw, up0
     if t - now >= bound:
         return None
     out: list[tuple[int, int, int]] = [(w, t, li)]
     tg = t + li
-    up = ups[k]
     for lat, tin, cands, _ in stages[1:]:
         li = lat[bs]
         ln = tin[bs]
