@@ -361,12 +361,20 @@ class Engine:
             self.w_reqs[worker] = None
             self.w_free[worker] = now
             return
-        idx = np.array(rids, dtype=np.int64)
-        self.r_start[idx] = start
-        self.r_finish[idx] = now
-        self.r_worker[idx] = worker
-        self.r_batch[idx] = self.w_batch[worker]
-        self.r_outcome[idx] = LATE - (self.deadline[idx] >= now)
+        if len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
+            r = rids[0]
+            self.r_start[r] = start
+            self.r_finish[r] = now
+            self.r_worker[r] = worker
+            self.r_batch[r] = self.w_batch[worker]
+            self.r_outcome[r] = SERVED if self.deadline[r] >= now else LATE
+        else:
+            idx = np.array(rids, dtype=np.int64)
+            self.r_start[idx] = start
+            self.r_finish[idx] = now
+            self.r_worker[idx] = worker
+            self.r_batch[idx] = self.w_batch[worker]
+            self.r_outcome[idx] = LATE - (self.deadline[idx] >= now)
         self.w_busy[worker] += now - start
         self.w_batch[worker] = -1
         self.w_reqs[worker] = None
