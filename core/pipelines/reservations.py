@@ -124,6 +124,10 @@ class Reservations:
         return list(zip(self.starts[r], self.ends[r]))
 
 
+#: a stage as :func:`probe` reads it: latency per batch, inbound transfer per batch, (vGPU, downlink, uplink)
+Stage = tuple[list[int], list[int], list[tuple[int, int, int]]]
+
+
 @dataclass
 class PipeRuntime:
     """A pooled pipeline as the data plane sees it: pools of vGPUs and per-batch latencies."""
@@ -135,18 +139,18 @@ class PipeRuntime:
     lat: list[list[int]]  # lat[stage][b], µs (index 0 unused)
     transfer_in: list[list[int]]  # transfer into stage j at batch b (stage 0: zeros)
     max_batch: int  # largest batch profiled at every stage
-    #: per number of vGPUs (resource numbering): per stage ``(lat, transfer_in, [(vGPU, downlink, uplink)], uplinks)``
+    #: per number of vGPUs (resource numbering): (first stage, later stages), each stage
+    #: ``(lat, transfer_in, [(vGPU, its server's downlink, its server's uplink)])``
     _stages: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def stages(self, n_gpus: int) -> list[tuple[list[int], list[int], list[tuple[int, int, int]], list[int]]]:
+    def stages(self, n_gpus: int) -> tuple[Stage, tuple[Stage, ...]]:
         """Per-stage constants for :func:`probe` with resources numbered after ``n_gpus`` vGPUs (cached)."""
         got = self._stages.get(n_gpus)
         if got is None:
-            got = [(self.lat[j], self.transfer_in[j],
-                    [(w, n_gpus + 2 * node + 1, n_gpus + 2 * node) for w, node in zip(pool, nodes)],
-                    [n_gpus + 2 * node for node in nodes])
-                   for j, (pool, nodes) in enumerate(zip(self.workers, self.nodes))]
-            self._stages[n_gpus] = got
+            every = [(self.lat[j], self.transfer_in[j],
+                      [(w, n_gpus + 2 * node + 1, n_gpus + 2 * node) for w, node in zip(pool, nodes)])
+                     for j, (pool, nodes) in enumerate(zip(self.workers, self.nodes))]
+            got = self._stages[n_gpus] = (every[0], tuple(every[1:]))
         return got
 
 
@@ -169,9 +173,9 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
     tg = now
     busy = 0
     fit, last_end, busy_from = res.fit, res.last_end, res.busy_from
-    stages = pipe._stages.get(res.n_gpus) or pipe.stages(res.n_gpus)
+    first, later = pipe._stages.get(res.n_gpus) or pipe.stages(res.n_gpus)
     # first stage: no transfer, and its vGPUs never hold gaps (see the module docstring)
-    lat, _, cands, _ = stages[0]
+    lat, _, cands = first
     li = lat[bs]
     busy += li
     t = 1 << 62
@@ -186,7 +190,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
         return None
     out: list[tuple[int, int, int]] = [(w, t, li)]
     tg = t + li
-    for lat, tin, cands, _ in stages[1:]:
+    for lat, tin, cands in later:
         li = lat[bs]
         ln = tin[bs]
         busy += li + ln
