@@ -126,23 +126,23 @@ class PPipePolicy(Policy):
             eng.drop([r for r, _ in q], now)
             q.clear()
             return
+        several = len(pipes) > 1
         while q:
             # step 1: the pipeline with the least waiting time at its planned batch size
-            best = pipes[0]
-            first = None
-            if len(pipes) > 1:
+            if several:
                 best_wait = 1 << 62
                 for p in pipes:
                     r = probe(res, p, p.batch, now, best_wait)  # None: waits ≥ best_wait
-                    self.probes += 1
                     if r is not None and r[1] < best_wait:
                         best_wait, best, first = r[1], p, r
+                self.probes += len(pipes)
+            else:
+                best = pipes[0]
+                first = probe(res, best, best.batch, now)
+                self.probes += 1
             # step 2: the largest batch size meeting the oldest request's deadline
             # (probe is stateless: step 1's probe of the chosen pipeline at its batch size is reused)
             deadline = q[0][1]
-            if first is None:
-                first = probe(res, best, best.batch, now)
-                self.probes += 1
             finish, _, resv = first
             bs = best.batch
             if finish > deadline:
