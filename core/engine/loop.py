@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.policies.base import Policy
 
 CHUNK = 1 << 15
+RECORD_CHUNK = 1 << 11  #: paths buffered by Engine.record_path between vectorised writes
 
 PENDING, SERVED, LATE, DROPPED = 0, 1, 2, 3
 OUTCOMES = ("pending", "served", "late", "dropped")
@@ -262,13 +263,14 @@ class Engine:
 
         Buffered: the paths are written to the batch table, busy times and
         outcomes in one vectorised step (:meth:`_flush_recorded`) before any
-        other batch is started or recorded, every :data:`CHUNK` paths, and when
+        other batch is started or recorded, every :data:`RECORD_CHUNK` paths (small: the
+        buffered tuples are freed while still in cache), and when
         the run ends — the same tables, in the same order, as one
         :meth:`record_batch` per stage.
         """
         self.rec_paths += (model, rid, len(slots))
         self.rec_slots += slots
-        if len(self.rec_paths) >= CHUNK:
+        if len(self.rec_paths) >= 3 * RECORD_CHUNK:
             self._flush_recorded()
 
     def _flush_recorded(self) -> None:
