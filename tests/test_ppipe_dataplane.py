@@ -123,6 +123,25 @@ def test_probe_reserve_never_double_books_and_matches_algorithm_2(pipes, steps):
         assert all(a[1] <= b[0] for a, b in zip(iv, iv[1:]))
 
 
+@given(pipelines(), st.lists(st.tuples(st.integers(0, 1), st.integers(1, 4), st.integers(0, 20)), max_size=30),
+       st.integers(0, 200))
+@settings(max_examples=100)
+def test_bounded_probe_is_none_only_when_the_wait_reaches_the_bound(pipes, steps, bound):
+    """Algorithm 1 step 1's early exit: probe(bound) is the unbounded probe, or None iff its wait ≥ bound."""
+    res = Reservations(12, 3)
+    now = 0
+    for which, bs, dt in steps:
+        now += dt
+        pipe = pipes[which]
+        full = probe(res, pipe, bs, now)
+        cut = probe(res, pipe, bs, now, bound=bound)
+        if full[1] < bound:
+            assert cut == full
+        else:
+            assert cut is None or cut == full
+        reserve(res, full[2], now)
+
+
 # --------------------------------------------------------------------------- the policies on the engine
 
 @functools.lru_cache(maxsize=None)
