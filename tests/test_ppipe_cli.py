@@ -106,8 +106,9 @@ def test_ppipe_needs_block_profiles(cli, inputs, tmp_path):
     assert not out.exists()
 
 
-def test_reproduce_and_report_ppipe_fig2_and_fig10_cell(cli, tmp_path):
+def test_reproduce_and_report_ppipe_fig2_and_fig10_cell(cli, tmp_path, monkeypatch):
     """End to end through the experiment framework: cells → results → figures + REPORT.md rows."""
+    monkeypatch.setenv("SHEPHERD_PPIPE_DATA", str(DATA))  # wherever this clone found the shared data
     out = tmp_path / "results"
     r = cli("reproduce", "ppipe-fig2", "--quick", "--jobs", "1", "-o", out)
     assert r.code == 0, r.err
