@@ -204,13 +204,7 @@ class Engine:
         else:
             end = start + duration_us
         self.w_final[worker] = final
-        bid = len(self.b_worker)
-        self.b_worker.append(worker)
-        self.b_model.append(model)
-        self.b_size.append(len(rids))
-        self.b_start.append(start)
-        self.b_end.append(end)
-        self.b_pre.append(0)
+        bid = self._append_batch(worker, model, len(rids), start, end)
         self.w_batch[worker] = bid
         self.w_start[worker] = start
         self.w_end[worker] = end
@@ -220,6 +214,17 @@ class Engine:
         if end < self.until:
             self.until = end
         return end
+
+    def _append_batch(self, worker: int, model: int, size: int, start: int, end: int) -> int:
+        """Add a row to the batch table; returns its batch id."""
+        bid = len(self.b_worker)
+        self.b_worker.append(worker)
+        self.b_model.append(model)
+        self.b_size.append(size)
+        self.b_start.append(start)
+        self.b_end.append(end)
+        self.b_pre.append(0)
+        return bid
 
     def record_batch(self, worker: int, model: int, rids: list[int], start: int, end: int,
                      final: bool = True) -> int:
@@ -234,13 +239,7 @@ class Engine:
         """
         if self.rec_paths:  # keep batch ids in call order
             self._flush_recorded()
-        bid = len(self.b_worker)
-        self.b_worker.append(worker)
-        self.b_model.append(model)
-        self.b_size.append(len(rids))
-        self.b_start.append(start)
-        self.b_end.append(end)
-        self.b_pre.append(0)
+        bid = self._append_batch(worker, model, len(rids), start, end)
         self.w_busy[worker] += end - start
         if final and len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
             r = rids[0]
