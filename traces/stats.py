@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from shepherd.traces.predictability import row_cv, trace_windows
+
 
 def duration_us(trace: pl.DataFrame) -> int:
     """Span of the trace: from 0 to one past the last arrival."""
@@ -32,20 +34,20 @@ def interarrival_cv(arrival_us: np.ndarray) -> float:
 
 def window_counts(arrival_us: np.ndarray, window_us: int, span_us: int) -> np.ndarray:
     """Requests per window of ``window_us`` over [0, span_us) (partial last window dropped)."""
-    n_windows = span_us // window_us
-    if n_windows == 0:
-        return np.empty(0, dtype=np.int64)
-    idx = arrival_us // window_us
-    idx = idx[idx < n_windows]
-    return np.bincount(idx, minlength=n_windows)
+    one = np.zeros(len(arrival_us), dtype=np.int64)
+    return trace_windows(one, np.asarray(arrival_us), 1, window_us, span_us)[0]
 
 
 def count_cv(arrival_us: np.ndarray, window_us: int, span_us: int) -> float:
     """CV of per-window counts; NaN if fewer than 2 whole windows or no requests."""
-    counts = window_counts(arrival_us, window_us, span_us)
-    if counts.size < 2 or counts.mean() == 0:
-        return float("nan")
-    return float(counts.std() / counts.mean())
+    return float(row_cv(window_counts(arrival_us, window_us, span_us)[None, :])[0])
+
+
+def _stream_windows(trace: pl.DataFrame, window_us: int, span_us: int) -> np.ndarray:
+    """Streams (in increasing id order) × whole windows count matrix."""
+    _, dense = np.unique(trace["stream"].to_numpy(), return_inverse=True)
+    n_streams = int(dense.max()) + 1 if dense.size else 0
+    return trace_windows(dense, trace["arrival_us"].to_numpy(), n_streams, window_us, span_us)
 
 
 def stream_stats(trace: pl.DataFrame, window_us: int) -> pl.DataFrame:
@@ -53,15 +55,16 @@ def stream_stats(trace: pl.DataFrame, window_us: int) -> pl.DataFrame:
     span = duration_us(trace)
     seconds = span / 1e6 if span else float("nan")
     rows = []
-    for (stream,), part in trace.group_by(["stream"], maintain_order=False):
-        arr = part["arrival_us"].to_numpy()
+    per_stream = trace.group_by("stream").agg(pl.col("model").first(), pl.col("arrival_us")).sort("stream")
+    count_cvs = row_cv(_stream_windows(trace, window_us, span)) if trace.height else []
+    for k, (stream, model, arr) in enumerate(per_stream.iter_rows()):
         rows.append({
             "stream": int(stream),
-            "model": part["model"][0],
-            "requests": part.height,
-            "rate_rps": part.height / seconds,
-            "interarrival_cv": interarrival_cv(arr),
-            "count_cv": count_cv(arr, window_us, span),
+            "model": model,
+            "requests": len(arr),
+            "rate_rps": len(arr) / seconds,
+            "interarrival_cv": interarrival_cv(np.asarray(arr, dtype=np.int64)),
+            "count_cv": float(count_cvs[k]),
         })
     schema = {"stream": pl.Int32, "model": pl.String, "requests": pl.Int64, "rate_rps": pl.Float64,
               "interarrival_cv": pl.Float64, "count_cv": pl.Float64}
@@ -71,15 +74,14 @@ def stream_stats(trace: pl.DataFrame, window_us: int) -> pl.DataFrame:
 def window_stats(trace: pl.DataFrame, windows_us: list[int]) -> pl.DataFrame:
     """Aggregate count CV per window size, and the mean of per-stream count CVs."""
     span = duration_us(trace)
-    arr = trace["arrival_us"].to_numpy()
-    per_stream = [g["arrival_us"].to_numpy() for _, g in trace.group_by(["stream"])]
     rows = []
     for w in windows_us:
-        stream_cvs = np.array([count_cv(a, w, span) for a in per_stream])
+        matrix = _stream_windows(trace, w, span)
+        stream_cvs = row_cv(matrix)
         rows.append({
             "window_ms": w / 1000.0,
             "windows": int(span // w),
-            "aggregate_count_cv": count_cv(arr, w, span),
+            "aggregate_count_cv": float(row_cv(matrix.sum(axis=0)[None, :])[0]),
             "mean_stream_count_cv": float(np.nanmean(stream_cvs)) if np.isfinite(stream_cvs).any() else float("nan"),
         })
     return pl.DataFrame(rows)
