@@ -15,7 +15,6 @@ from typing import Sequence
 
 from shepherd.experiments.base import Section
 
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def save_figure(fig, figures_dir: Path, stem: str) -> list[Path]:  # noqa: ANN001 - matplotlib Figure

@@ -28,6 +28,7 @@ from shepherd.core.profiles import load_builtin
 from shepherd.solvers.planners import PlanRequest, get_planner
 from shepherd.traces import fetch
 from shepherd.traces.resolve import load_trace
+from shepherd.traces.stats import duration_us
 
 PROFILE_TABLE = "shepherd-v100"
 DEFAULT_SLO_MS = 250.0
@@ -105,40 +106,31 @@ def summary_row(result, trace: pl.DataFrame) -> dict[str, Any]:
     a cell's own ``workers`` parameter names the cluster size)."""
     row = result.summary_frame().row(0, named=True)
     out = {("workers_used" if k == "workers" else k): row[k] for k in SUMMARY_COLUMNS if k in row}
-    out["offered_rps"] = trace.height / max(horizon_of(trace), 1e-9)
+    out["offered_rps"] = trace.height / max(duration_us(trace) / 1e6, 1e-9)
     return out
-
-
-def horizon_of(trace: pl.DataFrame) -> float:
-    return (int(trace["arrival_us"].max()) + 1) / 1e6 if trace.height else 0.0
 
 
 def one_row(**values: Any) -> pl.DataFrame:
     return pl.DataFrame([values])
 
 
-def mean_by(results: pl.DataFrame, by: list[str], value: str) -> pl.DataFrame:
-    from shepherd.experiments.confidence import mean_ci
+def where(frame: pl.DataFrame, **equal: Any) -> pl.DataFrame:
+    """The rows whose columns equal the given values."""
+    return frame.filter(*[pl.col(k) == v for k, v in equal.items()]) if equal else frame
 
-    return mean_ci(results, by, value)
 
-
-def lookup(ci: pl.DataFrame, **where: Any) -> Mapping[str, Any]:
-    rows = ci
-    for k, v in where.items():
-        rows = rows.filter(pl.col(k) == v)
+def lookup(ci: pl.DataFrame, **equal: Any) -> Mapping[str, Any]:
+    rows = where(ci, **equal)
     if rows.height != 1:
-        raise KeyError(f"{where}: {rows.height} rows")
+        raise KeyError(f"{equal}: {rows.height} rows")
     return rows.row(0, named=True)
 
 
-def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **where: Any) -> tuple[float, float]:
+def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **equal: Any) -> tuple[float, float]:
     """Mean and 95 % half-width over seeds of value(a)/value(b), paired by seed."""
     from shepherd.experiments.confidence import half_width
 
-    rows = results
-    for k, v in where.items():
-        rows = rows.filter(pl.col(k) == v)
+    rows = where(results, **equal)
     wide = rows.filter(pl.col("system") == a).select("seed", pl.col(value).alias("a")).join(
         rows.filter(pl.col("system") == b).select("seed", pl.col(value).alias("b")), on="seed")
     ratios = [ra / rb if rb else float("inf") for ra, rb in zip(wide["a"], wide["b"])]

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.confidence import clearly_greater
+from shepherd.experiments.confidence import clearly_greater, mean_ci
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
@@ -70,8 +70,8 @@ class Fig7(Experiment):
             r_nx = c.paired_ratio(results, "shepherd", "nexus", "goodput_rps", workload=w, load=top)
             headlines += [Headline(f"MAF-{w} @ {top/1000:g}k: Shepherd / Clockwork goodput", vs_cw, *r_cw, "×"),
                           Headline(f"MAF-{w} @ {top/1000:g}k: Shepherd / Nexus goodput", vs_nx, *r_nx, "×")]
-            ci = c.mean_by(results.filter(pl.col("workload") == w), ["system", "load"], "goodput_rps")
-            util = c.mean_by(results.filter(pl.col("workload") == w), ["system"], "utilization")
+            ci = mean_ci(results.filter(pl.col("workload") == w), ["system", "load"], "goodput_rps")
+            util = mean_ci(results.filter(pl.col("workload") == w), ["system"], "utilization")
             nx_util = c.lookup(util, system="nexus")
             sh_util = c.lookup(util, system="shepherd")
             headlines.append(Headline(f"MAF-{w}: Nexus utilization (max over loads, paper: under)", nexus_util,

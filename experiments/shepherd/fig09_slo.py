@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.confidence import mean_ci
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
@@ -45,7 +46,7 @@ class Fig9(Experiment):
                            for s in part["slo_ms"].unique().to_list()), key=lambda r: r[0])
             headlines += [Headline(f"MAF-{w}: max over SLOs of Shepherd / Clockwork", 1.3, *best_cw, "×"),
                           Headline(f"MAF-{w}: max over SLOs of Shepherd / Nexus", 38.0, *best_nx, "×")]
-            ci = c.mean_by(part, ["system", "slo_ms"], "goodput_rps")
+            ci = mean_ci(part, ["system", "slo_ms"], "goodput_rps")
             tight, loose = part["slo_ms"].min(), part["slo_ms"].max()
             sh_t, sh_l = c.lookup(ci, system="shepherd", slo_ms=tight), c.lookup(ci, system="shepherd", slo_ms=loose)
             claims.append(Claim(f"MAF-{w}: goodput falls as the SLO tightens ({loose} → {tight} ms)",

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.confidence import clearly_greater
+from shepherd.experiments.confidence import clearly_greater, mean_ci
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
@@ -51,7 +51,7 @@ class Fig10(Experiment):
                 Headline(f"MAF-{w}, N={top}: Shepherd / Nexus", 1.8,
                          *c.paired_ratio(part, "shepherd", "nexus", "goodput_rps", workers=top), "×"),
             ]
-            ci = c.mean_by(part, ["system", "workers"], "goodput_rps")
+            ci = mean_ci(part, ["system", "workers"], "goodput_rps")
             cw = ci.filter(pl.col("system") == "clockwork").sort("workers")
             sh = ci.filter(pl.col("system") == "shepherd").sort("workers")
             headlines.append(Headline(f"MAF-{w}: Clockwork's peak goodput (paper ≈ 50k at N≈200)", 50_000.0,

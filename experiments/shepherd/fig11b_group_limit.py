@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.confidence import clearly_greater
+from shepherd.experiments.confidence import clearly_greater, mean_ci
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
@@ -53,7 +53,7 @@ class Fig11b(Experiment):
         frame = results.filter(pl.col("workers") == top).with_columns(pl.col("limit").alias("system"))
         headlines = [Headline(f"N={top}: Ḡ=12 / Ḡ=∞", 2.5, *c.paired_ratio(frame, "12", "inf", "goodput_rps"), "×"),
                      Headline(f"N={top}: Ḡ=12 / Ḡ=1", 1.7, *c.paired_ratio(frame, "12", "1", "goodput_rps"), "×")]
-        ci = c.mean_by(frame, ["limit"], "goodput_rps")
+        ci = mean_ci(frame, ["limit"], "goodput_rps")
         g12, g1, ginf = (c.lookup(ci, limit=k) for k in ("12", "1", "inf"))
         claims = [Claim(f"N={top}: Ḡ=12 beats Ḡ=1 and Ḡ=∞",
                         clearly_greater(g12["mean"], g12["half_width"], g1["mean"], g1["half_width"])
