@@ -13,7 +13,7 @@ from shepherd.cli.common import console, frame_table, progress, summary_table
 from shepherd.core.artifacts import make_provenance, write_artifact
 from shepherd.core.errors import UserError
 from shepherd.experiments import registry, runner
-from shepherd.experiments.base import Scale
+from shepherd.experiments.base import Scale, is_synthetic
 from shepherd.experiments.report import build_report
 
 RESULTS = Path("results")
@@ -57,7 +57,7 @@ def reproduce(
             stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
                                      address=address, on_done=lambda _c, t=task: bar.advance(t))
             frame = runner.collect(cells, results)
-            synthetic = bool(frame.height and "synthetic" in frame.columns and frame["synthetic"].any())
+            synthetic = is_synthetic(frame)
             write_artifact(frame, runner.results_path(results, exp.name), "results",
                            make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
                                            seed=None),

@@ -12,7 +12,7 @@ import typer
 
 from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
-from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.artifacts import artifact_kind, make_provenance, read_artifact, write_artifact
 from shepherd.core.engine import OverheadConfig, simulate as run_simulation
 from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
@@ -94,7 +94,7 @@ def simulate(
     loaded = load_trace(trace)
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
-    if plan is not None and read_artifact_kind(plan) == "pipeline_plan":
+    if plan is not None and artifact_kind(plan) == "pipeline_plan":
         if load != 1.0 or slo is not None:
             raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
                             "rescale the trace itself")
@@ -118,12 +118,6 @@ def simulate(
         bar.update(task, completed=span_s)
     _write_outputs(result, out, record, policy, loaded, profiles, plan, gpus, load, slo, max_batch, hardware,
                    seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
-
-
-def read_artifact_kind(path: Path) -> str | None:
-    from shepherd.core.artifacts import KIND_KEY, read_metadata
-
-    return read_metadata(path).get(KIND_KEY, b"").decode() or None
 
 
 def _pipeline_simulation(plan: Path, profiles: Optional[Path], trace, policy: str, seed: int, options: list[str]):

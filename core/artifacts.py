@@ -472,6 +472,15 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[bytes, bytes]:
         raise UserError(f"cannot read Parquet file {p}: {_first_line(exc)}") from None
 
 
+def artifact_kind(path: str | os.PathLike[str]) -> str | None:
+    """The kind recorded in a Parquet file's metadata (None for a file written elsewhere)."""
+    return _kind_of(read_metadata(path))
+
+
+def _kind_of(meta: dict[bytes, bytes]) -> str | None:
+    return meta.get(KIND_KEY, b"").decode() or None
+
+
 def read_artifact(path: str | os.PathLike[str], kind: str) -> Artifact:
     """Read, type-check and semantically check a ``kind`` artifact."""
     p = Path(path)
@@ -480,7 +489,7 @@ def read_artifact(path: str | os.PathLike[str], kind: str) -> Artifact:
     if p.is_dir():
         raise UserError(f"expected a Parquet file, got a directory: {p}")
     meta = read_metadata(p)
-    stored_kind = meta.get(KIND_KEY, b"").decode() or None
+    stored_kind = _kind_of(meta)
     if stored_kind and stored_kind != kind:
         raise UserError(f"{p.name} is a {stored_kind} artifact, expected a {kind} artifact")
     try:

@@ -30,6 +30,11 @@ import polars as pl
 CELL_FORMAT = 2
 
 
+def is_synthetic(results: pl.DataFrame) -> bool:
+    """Whether any cell ran on a synthetic stand-in (cells report a ``synthetic`` column)."""
+    return bool(results.height and "synthetic" in results.columns and results["synthetic"].any())
+
+
 @dataclass(frozen=True)
 class Scale:
     """How big to run: ``quick`` shrinks durations/sizes; ``seeds`` per cell."""

@@ -25,6 +25,7 @@ import polars as pl
 
 from shepherd.core.engine import simulate
 from shepherd.core.profiles import load_builtin
+from shepherd.experiments.base import is_synthetic  # noqa: F401 - re-exported for the figure modules
 from shepherd.solvers.planners import PlanRequest, get_planner
 from shepherd.traces import fetch
 from shepherd.traces.resolve import load_trace
@@ -137,10 +138,6 @@ def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **equal: Any
     if not ratios:
         return float("nan"), 0.0
     return sum(ratios) / len(ratios), half_width(ratios)
-
-
-def is_synthetic(results: pl.DataFrame) -> bool:
-    return bool(results.height and "synthetic" in results.columns and results["synthetic"].any())
 
 
 #: Requests/s per emulated worker in the scalability runs (Fig. 10, Fig. 11(b)):
