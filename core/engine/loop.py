@@ -10,12 +10,13 @@ request. Outcomes go straight into preallocated numpy arrays, one vectorised
 write per batch; batch records go into compact ``array('q')`` columns.
 
 Actions (called by policies): :meth:`Engine.start_batch`, :meth:`Engine.preempt`,
-:meth:`Engine.drop`, :meth:`Engine.set_timer`, :meth:`Engine.record_batch` (a
-batch already scheduled exactly by a reserving policy; :meth:`Engine.record_path` for a
-single request's whole pipeline path). Events: arrival, completion,
-timer (tie order in :mod:`.events`). The loop never looks inside a policy, so a
-new policy (Symphony's timers, PPipe's pipelines, Accordion's malleable
-allocations) is a new module, not a change here.
+:meth:`Engine.drop`, :meth:`Engine.set_timer`, and for batches a reserving policy
+has scheduled exactly :meth:`~.reserved.ReservedBatches.book_path` (engine-executed)
+or :meth:`~.reserved.ReservedBatches.record_batch` / ``record_path`` (recorded at
+dispatch), in :mod:`.reserved`. Events: arrival, completion, timer (tie order in
+:mod:`.events`). Arrival feeds are in :mod:`.feed`. The loop never looks inside
+a policy, so a new policy (Symphony's timers, PPipe's pipelines, Accordion's
+malleable allocations) is a new module, not a change here.
 """
 
 from __future__ import annotations
@@ -24,64 +25,25 @@ import time as _time
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
-from itertools import chain
+from heapq import heappop
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from shepherd.core.engine.cluster import Cluster
 from shepherd.core.engine.events import ARRIVAL, COMPLETION, NEVER, TIMER, EventQueue
+from shepherd.core.engine.feed import Feed
+from shepherd.core.engine.outcomes import DROPPED, LATE, OUTCOMES, PENDING, SERVED
 from shepherd.core.engine.overhead import OverheadConfig, SchedulerClock
+from shepherd.core.engine.reserved import RECORD_CHUNK, ReservedBatches
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.policies.base import Policy
 
-CHUNK = 1 << 15
-RECORD_CHUNK = 1 << 11  #: paths buffered by Engine.record_path between vectorised writes
+CHUNK = 1 << 15  #: arrivals per feed chunk (read when an Engine is made)
 
-PENDING, SERVED, LATE, DROPPED = 0, 1, 2, 3
-OUTCOMES = ("pending", "served", "late", "dropped")
-
-
-class Feed:
-    """The arrivals of one serving group, streamed in chunks of Python lists."""
-
-    __slots__ = ("ids", "arrival", "deadline", "model", "stream", "next", "n",
-                 "t", "tn", "d", "m", "s", "r", "pos", "hi", "charged")
-
-    def __init__(self, ids: np.ndarray | None, arrival: np.ndarray, deadline: np.ndarray,
-                 model: np.ndarray, stream: np.ndarray) -> None:
-        self.ids = ids  # global request ids of this group, or None for "all requests"
-        self.arrival, self.deadline, self.model, self.stream = arrival, deadline, model, stream
-        self.n = len(arrival) if ids is None else len(ids)
-        self.next = 0
-        self.t: list[int] = []
-        self.d: list[int] = []
-        self.m: list[int] = []
-        self.s: list[int] = []
-        self.r: list[int] = []
-        self.tn = np.empty(0, np.int64)
-        self.pos = self.hi = self.charged = 0
-
-    def refill(self) -> bool:
-        """Load the next chunk; False when the group has no arrivals left."""
-        a = self.next
-        if a >= self.n:
-            return False
-        b = min(a + CHUNK, self.n)
-        if self.ids is None:
-            sl = slice(a, b)
-            self.r = list(range(a, b))
-        else:
-            sl = self.ids[a:b]
-            self.r = sl.tolist()
-        self.tn = self.arrival[sl]
-        self.t = self.tn.tolist()
-        self.d = self.deadline[sl].tolist()
-        self.m = self.model[sl].tolist()
-        self.s = self.stream[sl].tolist()
-        self.pos, self.hi, self.next, self.charged = 0, b - a, b, 0
-        return True
+__all__ = ["CHUNK", "DROPPED", "LATE", "OUTCOMES", "PENDING", "RECORD_CHUNK", "SERVED", "TIMER",
+           "Engine", "Feed", "GroupContext"]
 
 
 @dataclass
@@ -108,7 +70,7 @@ class GroupContext:
         return e.arrival[ids], e.deadline[ids], e.model[ids], e.stream[ids]
 
 
-class Engine:
+class Engine(ReservedBatches):
     """Clock, event queue, worker state, outcome arrays and the loop."""
 
     def __init__(self, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
@@ -150,6 +112,7 @@ class Engine:
         ng = len(cluster.groups)
         sizes = [sum(1 for g in self.w_group if g == i) for i in range(ng)]
         self.sched = [SchedulerClock(overhead, size) for size in sizes]
+        self.sched_active = any(s.active for s in self.sched)  # False: decisions cost nothing
         # feeds
         if group_of is None or ng == 1:
             self.group_ids: list[np.ndarray | None] = [None]
@@ -157,16 +120,13 @@ class Engine:
             order = np.argsort(group_of, kind="stable")
             counts = np.bincount(group_of, minlength=ng)
             self.group_ids = list(np.split(order.astype(np.int64), np.cumsum(counts)[:-1]))
-        self.feeds = [Feed(ids, arrival, deadline, model, stream) for ids in self.group_ids]
+        self.feeds = [Feed(ids, arrival, deadline, model, stream, CHUNK) for ids in self.group_ids]
         self.events = EventQueue()
         self.until = NEVER
         self.now = 0
         #: optional per-request trace columns (e.g. Accordion's ``instances``, ``priority``)
         self.columns: dict[str, np.ndarray] = {}
-        #: single-request paths recorded by :meth:`record_path` and not yet written:
-        #: (model, request, stages) flat, and the stages' (worker, start, duration)
-        self.rec_paths: list[int] = []
-        self.rec_slots: list[tuple[int, int, int]] = []
+        self._init_reserved()
         self.policies: list["Policy"] = []
         self.policy_of: list["Policy"] = []
 
@@ -189,14 +149,17 @@ class Engine:
             raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
         if self.rec_paths:  # keep batch ids in call order
             self._flush_recorded()
-        g = self.w_group[worker]
-        sched = self.sched[g]
-        if sched.arrival_ns:
-            self._charge_until(g, now)
-        disp = sched.decide(now, len(rids))
         start = self.w_free[worker]
-        if start < disp:
-            start = disp
+        if self.sched_active:
+            g = self.w_group[worker]
+            sched = self.sched[g]
+            if sched.arrival_ns:
+                self._charge_until(g, now)
+            disp = sched.decide(now, len(rids))
+            if start < disp:
+                start = disp
+        elif start < now:
+            start = now
         if start < at:
             start = at
         if duration_us is None:
@@ -225,80 +188,6 @@ class Engine:
         self.b_end.append(end)
         self.b_pre.append(0)
         return bid
-
-    def record_batch(self, worker: int, model: int, rids: list[int], start: int, end: int,
-                     final: bool = True) -> int:
-        """Record a batch a policy has already scheduled exactly, without simulating it.
-
-        For policies that reserve every resource ahead of time and whose
-        execution matches the profile (PPipe's reservation data plane), the
-        batch's run is known at dispatch: it is written to the batch table, the
-        worker's busy time and — if ``final`` — its requests' outcomes, with no
-        completion event and no ``busy`` state. The policy guarantees that
-        recorded batches never overlap on a worker. Returns the batch id.
-        """
-        if self.rec_paths:  # keep batch ids in call order
-            self._flush_recorded()
-        bid = self._append_batch(worker, model, len(rids), start, end)
-        self.w_busy[worker] += end - start
-        if final and len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
-            r = rids[0]
-            self.r_start[r] = start
-            self.r_finish[r] = end
-            self.r_worker[r] = worker
-            self.r_batch[r] = bid
-            self.r_outcome[r] = SERVED if self.deadline[r] >= end else LATE
-        elif final:
-            idx = np.array(rids, dtype=np.int64)
-            self.r_start[idx] = start
-            self.r_finish[idx] = end
-            self.r_worker[idx] = worker
-            self.r_batch[idx] = bid
-            self.r_outcome[idx] = LATE - (self.deadline[idx] >= end)
-        return bid
-
-    def record_path(self, model: int, rid: int, slots: list[tuple[int, int, int]]) -> None:
-        """:meth:`record_batch` of one request's whole path: batches ``(worker, start, duration)``, the last final.
-
-        Buffered: the paths are written to the batch table, busy times and
-        outcomes in one vectorised step (:meth:`_flush_recorded`) before any
-        other batch is started or recorded, every :data:`RECORD_CHUNK` paths (small: the
-        buffered tuples are freed while still in cache), and when
-        the run ends — the same tables, in the same order, as one
-        :meth:`record_batch` per stage.
-        """
-        self.rec_paths += (model, rid, len(slots))
-        self.rec_slots += slots
-        if len(self.rec_paths) >= 3 * RECORD_CHUNK:
-            self._flush_recorded()
-
-    def _flush_recorded(self) -> None:
-        """Write the paths buffered by :meth:`record_path`."""
-        paths, slots = self.rec_paths, self.rec_slots
-        if not paths:
-            return
-        self.rec_paths, self.rec_slots = [], []
-        model, rid, k = np.array(paths, dtype=np.int64).reshape(-1, 3).T
-        flat = np.fromiter(chain.from_iterable(slots), np.int64, 3 * len(slots)).reshape(-1, 3)
-        worker, start = flat[:, 0].copy(), flat[:, 1].copy()
-        end = start + flat[:, 2]
-        base = len(self.b_worker)
-        self.b_worker.frombytes(worker.tobytes())
-        self.b_model.frombytes(np.repeat(model, k).tobytes())
-        self.b_size.frombytes(np.ones(len(worker), np.int64).tobytes())
-        self.b_start.frombytes(start.tobytes())
-        self.b_end.frombytes(end.tobytes())
-        self.b_pre.frombytes(np.zeros(len(worker), np.int64).tobytes())
-        busy = np.zeros(len(self.w_busy), np.int64)
-        np.add.at(busy, worker, flat[:, 2])
-        for w in np.flatnonzero(busy).tolist():
-            self.w_busy[w] += int(busy[w])
-        last = np.cumsum(k) - 1  # each path's final stage
-        self.r_start[rid] = start[last]
-        self.r_finish[rid] = end[last]
-        self.r_worker[rid] = worker[last]
-        self.r_batch[rid] = base + last
-        self.r_outcome[rid] = LATE - (self.deadline[rid] >= end[last])
 
     def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
         """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
@@ -415,26 +304,39 @@ class Engine:
         for g, feed in enumerate(self.feeds):
             if feed.refill():
                 events.push(feed.t[0], ARRIVAL, g)
-        pop = events.pop
         heap = events.heap
         emulate = self.emulate
+        policy_of = self.policy_of
         while heap:
-            t, prio, _, who, arg = pop()
+            t, prio, _, who, arg = heappop(heap)
             self.now = t
             if prio == ARRIVAL:
                 self._arrivals(who)
                 continue
-            self.until = events.arrival_horizon()
-            if emulate:
-                self.sched[self.w_group[who] if prio == COMPLETION else who].t0 = _time.perf_counter_ns()
+            if heap:  # events.arrival_horizon(), inlined
+                h = heap[0]
+                self.until = h[0] + 1 if h[1] >= ARRIVAL else h[0]
+            else:
+                self.until = NEVER
             if prio == COMPLETION:
+                if who < 0:  # a booked batch (who = ~batch id, arg = its requests if final)
+                    w = self._complete_booked(~who, t, arg)
+                    if emulate:
+                        self.sched[self.w_group[w]].t0 = _time.perf_counter_ns()
+                    policy_of[w].on_completion(t, w)
+                    continue
                 if self.w_batch[who] != arg:
                     continue  # a preempted batch's stale completion
+                if emulate:
+                    self.sched[self.w_group[who]].t0 = _time.perf_counter_ns()
                 self._complete(who, t)
-                self.policy_of[who].on_completion(t, who)
+                policy_of[who].on_completion(t, who)
             else:
+                if emulate:
+                    self.sched[who].t0 = _time.perf_counter_ns()
                 self.policies[who].on_timer(t, arg)
         for p in self.policies:
             p.on_finish(self.now)
         self._flush_recorded()
+        self._flush_done()
         self.r_outcome[self.r_outcome == PENDING] = DROPPED

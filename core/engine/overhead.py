@@ -86,7 +86,7 @@ class OverheadConfig:
 class SchedulerClock:
     """One serving group's scheduler as a single server (nanosecond clock)."""
 
-    __slots__ = ("free_ns", "busy_ns", "decision_ns", "per_request_ns", "arrival_ns", "emulate", "t0")
+    __slots__ = ("free_ns", "busy_ns", "decision_ns", "per_request_ns", "arrival_ns", "emulate", "t0", "active")
 
     def __init__(self, config: OverheadConfig, workers: int) -> None:
         self.free_ns = 0
@@ -96,6 +96,9 @@ class SchedulerClock:
         self.arrival_ns = config.arrival_ns(workers)
         self.emulate = config.mode == "emulation"
         self.t0 = 0
+        #: False when every decision and arrival is free: a decision then takes effect at
+        #: ``now`` and leaves the clock at ``now`` (the engine skips the clock's work)
+        self.active = bool(self.emulate or self.decision_ns or self.per_request_ns or self.arrival_ns)
 
     def charge_arrivals(self, times_us: np.ndarray) -> None:
         """Handle a run of arrivals (sorted µs): ``free ← max(free, a) + c`` for each, vectorised

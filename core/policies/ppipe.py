@@ -15,22 +15,27 @@ and the pooled pipelines the plan gave it. Whenever a DNN's queue changes
    fits; at that moment the queued requests go as a smaller batch); else
    ``reserve`` the path and dispatch the first ``bs`` requests (15–21).
 
-Execution: each stage's reserved GPU interval becomes an engine batch
-(``start_batch(..., duration_us=, at=, final=)``) started when its reserved
-start comes (a timer per vGPU), so the engine's own clock and outcome arrays
-check the reservations: with execution matching the profile every dispatched
-request finishes by its deadline. Feedback correction (§5.4) is not needed in
-that case and not modelled. ``execute="direct"`` records each stage at
-dispatch instead (``engine.record_batch``; ``engine.record_path`` for a
-single request's whole path): the same outcomes with two events fewer per stage — the fast fidelity, checked against the reference by
-``tests/test_ppipe_dataplane.py``. Waiting-state arrivals that cannot complete a
+Execution: each stage's reserved GPU interval becomes an engine batch booked
+at dispatch (``engine.book_path``): it runs over its reserved interval, its
+completion is an event at which the engine checks that the vGPU was not
+double-booked and writes the outcomes of the last stage, so the engine's own
+clock and outcome arrays check the reservations: with execution matching the
+profile every dispatched request finishes by its deadline. (Stages are booked
+rather than started by a timer at their reserved time: Algorithm 2 may
+reserve a later batch into a gap *before* one already reserved on the same
+vGPU, so the reserved start is final at dispatch and the vGPU's order of
+batches is the reservation table's, not the dispatch order.) Feedback
+correction (§5.4) is not needed in that case and not modelled.
+``execute="direct"`` records each stage at dispatch instead
+(``engine.record_batch``; ``engine.record_path`` for a single request's whole
+path): the same outcomes with no event per stage — the fast fidelity, checked
+against the reference by ``tests/test_ppipe_dataplane.py``. Waiting-state arrivals that cannot complete a
 batch skip re-probing until the timer (documented shortcut; Algorithm 1 would
 re-probe and reach the same wait unless another DNN booked shared links).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,8 +76,6 @@ class PPipePolicy(Policy):
         self.queue: list[deque[tuple[int, int]]] = [deque() for _ in range(n_models)]
         self.wait_until = [-1] * n_models  # a wake-up is set; skip probing before it
         self.wait_need = [0] * n_models
-        self.jobs: list[list[tuple[int, int, int, int, list[int], bool]]] = [[] for _ in range(n_workers)]
-        self.seq = 0
         self.probes = 0
         self.dispatched = 0
         if config.execute not in ("engine", "direct"):
@@ -101,16 +104,10 @@ class PPipePolicy(Policy):
         return hi
 
     def on_timer(self, now: int, payload: Any) -> None:
-        if payload >= 0:
-            self._run_next(payload, now)
-        else:
-            m = -payload - 1
-            if self.wait_until[m] == now:
-                self.wait_until[m] = -1
-                self.schedule(m, now, last_moment=True)
-
-    def on_completion(self, now: int, worker: int) -> None:
-        self._run_next(worker, now)
+        m = payload  # a wait-till-last-moment wake-up of DNN m's queue
+        if self.wait_until[m] == now:
+            self.wait_until[m] = -1
+            self.schedule(m, now, last_moment=True)
 
     def on_finish(self, now: int) -> None:
         self.config.stats.update(probes=self.probes, dispatched=self.dispatched)
@@ -162,7 +159,7 @@ class PPipePolicy(Policy):
                 if self.config.wait and slack > 0 and not last_moment:
                     self.wait_until[m] = now + slack
                     self.wait_need[m] = bs
-                    eng.set_timer(self.ctx.group, now + slack, -m - 1)
+                    eng.set_timer(self.ctx.group, now + slack, m)
                     return
                 bs = len(q)  # the last moment: send what is queued
                 finish, _, resv = probe(res, best, bs, now)
@@ -172,43 +169,22 @@ class PPipePolicy(Policy):
                     eng.drop([rid], now)
                     continue
             reserve(res, resv, now)
-            if bs == 1 and self.direct:  # one request: its whole path in one engine call
-                self.dispatched += 1
-                eng.record_path(m, q.popleft()[0], resv[::3])
+            self.dispatched += 1
+            # probe's layout: the first stage's vGPU, then (uplink, downlink, vGPU) per stage
+            if bs == 1:
+                rid = q.popleft()[0]
+                if self.direct:  # one request: its whole path in one engine call
+                    eng.record_path(m, rid, resv[::3])
+                else:
+                    eng.book_path(m, [rid], resv[::3], now)
             else:
-                self._dispatch(m, best, resv, [q.popleft()[0] for _ in range(bs)], now)
+                rids = [q.popleft()[0] for _ in range(bs)]
+                if self.direct:
+                    gpu_slots = resv[::3]
+                    last = len(gpu_slots) - 1
+                    for j, (w, start, dur) in enumerate(gpu_slots):
+                        eng.record_batch(w, m, rids, start, start + dur, j == last)
+                else:
+                    eng.book_path(m, rids, resv[::3], now)
             self.wait_until[m] = -1
             last_moment = False
-
-    # ------------------------------------------------------------------ execution
-
-    def _dispatch(self, m: int, pipe: PipeRuntime, resv: list[tuple[int, int, int]], rids: list[int],
-                  now: int) -> None:
-        """Queue each stage's reserved GPU interval as an engine batch on its vGPU."""
-        self.dispatched += 1
-        gpu_slots = resv[::3]  # probe's layout: the first stage's vGPU, then (uplink, downlink, vGPU) per stage
-        last = len(gpu_slots) - 1
-        if self.direct:
-            rec = self.engine.record_batch
-            for j, (w, start, dur) in enumerate(gpu_slots):
-                rec(w, m, rids, start, start + dur, j == last)
-            return
-        for j, (w, start, dur) in enumerate(gpu_slots):
-            self.seq += 1
-            heapq.heappush(self.jobs[w], (start, self.seq, dur, m, rids, j == last))
-            if not self.engine.busy(w) and self.jobs[w][0][1] == self.seq:
-                if start <= now:
-                    self._run_next(w, now)
-                else:
-                    self.engine.set_timer(self.ctx.group, start, w)
-
-    def _run_next(self, w: int, now: int) -> None:
-        jobs = self.jobs[w]
-        if not jobs or self.engine.busy(w):
-            return
-        start = jobs[0][0]
-        if start > now:
-            self.engine.set_timer(self.ctx.group, start, w)
-            return
-        start, _, dur, m, rids, final = heapq.heappop(jobs)
-        self.engine.start_batch(w, m, rids, now, duration_us=dur, at=start, final=final)
