@@ -22,6 +22,7 @@ punctuation), else ``default_model_mb``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -91,6 +92,28 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def stream_demand(trace: pl.DataFrame, profiles: pl.DataFrame, max_batch: int = prof.DEFAULT_MAX_BATCH) -> pl.DataFrame:
+    """:func:`stream_rates` plus, per stream, the sustainable batch, T_i and demand n_i = rate_i / T_i (§4)."""
+    streams = stream_rates(trace)
+    batches, goodputs = [], []
+    tables: dict[str, np.ndarray] = {}
+    for model, slo, stream in streams.select("model", "slo_us", "stream").iter_rows():
+        if model not in tables:
+            tables[model] = prof.latency_table_us(profiles, model, None, max_batch)
+        b, t = single_gpu_goodput(tables[model], int(slo))
+        if b == 0:
+            raise UserError(
+                f"stream {stream}: SLO {slo / 1000:g} ms is below one {model} request's latency "
+                f"({tables[model][1] / 1000:g} ms); it can never be served"
+            )
+        batches.append(b)
+        goodputs.append(t)
+    streams = streams.with_columns(
+        batch=pl.Series(batches, dtype=pl.Int32), goodput_rps=pl.Series(goodputs, dtype=pl.Float64)
+    ).with_columns(n=pl.col("rate_rps") / pl.col("goodput_rps"))
+    return streams
+
+
 @dataclass
 class ModelStreams:
     """Model-streams of a trace: one row per model, plus the per-stream table."""
@@ -115,25 +138,8 @@ def model_streams(
     model-streams (named ``model#k``; see :func:`shard_streams`), so that a
     cluster with more groups than models can still use every GPU.
     """
-    streams = stream_rates(trace)
+    streams = shard_streams(stream_demand(trace, profiles, max_batch), shards)
     params = prof.model_params(profiles)
-    batches, goodputs = [], []
-    tables: dict[str, np.ndarray] = {}
-    for model, slo, stream in streams.select("model", "slo_us", "stream").iter_rows():
-        if model not in tables:
-            tables[model] = prof.latency_table_us(profiles, model, None, max_batch)
-        b, t = single_gpu_goodput(tables[model], int(slo))
-        if b == 0:
-            raise UserError(
-                f"stream {stream}: SLO {slo / 1000:g} ms is below one {model} request's latency "
-                f"({tables[model][1] / 1000:g} ms); it can never be served"
-            )
-        batches.append(b)
-        goodputs.append(t)
-    streams = streams.with_columns(
-        batch=pl.Series(batches, dtype=pl.Int32), goodput_rps=pl.Series(goodputs, dtype=pl.Float64)
-    ).with_columns(n=pl.col("rate_rps") / pl.col("goodput_rps"))
-    streams = shard_streams(streams, shards)
     per_unit = (streams.group_by("unit").agg(pl.col("model").first(), pl.col("n").sum(), pl.col("rate_rps").sum())
                 .sort("unit"))
     units = per_unit["unit"].to_list()
@@ -180,3 +186,62 @@ def shard_streams(streams: pl.DataFrame, shards: int) -> pl.DataFrame:
         bins[k] -= neg_n
         unit_of[i] = f"{model}#{k}"
     return streams.with_columns(unit=pl.Series(unit_of, dtype=pl.String))
+
+
+#: A split sub-stream's demand is at most 1/SPLIT_PARTS of a full group's fair share (see split_cap).
+SPLIT_PARTS = 4
+
+
+def split_cap(total_n: float, gpus: int, group_limit: int, parts: int = SPLIT_PARTS) -> float:
+    """Largest stream demand n left whole: 1/``parts`` of the demand a full group of
+    min(Ḡ, N) GPUs carries when the cluster's demand Σn is spread evenly over N GPUs."""
+    if gpus < 1 or group_limit < 1 or parts < 1:
+        raise UserError(f"split needs gpus, group limit and parts ≥ 1 (got {gpus}, {group_limit}, {parts})")
+    return total_n * min(group_limit, gpus) / gpus / parts
+
+
+def split_streams(trace: pl.DataFrame, demand: dict[int, float], cap: float) -> pl.DataFrame:
+    """The router's split of heavy streams (extension of Shepherd §4 constraint (d); documented choice).
+
+    Constraint (d) puts each stream in one group, and (b) caps a group at Ḡ
+    GPUs, so a stream whose average demand n_i exceeds Ḡ can never be served
+    by any plan (its bt = Ḡ/n_i < 1), and one that exceeds a group's fair
+    share leaves its group overloaded while others idle. The paper does not
+    meet this case: its 46,000 MAF streams are each small next to a group. When
+    the load is scaled up with the number of workers (Fig. 10) the busiest
+    stream's demand grows with N while Ḡ stays 12 — at N = 400 one synthetic
+    MAF function needs ~200 GPUs. So the request router deals such a stream
+    over k = ⌈n_i / cap⌉ sub-streams, round-robin in arrival order (request j
+    → sub-stream j mod k), and Herd treats each sub-stream as a stream.
+
+    Sub-stream 0 keeps the stream's id; the others get fresh ids above the
+    trace's largest, allocated in stream-id order. Requests, models, arrivals
+    and deadlines are unchanged — only their ``stream`` label. Deterministic.
+    """
+    if not cap > 0:
+        raise UserError(f"split cap must be positive, got {cap:g}")
+    parts = {s: math.ceil(n / cap) for s, n in sorted(demand.items()) if n > cap}
+    if not parts or trace.height == 0:
+        return trace
+    order = np.argsort(trace["arrival_us"].to_numpy(), kind="stable")
+    stream = trace["stream"].to_numpy()[order].astype(np.int64)
+    out = stream.copy()
+    fresh = int(stream.max()) + 1
+    for s, k in parts.items():
+        idx = np.flatnonzero(stream == s)
+        j = np.arange(idx.size) % k
+        out[idx[j > 0]] = fresh + j[j > 0] - 1
+        fresh += k - 1
+    relabelled = np.empty_like(out)
+    relabelled[order] = out
+    return trace.with_columns(stream=pl.Series(relabelled).cast(trace["stream"].dtype))
+
+
+def split_heavy_streams(trace: pl.DataFrame, profiles: pl.DataFrame, gpus: int, group_limit: int,
+                        parts: int = SPLIT_PARTS) -> pl.DataFrame:
+    """:func:`split_streams` with n_i from :func:`stream_demand` and the cap of :func:`split_cap`."""
+    if trace.height == 0:
+        return trace
+    streams = stream_demand(trace, profiles)
+    demand = dict(zip(streams["stream"].to_list(), streams["n"].to_list()))
+    return split_streams(trace, demand, split_cap(float(streams["n"].sum()), gpus, group_limit, parts))

@@ -32,8 +32,23 @@ an item is already fuller than cap − max_mem) — feasible, maybe not optimal.
 Second phase (documented choice; the max-min objective is indifferent to idle
 GPUs): with t held at its phase-one value, maximise the GPUs used, Σ s·c[s,a],
 then (lexicographically) minimise the number of groups — larger groups
-multiplex better (§3.1) — so e.g. 36 GPUs with Ḡ = 12 become three groups of 12. Models are spread
-over a class's groups by load (n per GPU).
+multiplex better (§3.1) — so e.g. 36 GPUs with Ḡ = 12 become three groups of 12.
+
+Third phase (load balance; documented choice, §4's intent): bt(i) as printed,
+size_j / n_i, counts only stream i's own demand, so the max-min objective is
+indifferent to *how much* other demand shares i's group — yet bt is defined
+"relative to the average-load based assignment of GPUs", which presumes every
+group can carry its members' average load Σ n_i. Left to phases 1–2, classes
+came out 0×…16× the cluster's mean demand per GPU (Fig. 10 at N = 400: most of
+the offered load in a few 12-GPU groups while others idled). So, with t and
+the class counts fixed, phase 3 minimises the largest class demand per GPU,
+L (Σ_{i∈a} n_i·u[i,s] ≤ L·s·c[s,a]); then :func:`~shepherd.solvers.herd_packing.any_fit`
+spreads each class over its groups heaviest-first to the least-loaded group,
+so a group's demand per GPU is at most L plus its largest model-stream's n / s.
+Balance therefore needs model-streams that are small next to a group: see
+:func:`shepherd.solvers.demand.shard_streams` and
+:func:`shepherd.solvers.demand.split_streams`. Phase 3 is capped at
+``PHASE3_LIMIT_S``; without a solution by then phase 2's assignment stands.
 """
 
 from __future__ import annotations
@@ -47,6 +62,7 @@ import numpy as np
 from shepherd.core.errors import UserError
 from shepherd.solvers.affinity import affinity
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
+from shepherd.solvers.herd_packing import Group, any_fit, exact_pack
 
 
 @dataclass(frozen=True)
@@ -86,13 +102,6 @@ class HerdInstance:
 
 
 @dataclass
-class Group:
-    models: list[int]  # indices into the instance's models
-    size: int
-    affinity_set: int
-
-
-@dataclass
 class HerdPlan:
     groups: list[Group]
     objective: float  # min bt over model-streams with demand > 0
@@ -118,7 +127,7 @@ def _t_upper(inst: HerdInstance, cfg: HerdConfig) -> float:
 
 MAX_CUT_ROUNDS = 20
 PHASE2_GAP = 1e-7  # phase 2's objective mixes two integer criteria; solve it (near) exactly
-EXACT_PACK_LIMIT = 40  # items per class up to which the exact packing MIP is tried
+PHASE3_LIMIT_S = 10.0  # load balancing is a refinement: past this, phase 2's assignment stands
 
 Cut = tuple[int, int, tuple[int, ...], int]  # (s, a, items, groups needed)
 
@@ -149,46 +158,6 @@ def _build(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig, safe: set[
     return model, t, u, c, members
 
 
-def _any_fit(inst: HerdInstance, cfg: HerdConfig, s: int, a: int, count: int, items: list[int]) -> list[Group] | None:
-    """Place items (heaviest first) into empty, then least-loaded groups with memory room."""
-    bins = [Group([], s, a) for _ in range(count)]
-    used = np.zeros(count)
-    load = np.zeros(count)
-    for i in sorted(items, key=lambda k: (-inst.demand[k], -inst.memory_mb[k], k)):
-        order = sorted(range(count), key=lambda j: (len(bins[j].models) > 0, load[j], j))
-        for j in order:
-            if used[j] + inst.memory_mb[i] <= cfg.capacity_mb + 1e-6:
-                bins[j].models.append(i)
-                used[j] += inst.memory_mb[i]
-                load[j] += inst.demand[i]
-                break
-        else:
-            return None
-    return [g for g in bins if g.models]
-
-
-def _exact_pack(inst: HerdInstance, cfg: HerdConfig, s: int, a: int, count: int, items: list[int],
-                solver: SolverConfig) -> list[Group] | None | bool:
-    """Exact packing into ``count`` groups: groups, None (proven impossible) or False (unknown)."""
-    if len(items) > EXACT_PACK_LIMIT:
-        return False
-    exact = SolverConfig(solver.name, min(solver.time_limit_s, 10.0), 0.0, solver.threads)
-    model = new_model(exact, mip.MINIMIZE, "pack")
-    x = {(i, j): model.add_var(f"p_{i}_{j}", var_type=mip.BINARY) for i in items for j in range(count)}
-    for i in items:
-        model += mip.xsum(x[i, j] for j in range(count)) == 1
-    for j in range(count):
-        model += mip.xsum(float(inst.memory_mb[i]) * x[i, j] for i in items) <= cfg.capacity_mb
-    model.objective = mip.minimize(mip.xsum(j * x[i, j] for i, j in x))
-    res = solve(model, exact)
-    if res.status == "infeasible":
-        return None
-    if not res.has_solution:
-        return False
-    groups = [Group([i for i in items if res.values[x[i, j].name] > 0.5], s, a) for j in range(count)]
-    return [g for g in groups if g.models]
-
-
 def solve_herd(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig) -> HerdPlan:
     """Solve HERD with the class formulation + packing repair (see module docstring)."""
     cfg.validate()
@@ -216,6 +185,10 @@ def solve_herd(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig) -> Her
         res2 = solve(model, remaining)
         total += res2.solve_s
         res = res2 if res2.has_solution else res1
+        res3 = _balance(model, inst, u, c, members, res, SolverConfig(
+            solver.name, max(min(solver.time_limit_s - total, PHASE3_LIMIT_S), 1e-3), solver.gap, solver.threads))
+        total += res3.solve_s
+        res = res3 if res3.has_solution else res
         groups: list[Group] = []
         failed: set[tuple[int, int]] = set()
         for (s, a), var in sorted(c.items()):
@@ -223,9 +196,9 @@ def solve_herd(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig) -> Her
             items = [i for i in members[a] if res.values.get(u[i, s].name, 0.0) > 0.5]
             if not count:
                 continue
-            packed = _any_fit(inst, cfg, s, a, count, items)
+            packed = any_fit(inst, cfg, s, a, count, items)
             if packed is None:
-                packed = _exact_pack(inst, cfg, s, a, count, items, solver)
+                packed = exact_pack(inst, cfg, s, a, count, items, solver)
                 if packed is None and rounds <= MAX_CUT_ROUNDS:
                     cuts.append((s, a, tuple(items), count + 1))
             if isinstance(packed, list):
@@ -235,11 +208,25 @@ def solve_herd(inst: HerdInstance, cfg: HerdConfig, solver: SolverConfig) -> Her
         if not failed:
             objective = min_burst_tolerance(inst, groups)
             objective = objective if math.isfinite(objective) else t_star
-            phases = [res1.metadata(), res2.metadata()]
+            phases = [res1.metadata(), res2.metadata(), res3.metadata()]
             return HerdPlan(groups, objective, _final(res1, objective, total, solver, bound), rounds, phases)
         if rounds > MAX_CUT_ROUNDS or any(f not in {(s, a) for s, a, _, _ in cuts} for f in failed):
             safe |= failed
     raise UserError("herd: packing repair did not converge (memory too tight for the groups)")
+
+
+def _balance(model: mip.Model, inst: HerdInstance, u, c, members, res: SolveResult,
+             solver: SolverConfig) -> SolveResult:
+    """Phase 3: with t and the class counts of phase 2 fixed, minimise the largest demand per GPU
+    of any size class, L: Σ_{i∈a} n_i·u[i,s] ≤ L·s·c[s,a] (linear: c is fixed here)."""
+    load = model.add_var("max_load_per_gpu", lb=0.0)
+    for (s, a), var in c.items():
+        count = int(round(res.values.get(var.name, 0.0)))
+        model += var == count
+        if count:
+            model += mip.xsum(float(inst.demand[i]) * u[i, s] for i in members[a]) <= s * count * load
+    model.objective = mip.minimize(load)
+    return solve(model, solver)
 
 
 def _final(res: SolveResult, objective: float | None, total: float, solver: SolverConfig,
