@@ -9,8 +9,19 @@ deterministic. At equal time the order is
 3. ``ARRIVAL`` — requests arriving at ``t``, in trace order.
 
 Events of equal time and priority pop in insertion (``seq``) order. ``target``
-is a worker id (completions) or a serving-group id (timers, arrivals); ``arg``
+is a worker id (completions of started batches; ``~batch id`` for booked
+batches, :mod:`.reserved`) or a serving-group id (timers, arrivals); ``arg``
 is the batch id (completions) or the policy's payload (timers).
+
+*Quiet* events live in a second heap, :attr:`EventQueue.quiet`, with the same
+entries and the same ``seq`` counter: the engine pops them in the same total
+order as the others, but no policy handler sees them (the completion of a
+booked batch without ``notify``: bookkeeping only), so
+:meth:`EventQueue.arrival_horizon` ignores them and a run of arrivals is not
+cut at each of them. Whether arrivals are handed to a policy before or after
+a quiet event cannot change what the policy decides; a run still stops
+:data:`QUIET_LAG_US` after the earliest pending quiet event, so that the quiet
+heap holds little more than the batches in flight (a large heap is slow to pop).
 """
 
 from __future__ import annotations
@@ -23,6 +34,9 @@ TIMER = 1
 ARRIVAL = 2
 
 NEVER = 1 << 62  #: a time later than any simulated time (µs)
+#: how far (µs) a run of arrivals may go past the earliest pending quiet event; any value gives the
+#: same outcomes (stopping a run early is always safe) — it only bounds the quiet heap's size
+QUIET_LAG_US = 100_000
 
 Entry = tuple[int, int, int, int, Any]
 
@@ -30,10 +44,11 @@ Entry = tuple[int, int, int, int, Any]
 class EventQueue:
     """Min-heap of events with deterministic tie order (see module docstring)."""
 
-    __slots__ = ("heap", "seq")
+    __slots__ = ("heap", "quiet", "seq")
 
     def __init__(self) -> None:
         self.heap: list[Entry] = []
+        self.quiet: list[Entry] = []  # events no policy sees (module docstring)
         self.seq = 0
 
     def push(self, time: int, priority: int, target: int, arg: Any = None) -> None:
@@ -44,15 +59,19 @@ class EventQueue:
         return heapq.heappop(self.heap)
 
     def __len__(self) -> int:
-        return len(self.heap)
+        return len(self.heap) + len(self.quiet)
 
     def arrival_horizon(self) -> int:
-        """Arrivals strictly before this time may be handled before the next queued event.
+        """Arrivals strictly before this time may be handled before the next queued (non-quiet) event.
 
         An arrival at ``t`` goes after a completion or timer at ``t`` but before
         (or together with) another group's arrivals at ``t``.
         """
-        if not self.heap:
-            return NEVER
-        time, priority = self.heap[0][0], self.heap[0][1]
-        return time + 1 if priority >= ARRIVAL else time
+        if self.heap:
+            time, priority = self.heap[0][0], self.heap[0][1]
+            horizon = time + 1 if priority >= ARRIVAL else time
+        else:
+            horizon = NEVER
+        if self.quiet and self.quiet[0][0] + QUIET_LAG_US < horizon:
+            return self.quiet[0][0] + QUIET_LAG_US
+        return horizon

@@ -35,7 +35,7 @@ from shepherd.core.engine.events import ARRIVAL, COMPLETION, NEVER, TIMER, Event
 from shepherd.core.engine.feed import Feed
 from shepherd.core.engine.outcomes import DROPPED, LATE, OUTCOMES, PENDING, SERVED
 from shepherd.core.engine.overhead import OverheadConfig, SchedulerClock
-from shepherd.core.engine.reserved import RECORD_CHUNK, ReservedBatches
+from shepherd.core.engine.reserved import DONE_CHUNK, RECORD_CHUNK, ReservedBatches
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.policies.base import Policy
@@ -147,8 +147,8 @@ class Engine(ReservedBatches):
         """
         if self.w_batch[worker] >= 0:
             raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
-        if self.rec_paths:  # keep batch ids in call order
-            self._flush_recorded()
+        if self.rec_paths or self.bk_paths:  # keep batch ids in call order
+            self._flush_rows()
         start = self.w_free[worker]
         if self.sched_active:
             g = self.w_group[worker]
@@ -304,22 +304,36 @@ class Engine(ReservedBatches):
         for g, feed in enumerate(self.feeds):
             if feed.refill():
                 events.push(feed.t[0], ARRIVAL, g)
-        heap = events.heap
+        heap, quiet = events.heap, events.quiet
         emulate = self.emulate
         policy_of = self.policy_of
-        while heap:
+        w_free, w_busy, w_batch, w_start = self.w_free, self.w_busy, self.w_batch, self.w_start
+        done_rids, done_bids = self.done_rids, self.done_bids
+        while True:
+            if quiet and (not heap or quiet[0] < heap[0]):  # a quiet event comes first (see .events)
+                # the completion of a booked batch: _complete_booked, inlined (PPipe's hot path)
+                t, _, _, who, (w, start, rids) = heappop(quiet)
+                self.now = t
+                if start < w_free[w] or (w_batch[w] >= 0 and w_start[w] < t):
+                    self._overlap(w, ~who, t, start)
+                w_free[w] = t
+                w_busy[w] += t - start
+                if who & 1 == 0:  # ~who odd: a final batch
+                    done_rids += rids
+                    done_bids += [~who >> 1] * len(rids)
+                    if len(done_rids) >= DONE_CHUNK:
+                        self._flush_done()
+                continue
+            if not heap:
+                break
             t, prio, _, who, arg = heappop(heap)
             self.now = t
             if prio == ARRIVAL:
                 self._arrivals(who)
                 continue
-            if heap:  # events.arrival_horizon(), inlined
-                h = heap[0]
-                self.until = h[0] + 1 if h[1] >= ARRIVAL else h[0]
-            else:
-                self.until = NEVER
+            self.until = events.arrival_horizon()
             if prio == COMPLETION:
-                if who < 0:  # a booked batch (who = ~batch id, arg = its requests if final)
+                if who < 0:  # a booked batch with notify (see .reserved)
                     w = self._complete_booked(~who, t, arg)
                     if emulate:
                         self.sched[self.w_group[w]].t0 = _time.perf_counter_ns()
@@ -337,6 +351,6 @@ class Engine(ReservedBatches):
                 self.policies[who].on_timer(t, arg)
         for p in self.policies:
             p.on_finish(self.now)
-        self._flush_recorded()
+        self._flush_rows()
         self._flush_done()
         self.r_outcome[self.r_outcome == PENDING] = DROPPED

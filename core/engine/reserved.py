@@ -28,11 +28,10 @@ during a run.
 from __future__ import annotations
 
 from heapq import heappush
-from itertools import chain
 
 import numpy as np
 
-from shepherd.core.engine.events import COMPLETION
+from shepherd.core.engine.events import COMPLETION, NEVER, QUIET_LAG_US
 from shepherd.core.engine.outcomes import LATE, SERVED
 
 RECORD_CHUNK = 1 << 11  #: paths buffered by record_path between vectorised writes
@@ -43,10 +42,18 @@ class ReservedBatches:
     """Engine actions for exactly scheduled batches (mixed into :class:`~shepherd.core.engine.loop.Engine`)."""
 
     def _init_reserved(self) -> None:
+        # Buffers hold plain ints, never tuples: ints are not tracked by the cyclic garbage
+        # collector, so buffering does not trigger collections (measured: a full collection
+        # during a PPipe run costs ~50 ms).
         #: single-request paths recorded by :meth:`record_path` and not yet written:
-        #: (model, request, stages) flat, and the stages' (worker, start, duration)
+        #: (model, request, stages) flat, and the stages' (worker, start, duration) flat
         self.rec_paths: list[int] = []
-        self.rec_slots: list[tuple[int, int, int]] = []
+        self.rec_slots: list[int] = []
+        #: paths booked by :meth:`book_path` whose batch-table rows are not yet written:
+        #: (model, batch size, stages) flat, the stages' (worker, start, duration) flat, and the row count
+        self.bk_paths: list[int] = []
+        self.bk_slots: list[int] = []
+        self.bk_rows = 0
         #: requests whose booked final batch completed, and that batch's id (not yet written)
         self.done_rids: list[int] = []
         self.done_bids: list[int] = []
@@ -54,89 +61,134 @@ class ReservedBatches:
     # ------------------------------------------------------------------ booked (engine-executed)
 
     def book_path(self, model: int, rids: list[int], slots: list[tuple[int, int, int]], now: int,
-                  final: bool = True) -> int:
+                  final: bool = True, notify: bool = False) -> int:
         """Book ``rids`` (all of ``model``) on batches ``(worker, start, duration)`` run in turn; returns the last batch id.
 
         Each batch runs over ``[start, start + duration)`` as reserved, and
         its completion is an event (module docstring); the last batch is
         ``final`` (its completion writes the requests' outcomes), the others
-        are intermediate stages. The reservation is the policy's: the group's
+        are intermediate stages. With ``notify`` each completion also calls
+        the policy's ``on_completion`` (and so bounds the current run of
+        arrivals, like any event a policy sees); without it the completions
+        are *quiet* events (:mod:`.events`): popped in time order among all
+        events, invisible to the policy, so a run of arrivals is not cut at
+        each of them. The reservation is the policy's: the group's
         scheduler-overhead clock is charged for the decision, and a booked
         start before the decision takes effect is a policy error (a reserving
         policy that models overhead reserves from ``decision_time``); in
         ``emulation`` mode the measured cost is charged only.
+
+        A completion event's target is ``~(2·batch id + final)`` and its
+        argument the slot ``(worker, start, duration)`` itself, or
+        ``(worker, start, rids)`` for a final batch (no new tuple per
+        intermediate stage). The batch-table rows are buffered like
+        :meth:`record_path`'s and written in one vectorised step.
         """
         if self.rec_paths:  # keep batch ids in call order
             self._flush_recorded()
-        n = len(rids)
         if self.sched_active:
             g = self.w_group[slots[0][0]]
             sched = self.sched[g]
             if sched.arrival_ns:
                 self._charge_until(g, now)
-            disp = sched.decide(now, n)
+            disp = sched.decide(now, len(rids))
             if disp > slots[0][1] and not sched.emulate:
                 raise RuntimeError(f"batch booked at {slots[0][1]} before the scheduler decides it ({disp})")
         events = self.events
-        heap, seq, until = events.heap, events.seq, self.until
-        bw, bm, bs, b0, b1, bp = self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end, self.b_pre
-        last = len(slots) - 1
-        bid = len(bw)
-        for j, (w, start, dur) in enumerate(slots):
+        heap, seq = (events.heap if notify else events.quiet), events.seq
+        k = len(slots)
+        last = k - 1 if final else -1
+        bid = len(self.b_worker) + self.bk_rows
+        first = NEVER
+        flat = self.bk_slots
+        for j, slot in enumerate(slots):
+            flat += slot
+            w, start, dur = slot
             if start < now or dur <= 0:
                 raise RuntimeError(f"worker {w}: cannot book [{start}, {start + dur}) at {now}")
             end = start + dur
-            bw.append(w)
-            bm.append(model)
-            bs.append(n)
-            b0.append(start)
-            b1.append(end)
-            bp.append(0)
+            if end < first:
+                first = end
             seq += 1
-            heappush(heap, (end, COMPLETION, seq, ~bid, rids if final and j == last else None))
-            if end < until:
-                until = end
+            if j == last:  # the final batch: its completion writes the requests' outcomes
+                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (w, start, rids)))
+            else:
+                heappush(heap, (end, COMPLETION, seq, ~(2 * bid), slot))
             bid += 1
-        events.seq, self.until = seq, until
+        events.seq = seq
+        self.bk_paths += (model, len(rids), k)
+        self.bk_rows += k
+        if len(self.bk_paths) >= 3 * RECORD_CHUNK:
+            self._flush_booked()
+        if not notify:  # a run of arrivals goes at most QUIET_LAG_US past a quiet event (see .events)
+            first += QUIET_LAG_US
+        if first < self.until:
+            self.until = first
         return bid - 1
 
-    def _complete_booked(self, bid: int, now: int, rids: list[int] | None) -> int:
-        """Booked batch ``bid`` ends at ``now``: check, account, buffer outcomes; returns its worker.
+    def _complete_booked(self, code: int, now: int, arg: tuple) -> int:
+        """A booked batch (event target ``~code``, argument ``arg``: see :meth:`book_path`) ends at
+        ``now``: check, account, buffer outcomes; returns its worker. (The run loop inlines this
+        for quiet events: keep the two in step.)
 
         Batches of one worker complete in end order; they are disjoint iff
         each starts no earlier than the previous completion on that worker and
         no started batch is running across it (one check per completion).
         """
-        w = self.b_worker[bid]
-        start = self.b_start[bid]
+        w, start, rids = arg
         if start < self.w_free[w] or (self.w_batch[w] >= 0 and self.w_start[w] < now):
-            raise RuntimeError(f"worker {w}: booked batch {bid} [{start}, {now}) overlaps another batch")
+            self._overlap(w, code, now, start)
         self.w_free[w] = now
         self.w_busy[w] += now - start
-        if rids is not None:
-            if len(rids) == 1:
-                self.done_rids.append(rids[0])
-                self.done_bids.append(bid)
-            else:
-                self.done_rids += rids
-                self.done_bids += [bid] * len(rids)
+        if code & 1:
+            self.done_rids += rids
+            self.done_bids += [code >> 1] * len(rids)
             if len(self.done_rids) >= DONE_CHUNK:
                 self._flush_done()
         return w
+
+    def _overlap(self, w: int, code: int, now: int, start: int) -> None:
+        raise RuntimeError(f"worker {w}: booked batch {code >> 1} [{start}, {now}) overlaps another batch")
+
+    def _flush_booked(self) -> None:
+        """Write the batch-table rows of the paths buffered by :meth:`book_path`."""
+        paths, slots = self.bk_paths, self.bk_slots
+        if not paths:
+            return
+        self.bk_paths, self.bk_slots, self.bk_rows = [], [], 0
+        model, size, k = np.array(paths, dtype=np.int64).reshape(-1, 3).T
+        flat = np.array(slots, dtype=np.int64).reshape(-1, 3)
+        start = flat[:, 1].copy()
+        self.b_worker.frombytes(flat[:, 0].copy().tobytes())
+        self.b_model.frombytes(np.repeat(model, k).tobytes())
+        self.b_size.frombytes(np.repeat(size, k).tobytes())
+        self.b_start.frombytes(start.tobytes())
+        self.b_end.frombytes((start + flat[:, 2]).tobytes())
+        self.b_pre.frombytes(np.zeros(len(start), np.int64).tobytes())
 
     def _flush_done(self) -> None:
         """Write the outcomes of completed booked batches (vectorised, from the batch table)."""
         if not self.done_rids:
             return
+        if self.bk_paths:
+            self._flush_booked()
         rid = np.array(self.done_rids, dtype=np.int64)
         bid = np.array(self.done_bids, dtype=np.int64)
-        self.done_rids, self.done_bids = [], []
+        self.done_rids.clear()  # in place: the run loop holds these lists
+        self.done_bids.clear()
         end = np.frombuffer(self.b_end, np.int64)[bid]
         self.r_start[rid] = np.frombuffer(self.b_start, np.int64)[bid]
         self.r_finish[rid] = end
         self.r_worker[rid] = np.frombuffer(self.b_worker, np.int64)[bid]
         self.r_batch[rid] = bid
         self.r_outcome[rid] = LATE - (self.deadline[rid] >= end)
+
+    def _flush_rows(self) -> None:
+        """Write every buffered batch-table row (booked or recorded; at most one kind is buffered)."""
+        if self.bk_paths:
+            self._flush_booked()
+        if self.rec_paths:
+            self._flush_recorded()
 
     # ------------------------------------------------------------------ recorded (direct)
 
@@ -150,8 +202,8 @@ class ReservedBatches:
         guarantees that recorded batches never overlap on a worker. Returns
         the batch id.
         """
-        if self.rec_paths:  # keep batch ids in call order
-            self._flush_recorded()
+        if self.rec_paths or self.bk_paths:  # keep batch ids in call order
+            self._flush_rows()
         bid = self._append_batch(worker, model, len(rids), start, end)
         self.w_busy[worker] += end - start
         if final and len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
@@ -180,8 +232,12 @@ class ReservedBatches:
         when the run ends — the same tables, in the same order, as one
         :meth:`record_batch` per stage.
         """
+        if self.bk_paths:  # keep batch ids in call order
+            self._flush_booked()
         self.rec_paths += (model, rid, len(slots))
-        self.rec_slots += slots
+        rec = self.rec_slots
+        for slot in slots:
+            rec += slot
         if len(self.rec_paths) >= 3 * RECORD_CHUNK:
             self._flush_recorded()
 
@@ -192,7 +248,7 @@ class ReservedBatches:
             return
         self.rec_paths, self.rec_slots = [], []
         model, rid, k = np.array(paths, dtype=np.int64).reshape(-1, 3).T
-        flat = np.fromiter(chain.from_iterable(slots), np.int64, 3 * len(slots)).reshape(-1, 3)
+        flat = np.array(slots, dtype=np.int64).reshape(-1, 3)
         worker, start = flat[:, 0].copy(), flat[:, 1].copy()
         end = start + flat[:, 2]
         base = len(self.b_worker)
