@@ -9,12 +9,16 @@ queued event — so the heap is touched once per run of arrivals, not once per
 request. Outcomes go straight into preallocated numpy arrays, one vectorised
 write per batch; batch records go into compact ``array('q')`` columns.
 
-Actions (called by policies): :meth:`Engine.start_batch`, :meth:`Engine.preempt`,
-:meth:`Engine.drop`, :meth:`Engine.set_timer`, and for batches a reserving policy
+Actions (called by policies): :meth:`Engine.drop`, :meth:`Engine.set_timer`,
+:meth:`Engine.decision_time`; a worker's current batch —
+:meth:`~.started.StartedBatches.start_batch`, ``preempt``, ``busy`` — in
+:mod:`.started`; and for batches a reserving policy
 has scheduled exactly :meth:`~.reserved.ReservedBatches.book_path` (engine-executed)
 or :meth:`~.reserved.ReservedBatches.record_batch` / ``record_path`` (recorded at
 dispatch), in :mod:`.reserved`. Events: arrival, completion, timer (tie order in
-:mod:`.events`). Arrival feeds are in :mod:`.feed`. The loop never looks inside
+:mod:`.events`). Arrival feeds are in :mod:`.feed`; what a policy sees of its
+group in :mod:`.context`; outcome codes in :mod:`.outcomes` (all re-exported
+here). The loop never looks inside
 a policy, so a new policy (Symphony's timers, PPipe's pipelines, Accordion's
 malleable allocations) is a new module, not a change here.
 """
@@ -24,53 +28,31 @@ from __future__ import annotations
 import time as _time
 from array import array
 from bisect import bisect_left
-from dataclasses import dataclass
 from heapq import heappop
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from shepherd.core.engine.cluster import Cluster
+from shepherd.core.engine.context import GroupContext
 from shepherd.core.engine.events import ARRIVAL, COMPLETION, NEVER, TIMER, EventQueue
 from shepherd.core.engine.feed import Feed
 from shepherd.core.engine.outcomes import DROPPED, LATE, OUTCOMES, PENDING, SERVED
 from shepherd.core.engine.overhead import OverheadConfig, SchedulerClock
-from shepherd.core.engine.reserved import DONE_CHUNK, RECORD_CHUNK, ReservedBatches
+from shepherd.core.engine.reserved import RECORD_CHUNK, ReservedBatches
+from shepherd.core.engine.started import StartedBatches
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.policies.base import Policy
 
 CHUNK = 1 << 15  #: arrivals per feed chunk (read when an Engine is made)
+_LAST = (NEVER + 1,)  #: sorts after every heap entry
 
 __all__ = ["CHUNK", "DROPPED", "LATE", "OUTCOMES", "PENDING", "RECORD_CHUNK", "SERVED", "TIMER",
            "Engine", "Feed", "GroupContext"]
 
 
-@dataclass
-class GroupContext:
-    """What a policy instance sees of its serving group."""
-
-    engine: "Engine"
-    group: int  # index into engine groups
-    group_id: int  # the plan's group label
-    workers: list[int]  # global worker ids
-    hardware: list[int]  # hardware index of each worker (aligned with ``workers``)
-    lat: list[list[list[int]]]  # lat[hardware][model][batch] in µs, batch 0…max_batch
-    models: list[str]
-    exit_points: list[int]  # per model (Shepherd Table 4); 0 where unknown
-    max_batch: int
-    rng: np.random.Generator
-    request_ids: np.ndarray | None  # this group's global request ids (None: all)
-
-    def arrivals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(arrival_us, deadline_us, model, stream) of this group's requests, numpy."""
-        e, ids = self.engine, self.request_ids
-        if ids is None:
-            return e.arrival, e.deadline, e.model, e.stream
-        return e.arrival[ids], e.deadline[ids], e.model[ids], e.stream[ids]
-
-
-class Engine(ReservedBatches):
+class Engine(StartedBatches, ReservedBatches):
     """Clock, event queue, worker state, outcome arrays and the loop."""
 
     def __init__(self, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
@@ -132,85 +114,6 @@ class Engine(ReservedBatches):
 
     # ------------------------------------------------------------------ actions
 
-    def start_batch(self, worker: int, model: int, rids: list[int], now: int, *,
-                    duration_us: int | None = None, at: int = 0, final: bool = True) -> int:
-        """Run ``rids`` (all of ``model``) on an idle ``worker``; returns the end time.
-
-        The batch starts once the group's scheduler has made the decision
-        (overhead model), the worker has reached its free time (a preempted
-        batch stops at its next exit point) and not before ``at`` (a reserved
-        slot, a non-work-conserving ``sched_at``). Its latency is the profile's
-        ℓ(|rids|) on the worker's hardware unless ``duration_us`` is given (a
-        pipeline stage, an MPS share, a malleable allocation). With
-        ``final=False`` the completion frees the worker but records no request
-        outcome: the requests stay in flight for the policy's next stage.
-        """
-        if self.w_batch[worker] >= 0:
-            raise RuntimeError(f"worker {worker} is busy: a policy started two batches on it")
-        if self.rec_paths or self.bk_paths:  # keep batch ids in call order
-            self._flush_rows()
-        start = self.w_free[worker]
-        if self.sched_active:
-            g = self.w_group[worker]
-            sched = self.sched[g]
-            if sched.arrival_ns:
-                self._charge_until(g, now)
-            disp = sched.decide(now, len(rids))
-            if start < disp:
-                start = disp
-        elif start < now:
-            start = now
-        if start < at:
-            start = at
-        if duration_us is None:
-            end = start + self.lat[self.w_hw[worker]][model][len(rids)]
-        else:
-            end = start + duration_us
-        self.w_final[worker] = final
-        bid = self._append_batch(worker, model, len(rids), start, end)
-        self.w_batch[worker] = bid
-        self.w_start[worker] = start
-        self.w_end[worker] = end
-        self.w_model[worker] = model
-        self.w_reqs[worker] = rids
-        self.events.push(end, COMPLETION, worker, bid)
-        if end < self.until:
-            self.until = end
-        return end
-
-    def _append_batch(self, worker: int, model: int, size: int, start: int, end: int) -> int:
-        """Add a row to the batch table; returns its batch id."""
-        bid = len(self.b_worker)
-        self.b_worker.append(worker)
-        self.b_model.append(model)
-        self.b_size.append(size)
-        self.b_start.append(start)
-        self.b_end.append(end)
-        self.b_pre.append(0)
-        return bid
-
-    def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
-        """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
-
-        Returns (stop time, the batch's request ids). The time the batch ran is
-        recorded as waste; the worker is free again at the stop time.
-        """
-        bid = self.w_batch[worker]
-        if bid < 0:
-            raise RuntimeError(f"worker {worker} has no batch to preempt")
-        start = self.w_start[worker]
-        stop = start if start >= now else min(now + delay_us, self.w_end[worker])
-        self.b_end[bid] = stop
-        self.b_pre[bid] = 1
-        self.w_waste[worker] += stop - start
-        rids = self.w_reqs[worker]
-        assert rids is not None
-        self.r_preempt[np.array(rids, dtype=np.int64)] += 1
-        self.w_batch[worker] = -1
-        self.w_reqs[worker] = None
-        self.w_free[worker] = stop
-        return stop, rids
-
     def drop(self, rids: list[int], now: int) -> None:
         """Give up on ``rids`` (they will never be served)."""
         if rids:
@@ -221,9 +124,6 @@ class Engine(ReservedBatches):
         self.events.push(at, TIMER, group, payload)
         if at < self.until:
             self.until = at
-
-    def busy(self, worker: int) -> bool:
-        return self.w_batch[worker] >= 0
 
     def decision_time(self, group: int, now: int) -> int:
         """The scheduler's own clock for a decision made at ``now`` (≥ now; see overhead)."""
@@ -241,34 +141,6 @@ class Engine(ReservedBatches):
             feed.charged = upto
 
     # ------------------------------------------------------------------ loop
-
-    def _complete(self, worker: int, now: int) -> None:
-        rids = self.w_reqs[worker]
-        start = self.w_start[worker]
-        if not self.w_final[worker]:  # an intermediate stage: the requests stay in flight
-            self.w_busy[worker] += now - start
-            self.w_batch[worker] = -1
-            self.w_reqs[worker] = None
-            self.w_free[worker] = now
-            return
-        if len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
-            r = rids[0]
-            self.r_start[r] = start
-            self.r_finish[r] = now
-            self.r_worker[r] = worker
-            self.r_batch[r] = self.w_batch[worker]
-            self.r_outcome[r] = SERVED if self.deadline[r] >= now else LATE
-        else:
-            idx = np.array(rids, dtype=np.int64)
-            self.r_start[idx] = start
-            self.r_finish[idx] = now
-            self.r_worker[idx] = worker
-            self.r_batch[idx] = self.w_batch[worker]
-            self.r_outcome[idx] = LATE - (self.deadline[idx] >= now)
-        self.w_busy[worker] += now - start
-        self.w_batch[worker] = -1
-        self.w_reqs[worker] = None
-        self.w_free[worker] = now
 
     def _arrivals(self, g: int) -> None:
         feed, pol, events = self.feeds[g], self.policies[g], self.events
@@ -307,23 +179,10 @@ class Engine(ReservedBatches):
         heap, quiet = events.heap, events.quiet
         emulate = self.emulate
         policy_of = self.policy_of
-        w_free, w_busy, w_batch, w_start = self.w_free, self.w_busy, self.w_batch, self.w_start
-        done_rids, done_bids = self.done_rids, self.done_bids
+        drain = self._drain_quiet
         while True:
-            if quiet and (not heap or quiet[0] < heap[0]):  # a quiet event comes first (see .events)
-                # the completion of a booked batch: _complete_booked, inlined (PPipe's hot path)
-                t, _, _, who, (w, start, rids) = heappop(quiet)
-                self.now = t
-                if start < w_free[w] or (w_batch[w] >= 0 and w_start[w] < t):
-                    self._overlap(w, ~who, t, start)
-                w_free[w] = t
-                w_busy[w] += t - start
-                if who & 1 == 0:  # ~who odd: a final batch
-                    done_rids += rids
-                    done_bids += [~who >> 1] * len(rids)
-                    if len(done_rids) >= DONE_CHUNK:
-                        self._flush_done()
-                continue
+            if quiet and (not heap or quiet[0] < heap[0]):  # quiet events come first (see .events)
+                drain(heap[0] if heap else _LAST)
             if not heap:
                 break
             t, prio, _, who, arg = heappop(heap)

@@ -27,11 +27,11 @@ during a run.
 
 from __future__ import annotations
 
-from heapq import heappush
+from heapq import heappop, heappush
 
 import numpy as np
 
-from shepherd.core.engine.events import COMPLETION, NEVER, QUIET_LAG_US
+from shepherd.core.engine.events import COMPLETION, NEVER
 from shepherd.core.engine.outcomes import LATE, SERVED
 
 RECORD_CHUNK = 1 << 11  #: paths buffered by record_path between vectorised writes
@@ -97,39 +97,40 @@ class ReservedBatches:
         events = self.events
         heap, seq = (events.heap if notify else events.quiet), events.seq
         k = len(slots)
-        last = k - 1 if final else -1
         bid = len(self.b_worker) + self.bk_rows
-        first = NEVER
         flat = self.bk_slots
-        for j, slot in enumerate(slots):
-            flat += slot
+        first = NEVER
+        last = k - 1 if final else k
+        for j in range(k):
+            slot = slots[j]
             w, start, dur = slot
-            if start < now or dur <= 0:
-                raise RuntimeError(f"worker {w}: cannot book [{start}, {start + dur}) at {now}")
             end = start + dur
+            if start < now or dur <= 0:
+                raise RuntimeError(f"worker {w}: cannot book [{start}, {end}) at {now}")
             if end < first:
                 first = end
+            flat += slot
             seq += 1
-            if j == last:  # the final batch: its completion writes the requests' outcomes
-                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (w, start, rids)))
-            else:
+            if j < last:
                 heappush(heap, (end, COMPLETION, seq, ~(2 * bid), slot))
+            else:  # the final batch: its completion writes the requests' outcomes
+                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (w, start, rids)))
             bid += 1
         events.seq = seq
         self.bk_paths += (model, len(rids), k)
         self.bk_rows += k
         if len(self.bk_paths) >= 3 * RECORD_CHUNK:
             self._flush_booked()
-        if not notify:  # a run of arrivals goes at most QUIET_LAG_US past a quiet event (see .events)
-            first += QUIET_LAG_US
+        if not notify:  # a run of arrivals goes at most quiet_lag past a quiet event (see .events)
+            first += events.quiet_lag
         if first < self.until:
             self.until = first
         return bid - 1
 
     def _complete_booked(self, code: int, now: int, arg: tuple) -> int:
         """A booked batch (event target ``~code``, argument ``arg``: see :meth:`book_path`) ends at
-        ``now``: check, account, buffer outcomes; returns its worker. (The run loop inlines this
-        for quiet events: keep the two in step.)
+        ``now``: check, account, buffer outcomes; returns its worker. (:meth:`_drain_quiet`
+        inlines this for quiet events: keep the two in step.)
 
         Batches of one worker complete in end order; they are disjoint iff
         each starts no earlier than the previous completion on that worker and
@@ -146,6 +147,32 @@ class ReservedBatches:
             if len(self.done_rids) >= DONE_CHUNK:
                 self._flush_done()
         return w
+
+    def _drain_quiet(self, limit: tuple) -> None:
+        """Process the quiet events (booked completions without ``notify``) that sort before ``limit``.
+
+        :meth:`_complete_booked` for each, inlined (PPipe's hot path; keep the two in step).
+        """
+        quiet = self.events.quiet
+        w_free, w_busy, w_batch, w_start = self.w_free, self.w_busy, self.w_batch, self.w_start
+        done_rids, done_bids = self.done_rids, self.done_bids
+        t = self.now
+        while quiet and quiet[0] < limit:
+            t, _, _, who, (w, start, rids) = heappop(quiet)
+            if start < w_free[w] or (w_batch[w] >= 0 and w_start[w] < t):
+                self._overlap(w, ~who, t, start)
+            w_free[w] = t
+            w_busy[w] += t - start
+            if who & 1 == 0:  # ~who odd: a final batch
+                if len(rids) == 1:
+                    done_rids.append(rids[0])
+                    done_bids.append(~who >> 1)
+                else:
+                    done_rids += rids
+                    done_bids += [~who >> 1] * len(rids)
+                if len(done_rids) >= DONE_CHUNK:
+                    self._flush_done()
+        self.now = t
 
     def _overlap(self, w: int, code: int, now: int, start: int) -> None:
         raise RuntimeError(f"worker {w}: booked batch {code >> 1} [{start}, {now}) overlaps another batch")
