@@ -63,7 +63,8 @@ class EventQueue:
         return heapq.heappop(self.heap)
 
     def __len__(self) -> int:
-        return len(self.heap) + len(self.quiet)
+        """Events :meth:`pop` can return (the quiet heap is the engine's to drain)."""
+        return len(self.heap)
 
     def arrival_horizon(self) -> int:
         """Arrivals strictly before this time may be handled before the next queued (non-quiet) event.
