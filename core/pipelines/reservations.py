@@ -202,10 +202,14 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
         thr = now + busy + bound - li if bound < 1 << 62 else 1 << 62
         if t_free >= thr:
             return None
+        # thr > t_free from here on (a better start found is ≥ t_free, and = t_free ends the scan),
+        # so "busy from t_free without a gap until lw ≥ thr" needs only two tests: lw ≥ sthr
+        # (= thr, or never for a zero-latency stage) and busy_from ≤ t_free
+        sthr = thr if li > 0 else 1 << 62
         best = None
         for w, down, upw in cands:
             lw = last_end[w]
-            if lw >= thr and lw > t_free and t_free >= busy_from[w] and li > 0:
+            if lw >= sthr and t_free >= busy_from[w]:
                 continue  # its GPU is busy without a gap until lw: cannot finish first
             if last_end[down] > tu and ln > 0:
                 ts = tu
@@ -227,6 +231,8 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
                 best_t, thr, best, best_ts = t + li, t, (w, down, upw), ts
                 if best_t == lower:
                     break
+                if li > 0:
+                    sthr = t
         if best is None:  # every vGPU makes the wait reach bound
             return None
         w, down, upw = best
