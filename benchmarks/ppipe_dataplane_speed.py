@@ -4,8 +4,9 @@ Plans G1 (the paper's group) on HC1-L (100 GPUs) with the PPipe MILP, draws
 a Poisson trace at load factor 1.0 (the plan's throughput) for ``--seconds``
 simulated seconds, and runs the reservation-based data plane (Appendix A.3)
 on the reference engine twice: with every stage executed as an engine batch
-("engine", the reference fidelity) and with stages recorded at dispatch
-("direct", identical outcomes). Prints requests, wall time, requests per
+("engine", the reference fidelity: each stage booked at dispatch with
+``Engine.book_path``, its completion an event at its reserved end) and with
+stages recorded at dispatch ("direct", identical outcomes). Prints requests, wall time, requests per
 wall-clock second, probe() calls per dispatched batch (paper: 3.58) and SLO
 attainment; the target is ≥ 100,000 req/s (the authors' Java simulator does
 about 30,000 on this machine, per the issue). Each mode runs ``--repeats``

@@ -230,3 +230,16 @@ def test_direct_execution_agrees_with_engine_execution(model, load, seed):
     cols = ["worker", "size", "start_us", "end_us"]
     assert ref.batches_frame().select(cols).sort(cols).equals(fast.batches_frame().select(cols).sort(cols))
     assert ref.workers_frame()["busy_us"].to_list() == fast.workers_frame()["busy_us"].to_list()
+
+
+@needs_data
+def test_engine_execution_catches_a_broken_reservation(monkeypatch):
+    """The engine-executed reference checks the reservations itself: with reserve() disabled the
+    policy books overlapping stages on a vGPU, and a completion event finds the double booking."""
+    import shepherd.core.policies.ppipe as ppipe_policy
+
+    plan, profs = small_plan(MODELS[1])
+    trace = trace_for(plan, profs, 1.5, 0.3, 5)
+    monkeypatch.setattr(ppipe_policy, "reserve", lambda res, resv, now: None)
+    with pytest.raises(RuntimeError, match="overlaps"):
+        simulate_plan(plan, profs, trace, "ppipe")

@@ -28,9 +28,13 @@ cluster=Cluster, seed, load, slo_ms, overhead, max_batch, hardware, progress)``:
 * ``overhead`` — the scheduler-overhead model (:class:`OverheadConfig`,
   default: the policy's own, deterministic ``model`` mode).
 
-Building blocks: :mod:`.events` (heap, tie order), :mod:`.loop` (engine state,
-actions, loop), :mod:`.cluster` (workers, groups, routing), :mod:`.overhead`,
-:mod:`.result`.
+Building blocks: :mod:`.events` (heap, tie order, quiet events), :mod:`.loop`
+(engine state, the loop, drop/timer actions), :mod:`.started` (a worker's
+current batch: start, preempt, complete), :mod:`.reserved` (batches a reserving
+policy scheduled exactly: ``book_path`` — engine-executed — and
+``record_batch``/``record_path``), :mod:`.feed` (arrival chunks),
+:mod:`.context` (``GroupContext``), :mod:`.outcomes`, :mod:`.cluster`
+(workers, groups, routing), :mod:`.overhead`, :mod:`.result`.
 """
 
 from shepherd.core.engine.cluster import Cluster, Worker, cluster_from_plan, uniform_cluster

@@ -17,8 +17,9 @@ and the pooled pipelines the plan gave it. Whenever a DNN's queue changes
 
 Execution: each stage's reserved GPU interval becomes an engine batch booked
 at dispatch (``engine.book_path``): it runs over its reserved interval, its
-completion is an event at which the engine checks that the vGPU was not
-double-booked and writes the outcomes of the last stage, so the engine's own
+completion is an event (a quiet one: this policy needs no ``on_completion``)
+at which the engine checks that the vGPU was not double-booked and writes the
+outcomes of the last stage, so the engine's own
 clock and outcome arrays check the reservations: with execution matching the
 profile every dispatched request finishes by its deadline. (Stages are booked
 rather than started by a timer at their reserved time: Algorithm 2 may
@@ -29,8 +30,8 @@ correction (§5.4) is not needed in that case and not modelled.
 ``execute="direct"`` records each stage at dispatch instead
 (``engine.record_batch``; ``engine.record_path`` for a single request's whole
 path): the same outcomes with no event per stage — the fast fidelity, checked
-against the reference by ``tests/test_ppipe_dataplane.py``. Waiting-state arrivals that cannot complete a
-batch skip re-probing until the timer (documented shortcut; Algorithm 1 would
+against the reference by ``tests/test_ppipe_dataplane.py``. Waiting-state
+arrivals that cannot complete a batch skip re-probing until the timer (documented shortcut; Algorithm 1 would
 re-probe and reach the same wait unless another DNN booked shared links).
 """
 
