@@ -4,7 +4,8 @@ The engine converts each chunk of the trace's numpy columns to Python lists
 once (list indexing is what a policy's tight ``on_arrivals`` loop does
 fastest), so no per-request Python object outlives its chunk. ``charged``
 counts the chunk's arrivals already charged to the group's scheduler-overhead
-clock (:mod:`.overhead`, charged lazily).
+clock (:mod:`.overhead`, charged lazily); with admission control
+(:mod:`.admission`) the policy is handed arrivals up to ``lim`` only.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ class Feed:
     """The arrivals of one serving group, streamed in chunks of ``chunk`` requests."""
 
     __slots__ = ("ids", "arrival", "deadline", "model", "stream", "next", "n", "chunk",
-                 "t", "tn", "d", "m", "s", "r", "pos", "hi", "charged")
+                 "t", "tn", "d", "m", "s", "r", "pos", "hi", "charged", "lim")
 
     def __init__(self, ids: np.ndarray | None, arrival: np.ndarray, deadline: np.ndarray,
                  model: np.ndarray, stream: np.ndarray, chunk: int) -> None:
@@ -31,7 +32,7 @@ class Feed:
         self.s: list[int] = []
         self.r: list[int] = []
         self.tn = np.empty(0, np.int64)
-        self.pos = self.hi = self.charged = 0
+        self.pos = self.hi = self.charged = self.lim = 0
 
     def refill(self) -> bool:
         """Load the next chunk; False when the group has no arrivals left."""
@@ -50,5 +51,5 @@ class Feed:
         self.d = self.deadline[sl].tolist()
         self.m = self.model[sl].tolist()
         self.s = self.stream[sl].tolist()
-        self.pos, self.hi, self.next, self.charged = 0, b - a, b, 0
+        self.pos, self.hi, self.next, self.charged, self.lim = 0, b - a, b, 0, 0
         return True

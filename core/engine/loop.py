@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from shepherd.core.engine.admission import Admission
 from shepherd.core.engine.cluster import Cluster
 from shepherd.core.engine.context import GroupContext
 from shepherd.core.engine.events import ARRIVAL, COMPLETION, NEVER, TIMER, EventQueue
@@ -52,7 +53,7 @@ __all__ = ["CHUNK", "DROPPED", "LATE", "OUTCOMES", "PENDING", "RECORD_CHUNK", "S
            "Engine", "Feed", "GroupContext"]
 
 
-class Engine(StartedBatches, ReservedBatches):
+class Engine(StartedBatches, ReservedBatches, Admission):
     """Clock, event queue, worker state, outcome arrays and the loop."""
 
     def __init__(self, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
@@ -95,6 +96,7 @@ class Engine(StartedBatches, ReservedBatches):
         sizes = [sum(1 for g in self.w_group if g == i) for i in range(ng)]
         self.sched = [SchedulerClock(overhead, size) for size in sizes]
         self.sched_active = any(s.active for s in self.sched)  # False: decisions cost nothing
+        self.shed_ids = array("q")  #: requests shed by admission control (:mod:`.admission`), in order
         # feeds
         if group_of is None or ng == 1:
             self.group_ids: list[np.ndarray | None] = [None]
@@ -144,17 +146,33 @@ class Engine(StartedBatches, ReservedBatches):
 
     def _arrivals(self, g: int) -> None:
         feed, pol, events = self.feeds[g], self.policies[g], self.events
+        sched = self.sched[g]
+        admit = sched.admit
         while True:
             self.until = events.arrival_horizon()
             if feed.t[feed.pos] >= self.until:
                 break
-            sched = self.sched[g]
             if self.emulate:
                 sched.t0 = _time.perf_counter_ns()
-            feed.pos = pol.on_arrivals(feed.t, feed.d, feed.m, feed.s, feed.r, feed.pos, feed.hi)
+            lim = feed.hi
+            if admit:  # hand the policy only arrivals that are admitted (see .admission)
+                free, c = sched.free_ns, sched.arrival_ns
+                lag = free - feed.t[feed.pos] * 1000
+                slack = sched.max_lag_ns - (lag if lag > 0 else 0)
+                if slack >= 0 and c:
+                    lim = feed.charged + 1 + slack // c
+                    if lim > feed.hi:
+                        lim = feed.hi
+                if slack < 0 or lim <= feed.pos:
+                    lim = self._admit(g, feed)
+                feed.lim = lim
+            if feed.pos < lim:
+                feed.pos = pol.on_arrivals(feed.t, feed.d, feed.m, feed.s, feed.r, feed.pos, lim)
             if self.emulate:
                 sched.charge_measured(feed.t[feed.pos - 1] if feed.pos else self.now)
             if feed.pos < feed.hi:
+                if admit:  # the run may have stopped at ``lim`` or at a re-check: the loop decides
+                    continue
                 break
             if sched.arrival_ns and feed.charged < feed.hi:  # arrivals are charged lazily, before
                 sched.charge_arrivals(feed.tn[feed.charged:])  # a decision or a chunk change

@@ -92,6 +92,8 @@ class ReservedBatches:
             if sched.arrival_ns:
                 self._charge_until(g, now)
             disp = sched.decide(now, len(rids))
+            if sched.admit:
+                self._recheck(g, now)
             if disp > slots[0][1] and not sched.emulate:
                 raise RuntimeError(f"batch booked at {slots[0][1]} before the scheduler decides it ({disp})")
         events = self.events

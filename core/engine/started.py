@@ -44,6 +44,8 @@ class StartedBatches:
             if sched.arrival_ns:
                 self._charge_until(g, now)
             disp = sched.decide(now, len(rids))
+            if sched.admit:
+                self._recheck(g, now)
             if start < disp:
                 start = disp
         elif start < now:
