@@ -34,7 +34,8 @@ current batch: start, preempt, complete), :mod:`.reserved` (batches a reserving
 policy scheduled exactly: ``book_path`` — engine-executed — and
 ``record_batch``/``record_path``), :mod:`.feed` (arrival chunks),
 :mod:`.context` (``GroupContext``), :mod:`.outcomes`, :mod:`.cluster`
-(workers, groups, routing), :mod:`.overhead`, :mod:`.result`.
+(workers, groups, routing), :mod:`.overhead` (the scheduler as a single server),
+:mod:`.admission` (shedding what an overloaded scheduler cannot take), :mod:`.result`.
 """
 
 from shepherd.core.engine.cluster import Cluster, Worker, cluster_from_plan, uniform_cluster

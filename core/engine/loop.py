@@ -6,7 +6,9 @@ serving group in chunks of :data:`CHUNK` (converted to Python lists once), and
 a policy consumes a whole run of arrivals in its own tight loop
 (:meth:`Policy.on_arrivals`) up to ``engine.until`` — the time of the next
 queued event — so the heap is touched once per run of arrivals, not once per
-request. Outcomes go straight into preallocated numpy arrays, one vectorised
+request. With admission control on (:mod:`.admission`) a run is handed only
+as far as its arrivals are certainly admitted; shed arrivals never reach the
+policy. Outcomes go straight into preallocated numpy arrays, one vectorised
 write per batch; batch records go into compact ``array('q')`` columns.
 
 Actions (called by policies): :meth:`Engine.drop`, :meth:`Engine.set_timer`,
