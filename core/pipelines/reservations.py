@@ -57,9 +57,14 @@ class PipeRuntime:
     transfer_in: list[list[int]]  # transfer into stage j at batch b (stage 0: zeros)
     max_batch: int  # largest batch profiled at every stage
 
+    def __post_init__(self) -> None:
+        #: :func:`stage_views` of the table probed last: a one-entry cache in front of
+        #: ``Reservations.views`` (a plain attribute, not a field: ``asdict`` must not copy a table)
+        self._view: tuple | None = None
+
 
 def stage_views(res: Reservations, pipe: PipeRuntime) -> tuple:
-    """``(pipe, first, later)``: per-stage constants for :func:`probe` on ``res`` (cached in ``res.views``).
+    """``(res, first, later, pipe)``: per-stage constants for :func:`probe` on ``res`` (cached in ``res.views``).
 
     Candidates are ``(vGPU, its server's downlink, its server's uplink)`` in
     pool order; ``first`` is ``(lat, candidates, keys, shift, mask)`` and each
@@ -73,7 +78,7 @@ def stage_views(res: Reservations, pipe: PipeRuntime) -> tuple:
         keys, pid, shift = res.index_pool(list(pool)) or (None, -1, 0)
         stages.append((pipe.lat[j], pipe.transfer_in[j], cands, keys, pid, shift, (1 << shift) - 1))
     lat, _, cands, keys, _, shift, mask = stages[0]
-    got = res.views[id(pipe)] = (pipe, (lat, cands, keys, shift, mask), tuple(stages[1:]))
+    got = res.views[id(pipe)] = (res, (lat, cands, keys, shift, mask), tuple(stages[1:]), pipe)
     return got
 
 
@@ -88,15 +93,14 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
     The reservations list holds the first stage's vGPU, then per later stage
     (uplink, downlink, vGPU): the GPU slots are ``resv[::3]``.
     """
-    view = res.views.get(id(pipe))
-    if view is None or view[0] is not pipe:
-        view = stage_views(res, pipe)
-    _, (lat, cands, keys, shift, mask), later = view
-    fit, last_end, busy_from, pool_bf = res.fit, res.last_end, res.busy_from, res.pool_bf
+    view = pipe._view  # the last table probed (usually the only one), else the table's cache
+    if view is None or view[0] is not res:
+        view = pipe._view = res.views.get(id(pipe)) or stage_views(res, pipe)
+    _, (lat, cands, keys, shift, mask), later, _ = view
+    last_end, pool_bf = res.last_end, res.pool_bf
     li = lat[bs]
     busy = li
-    if keys is not None and keys[0] >> shift > now:  # all busy: the vGPU whose reservations end first
-        t = keys[0] >> shift
+    if keys is not None and (t := keys[0] >> shift) > now:  # all busy: the vGPU whose reservations end first
         w, _, up = cands[keys[0] & mask]
     elif keys is not None and (len(keys) == 1 or keys[1] >> shift > now):  # exactly one free
         t = now
@@ -119,7 +123,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
         ln = tin[bs]
         busy += li + ln
         # the earliest the transfer can start on the previous server's uplink alone
-        tu = fit(up, tg, ln) if last_end[up] > tg else tg
+        tu = res.fit(up, tg, ln) if last_end[up] > tg else tg
         t_free = tu + ln
         # the GPU start to beat: at first the start at which the wait reaches bound
         thr = now + busy + bound - li if bound < NEVER else NEVER
@@ -132,7 +136,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
             best, best_ts, thr = got
         else:  # walk the pool in order of last_end (module docstring)
             best = None
-            best_key = thr << shift
+            best_key = thr << shift if thr < NEVER else NEVER  # (NEVER exceeds every key)
             low = t_free << shift
             for key in keys:
                 if key >= best_key:
@@ -146,7 +150,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
                 c = cands[i]
                 down = c[1]
                 if last_end[down] > tu and ln > 0:
-                    ts = tu
+                    ts, fit = tu, res.fit
                     while True:  # earliestSlot over (uplink, downlink) from tu
                         s = fit(down, ts, ln)
                         if s == ts:
@@ -216,7 +220,12 @@ def _scan(res: Reservations, cands: list[tuple[int, int, int]], up: int, tu: int
 
 
 def reserve(res: Reservations, resv: list[tuple[int, int, int]], now: int) -> None:
-    """Algorithm 2 ``reserve(resv)``: :meth:`Reservations.reserve` of each, appends (and their index upkeep) inlined."""
+    """Algorithm 2 ``reserve(resv)``: :meth:`Reservations.reserve` of each, appends (and their index upkeep) inlined.
+
+    A reservation starting exactly when the resource's last one ends extends
+    that interval instead of adding one (the same busy time, so every
+    ``earliestSlot`` answer is unchanged; fewer intervals to keep).
+    """
     starts, ends, last_end, busy_from = res.starts, res.ends, res.last_end, res.busy_from
     member = res.member
     for r, start, dur in resv:
@@ -224,29 +233,33 @@ def reserve(res: Reservations, resv: list[tuple[int, int, int]], now: int) -> No
         if start < last or dur <= 0:  # an insert or a no-op: the general path
             res.reserve(r, start, dur, now)
             continue
-        s, e = starts[r], ends[r]
-        if len(e) > PRUNE and e[0] <= now:
-            k = bisect_right(e, now)
-            del s[:k]
-            del e[:k]
         end = start + dur
-        s.append(start)
-        e.append(end)
+        e = ends[r]
+        if start == last and e:  # right after the last reservation: extend it
+            e[-1] = end
+        else:
+            s = starts[r]
+            if len(e) > PRUNE and e[0] <= now:
+                k = bisect_right(e, now)
+                del s[:k]
+                del e[:k]
+            s.append(start)
+            e.append(end)
+            if start > last:
+                busy_from[r] = start
         last_end[r] = end
-        if start > last:
-            busy_from[r] = start
         m = member[r]
         if m is not None:  # Reservations._appended, inlined
             keys, i, shift, pid = m
+            key = (end << shift) | i  # the new key first (it is larger, so the list is never empty)
+            if key > keys[-1]:  # usual: it is now the vGPU free last
+                keys.append(key)
+            else:
+                insort(keys, key)
             key = (last << shift) | i
             if keys[0] == key:  # usual: the vGPU free first was chosen
                 del keys[0]
             else:
                 del keys[bisect_left(keys, key)]
-            key = (end << shift) | i
-            if key > keys[-1]:  # usual: it is now the vGPU free last
-                keys.append(key)
-            else:
-                insort(keys, key)
             if start > last and start > res.pool_bf[pid]:
                 res.pool_bf[pid] = start

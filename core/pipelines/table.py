@@ -72,11 +72,11 @@ class Reservations:
         """Index the pool ``ids`` (vGPUs in pool order): (sorted keys, pool id, shift).
 
         ``None`` (the pool is left to the plain scan) when indexing is off, the
-        pool has fewer than two vGPUs (nothing to order), or a vGPU already belongs to an indexed pool (a vGPU has
+        pool is empty, or a vGPU already belongs to an indexed pool (a vGPU has
         one key, so pools must not share vGPUs).
         """
         member = self.member
-        if not self.index or len(ids) < 2 or len(set(ids)) != len(ids) or any(member[w] for w in ids):
+        if not self.index or not ids or len(set(ids)) != len(ids) or any(member[w] for w in ids):
             return None
         shift = max(len(ids) - 1, 1).bit_length()
         keys = sorted((self.last_end[w] << shift) | i for i, w in enumerate(ids))
@@ -91,8 +91,8 @@ class Reservations:
         m = self.member[r]
         if m is not None:
             keys, i, shift, pid = m
+            insort(keys, (end << shift) | i)  # the larger key first: the list is never empty
             del keys[bisect_left(keys, (last << shift) | i)]
-            insort(keys, (end << shift) | i)
             if start > last and start > self.pool_bf[pid]:
                 self.pool_bf[pid] = start
 
