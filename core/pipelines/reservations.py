@@ -29,7 +29,9 @@ usual case) and the partition takes time, a vGPU ``w`` starts at exactly
 ``max(transfer end, last_end[w])`` ≥ ``max(t_free, last_end[w])``, so the pool
 index is walked in order of ``last_end`` and the walk stops at the first vGPU
 whose lower bound cannot beat the best start found — usually after one or two
-vGPUs. Otherwise :func:`_scan` tries the vGPUs in pool order (skipping those
+vGPUs (and none at all when the vGPU free first frees up after ``t_free`` and
+its downlink is free at ``tu``: it starts at its ``last_end``, which every
+other key exceeds). Otherwise :func:`_scan` tries the vGPUs in pool order (skipping those
 busy without a gap beyond the best start so far).
 """
 
@@ -125,18 +127,25 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
         # the earliest the transfer can start on the previous server's uplink alone
         tu = res.fit(up, tg, ln) if last_end[up] > tg else tg
         t_free = tu + ln
-        # the GPU start to beat: at first the start at which the wait reaches bound
-        thr = now + busy + bound - li if bound < NEVER else NEVER
-        if t_free >= thr:
-            return None
+        if bound < NEVER:  # the GPU start to beat: at first the start at which the wait reaches bound
+            thr = now + busy + bound - li
+            if t_free >= thr:
+                return None
+            best_key = thr << shift
+        else:
+            thr = best_key = NEVER  # (NEVER exceeds every key)
         if keys is None or li <= 0 or pool_bf[pid] > t_free:
             got = _scan(res, cands, up, tu, t_free, li, ln, thr)
             if got is None:  # every vGPU makes the wait reach bound
                 return None
             best, best_ts, thr = got
+        elif (key := keys[0]) < best_key and (lw := key >> shift) >= t_free and (
+                ln <= 0 or last_end[cands[key & mask][1]] <= tu):
+            # the vGPU free first, free only after t_free, its downlink free from tu: it starts at lw,
+            # and every other vGPU starts at or after its own (larger) key — the walk's first step
+            best, best_ts, thr = cands[key & mask], tu, lw
         else:  # walk the pool in order of last_end (module docstring)
             best = None
-            best_key = thr << shift if thr < NEVER else NEVER  # (NEVER exceeds every key)
             low = t_free << shift
             for key in keys:
                 if key >= best_key:
