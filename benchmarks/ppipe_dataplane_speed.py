@@ -9,13 +9,18 @@ on the reference engine twice: with every stage executed as an engine batch
 stages recorded at dispatch ("direct", identical outcomes). Prints requests, wall time, requests per
 wall-clock second, probe() calls per dispatched batch (paper: 3.58) and SLO
 attainment; the target is ≥ 100,000 req/s (the authors' Java simulator does
-about 30,000 on this machine, per the issue). Each mode runs ``--repeats``
+about 30,000 on this machine, per the issue). After one untimed warm-up run, each mode runs ``--repeats``
 times (interleaved) and the median wall time is reported, with the spread,
 and the median CPU time of the process (``time.process_time``: what the run
 costs its core, less sensitive than wall time to other work on the machine).
-Not a test: never fails on timing.
+A mode suffixed ``:scan`` (e.g. ``--modes engine,engine:scan``) runs probe()
+without its per-pool index (``index=False``: every vGPU of a pool tried in
+pool order) — identical outcomes; it shows what the index saves (it is not
+the code before the index, which inlined the scan). Not a test: never fails
+on timing.
 
 Usage: python benchmarks/ppipe_dataplane_speed.py [--cluster HC1-L] [--seconds 30] [--group 0] [--repeats 5]
+       [--modes engine,direct]
 """
 
 from __future__ import annotations
@@ -49,11 +54,14 @@ def main() -> None:
     walls: dict[str, list[float]] = {m: [] for m in modes}
     cpus: dict[str, list[float]] = {m: [] for m in modes}
     last: dict[str, tuple] = {}
+    simulate_plan(plan, c.profiles(), trace, "ppipe")  # warm-up (imports, caches): not timed
     for _ in range(max(args.repeats, 1)):
         for mode in modes:  # interleaved, so background load hits both modes alike
             stats: dict = {}
             t0, c0 = time.perf_counter(), time.process_time()
-            res = simulate_plan(plan, c.profiles(), trace, "ppipe", config={"execute": mode, "stats": stats})
+            execute, _, variant = mode.partition(":")
+            config = {"execute": execute, "index": variant != "scan", "stats": stats}
+            res = simulate_plan(plan, c.profiles(), trace, "ppipe", config=config)
             walls[mode].append(time.perf_counter() - t0)
             cpus[mode].append(time.process_time() - c0)
             last[mode] = (res, stats)
@@ -64,7 +72,7 @@ def main() -> None:
         per = stats["probes"] / max(stats["dispatched"], 1)
         spread = f"{trace.height / max(walls[mode]):,.0f}–{trace.height / min(walls[mode]):,.0f}"
         cpu = statistics.median(cpus[mode])
-        print(f"{mode:7} {trace.height:8d} requests in {wall:6.3f} s wall (median of {len(walls[mode])}) = "
+        print(f"{mode:12} {trace.height:8d} requests in {wall:6.3f} s wall (median of {len(walls[mode])}) = "
               f"{trace.height / wall:9,.0f} req/s [range {spread}]; CPU {cpu:6.3f} s = {trace.height / cpu:9,.0f} "
               f"req/s; {per:.2f} probes/batch; attainment {att:.4f}")
     print("target: >= 100,000 req/s on one core (authors' Java simulator: ~30,000)")

@@ -233,6 +233,21 @@ def test_direct_execution_agrees_with_engine_execution(model, load, seed):
 
 
 @needs_data
+@given(st.sampled_from(MODELS), st.sampled_from(["HC1-S", "HC2-S"]), st.floats(0.5, 1.5), st.integers(0, 1000))
+@settings(max_examples=4, deadline=None)
+def test_pool_index_does_not_change_outcomes(model, hc, load, seed):
+    """probe() with the per-pool index and with the plain scan of every vGPU serve a real plan identically."""
+    plan, profs = small_plan(model, hc)
+    trace = trace_for(plan, profs, load, 0.4, seed)
+    fast = simulate_plan(plan, profs, trace, "ppipe", config={"execute": "direct"})
+    plain = simulate_plan(plan, profs, trace, "ppipe", config={"execute": "direct", "index": False})
+    for name in ("r_outcome", "r_start", "r_finish", "r_worker"):
+        assert np.array_equal(getattr(fast.engine, name), getattr(plain.engine, name)), name
+    cols = ["worker", "size", "start_us", "end_us"]
+    assert fast.batches_frame().select(cols).equals(plain.batches_frame().select(cols))
+
+
+@needs_data
 def test_engine_execution_catches_a_broken_reservation(monkeypatch):
     """The engine-executed reference checks the reservations itself: with reserve() disabled the
     policy books overlapping stages on a vGPU, and a completion event finds the double booking."""

@@ -57,6 +57,9 @@ class PPipeDataPlaneConfig:
     #: "engine": every stage runs as an engine batch at its reserved time (the reference);
     #: "direct": stages are recorded at dispatch (engine.record_batch) — same outcomes, fewer events
     execute: str = "engine"
+    #: probe() walks a per-pool index of vGPUs by free time (core/pipelines/table.py); False: the
+    #: plain scan of every vGPU (identical results, slower; for tests and benchmarks)
+    index: bool = True
     stats: dict = field(default_factory=dict, compare=False)  # filled during the run: probes, dispatches
 
 
@@ -70,7 +73,7 @@ class PPipePolicy(Policy):
         super().__init__(ctx, config)
         n_models = len(ctx.models)
         n_workers = len(self.engine.cluster.workers)
-        self.res = Reservations(n_workers, max(config.nodes, 1))
+        self.res = Reservations(n_workers, max(config.nodes, 1), index=config.index)
         self.pipes: list[list[PipeRuntime]] = [[] for _ in range(n_models)]
         for p in config.pipelines:
             self.pipes[p.model].append(p)
