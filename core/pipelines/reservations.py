@@ -97,7 +97,10 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
     """
     view = pipe._view  # the last table probed (usually the only one), else the table's cache
     if view is None or view[0] is not res:
-        view = pipe._view = res.views.get(id(pipe)) or stage_views(res, pipe)
+        view = res.views.get(id(pipe))
+        if view is None or view[3] is not pipe:  # (an id is reused only once its object is gone)
+            view = stage_views(res, pipe)
+        pipe._view = view
     _, (lat, cands, keys, shift, mask), later, _ = view
     last_end, pool_bf = res.last_end, res.pool_bf
     li = lat[bs]
