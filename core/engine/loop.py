@@ -136,6 +136,17 @@ class Engine(StartedBatches, ReservedBatches, Admission):
             self._charge_until(group, now)
         return sched.ready_us(now)
 
+    def _decide(self, g: int, now: int, size: int) -> int:
+        """Charge group ``g``'s scheduler for a decision about a batch of ``size`` made at ``now``
+        (the arrivals before it first, then admission's recheck); returns when it takes effect, µs."""
+        sched = self.sched[g]
+        if sched.arrival_ns:
+            self._charge_until(g, now)
+        disp = sched.decide(now, size)
+        if sched.admit:
+            self._recheck(g, now)
+        return disp
+
     def _charge_until(self, g: int, now: int) -> None:
         """Charge the group's scheduler for the arrivals before ``now`` not yet charged."""
         feed = self.feeds[g]

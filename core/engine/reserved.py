@@ -88,13 +88,8 @@ class ReservedBatches:
             self._flush_recorded()
         if self.sched_active:
             g = self.w_group[slots[0][0]]
-            sched = self.sched[g]
-            if sched.arrival_ns:
-                self._charge_until(g, now)
-            disp = sched.decide(now, len(rids))
-            if sched.admit:
-                self._recheck(g, now)
-            if disp > slots[0][1] and not sched.emulate:
+            disp = self._decide(g, now, len(rids))
+            if disp > slots[0][1] and not self.sched[g].emulate:
                 raise RuntimeError(f"batch booked at {slots[0][1]} before the scheduler decides it ({disp})")
         events = self.events
         heap, seq = (events.heap if notify else events.quiet), events.seq

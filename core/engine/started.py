@@ -39,13 +39,7 @@ class StartedBatches:
             self._flush_rows()
         start = self.w_free[worker]
         if self.sched_active:
-            g = self.w_group[worker]
-            sched = self.sched[g]
-            if sched.arrival_ns:
-                self._charge_until(g, now)
-            disp = sched.decide(now, len(rids))
-            if sched.admit:
-                self._recheck(g, now)
+            disp = self._decide(self.w_group[worker], now, len(rids))
             if start < disp:
                 start = disp
         elif start < now:

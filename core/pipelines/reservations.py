@@ -162,14 +162,7 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
                 c = cands[i]
                 down = c[1]
                 if last_end[down] > tu and ln > 0:
-                    ts, fit = tu, res.fit
-                    while True:  # earliestSlot over (uplink, downlink) from tu
-                        s = fit(down, ts, ln)
-                        if s == ts:
-                            break
-                        ts = fit(up, s, ln)
-                        if ts == s:
-                            break
+                    ts = _link_slot(res.fit, up, down, tu, ln)
                     te = ts + ln
                 else:
                     ts, te = tu, t_free
@@ -184,6 +177,18 @@ def probe(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
         tg = thr + li
         up = upw
     return tg, tg - now - busy, out
+
+
+def _link_slot(fit, up: int, down: int, ts: int, ln: int) -> int:
+    """``earliestSlot((uplink, downlink), ts, ln)`` of Algorithm 2 for one transfer: the earliest
+    start ≥ ``ts`` at which both links are free for ``ln`` µs (``fit`` is the table's single-resource slot)."""
+    while True:
+        s = fit(down, ts, ln)
+        if s == ts:
+            return ts
+        ts = fit(up, s, ln)
+        if ts == s:
+            return ts
 
 
 def _scan(res: Reservations, cands: list[tuple[int, int, int]], up: int, tu: int, t_free: int,
@@ -207,14 +212,7 @@ def _scan(res: Reservations, cands: list[tuple[int, int, int]], up: int, tu: int
         if lw >= sthr and t_free >= busy_from[w]:
             continue  # its GPU is busy without a gap until lw: cannot finish first
         if last_end[down] > tu and ln > 0:
-            ts = tu
-            while True:  # earliestSlot over (uplink, downlink) from tu
-                s = fit(down, ts, ln)
-                if s == ts:
-                    break
-                ts = fit(up, s, ln)
-                if ts == s:
-                    break
+            ts = _link_slot(fit, up, down, tu, ln)
             t = ts + ln
         else:
             ts, t = tu, t_free
