@@ -9,7 +9,7 @@ pricing + MILP), status and proven gap; then the medians next to the paper's
 planned throughput next to NP's and DART-r's. Not a test: never fails on timing.
 
 Usage: python benchmarks/ppipe_milp_speed.py [--groups 6] [--clusters HC1-L,HC2-L,HC3-L,HC4-L]
-       [--solver highs] [--gap 0.01] [--time-limit 60]
+       [--solver highs] [--gap 0.01] [--time-limit 60] [--formulation counts|points]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--solver", default="highs")
     parser.add_argument("--gap", type=float, default=0.01)
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--formulation", default=PPipePlanConfig.formulation, help="PPipe MILP formulation")
     args = parser.parse_args()
     solver = SolverConfig(args.solver, args.time_limit, args.gap)
     profs = c.profiles()
@@ -46,7 +47,7 @@ def main() -> None:
             ps = [profs[m] for m in group]
             w = c.weights_for(group, "poisson")
             t0 = time.perf_counter()
-            plan = PIPELINE_PLANNERS["ppipe"](ps, w, cluster, PPipePlanConfig(), solver)
+            plan = PIPELINE_PLANNERS["ppipe"](ps, w, cluster, PPipePlanConfig(formulation=args.formulation), solver)
             t1 = time.perf_counter() - t0
             others = {n: PIPELINE_PLANNERS[n](ps, w, cluster, PPipePlanConfig(), solver).normalized_xput
                       for n in ("np", "dart-r")}

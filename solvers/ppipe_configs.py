@@ -130,3 +130,32 @@ def _pareto(cfgs: list[Config]) -> list[Config]:
         seen.add(c.xput)
         keep.append(c)
     return keep
+
+
+def efficient_points(cfg: Config, counts: dict[str, int]) -> list[tuple[float, tuple[int, ...]]]:
+    """Every vGPU-count vector of ``cfg`` worth using, with the pipeline throughput it gives.
+
+    A pipeline with ``g_d`` vGPUs per partition serves ``x = min_d X_d·g_d``
+    (Eqs. 25, 28). For any integer ``g``, the vector ``g'_d = ⌈x/X_d⌉ ≤ g_d``
+    serves the same ``x`` with no more GPUs, and ``x`` is one of the
+    breakpoints ``X_d·n``. So the points ``(X_d·n, ⌈X_d·n/X_{d'}⌉_{d'})``, for
+    every partition ``d`` and ``n ≥ 1`` while the vector fits the cluster
+    (``counts``: physical GPUs per type, ``g/v`` summed per type), contain an
+    optimal choice of every MILP solution: choosing one of them per selected
+    configuration is an exact reformulation of the integer counts ``g``
+    (used by ``formulation="points"`` in :mod:`.ppipe_milp`). Sorted by ``x``.
+    """
+    bounds = [counts.get(h, 0) * k for h, k in zip(cfg.template, cfg.levels)]
+    xs = sorted({x * n for x, u in zip(cfg.xput, bounds) for n in range(1, u + 1)})
+    out: list[tuple[float, tuple[int, ...]]] = []
+    for xb in xs:
+        g = tuple(max(1, int(np.ceil(xb / x - 1e-9))) for x in cfg.xput)
+        if any(n > u for n, u in zip(g, bounds)):
+            break
+        phys: dict[str, float] = {}
+        for h, k, n in zip(cfg.template, cfg.levels, g):
+            phys[h] = phys.get(h, 0.0) + n / k
+        if any(v > counts.get(h, 0) + 1e-9 for h, v in phys.items()):
+            break
+        out.append((min(x * n for x, n in zip(cfg.xput, g)), g))
+    return out

@@ -177,3 +177,53 @@ def test_infeasible_slo_and_missing_gpu_type_are_user_errors():
     stripped = blocks.BlockProfile(prof.model, prof.blocks, lat, prof.cut_bytes, prof.ref_latency_us)
     with pytest.raises(UserError, match="no P4"):
         solve_pipelines([stripped], {prof.model: 1.0}, make_cluster("HC1-S"), PPipePlanConfig(), FAST)
+
+
+@pytest.mark.parametrize("model", ["fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "repvgg-b3"])
+def test_points_formulation_matches_brute_force(model):
+    """The efficient-point reformulation is exact: same optimum as the enumeration from raw arrays."""
+    prof = profiles()[model]
+    cluster = custom_cluster({"L4": 1, "P4": 1}, 10.0)
+    cfg = PPipePlanConfig(max_partitions=2, candidates=0, formulation="points")
+    plan = solve_pipelines([prof], {model: 1.0}, cluster, cfg, EXACT)
+    brute = _brute_force(prof, cluster, prof.slo_us() * (1 - cfg.slo_margin), 2)
+    assert abs(plan.normalized_xput - brute) <= 1e-6 * brute
+    check_constraints(plan, profiles())
+
+
+def test_points_formulation_agrees_with_counts_on_small_cluster():
+    """Both formulations of the same MILP reach the same optimum (exact solves) and satisfy A.2."""
+    profs = profiles()
+    g = group(5)
+    w = dict(zip(g, [0.5, 0.3, 0.2]))
+    cluster = make_cluster("HC2-S")
+    ps = [profs[m] for m in g]
+    a = solve_pipelines(ps, w, cluster, PPipePlanConfig(), EXACT)
+    b = solve_pipelines(ps, w, cluster, PPipePlanConfig(formulation="points"), EXACT)
+    for plan in (a, b):
+        assert verify(plan, profs) == []
+        check_constraints(plan, profs)
+    assert abs(a.normalized_xput - b.normalized_xput) <= 1e-6 * a.normalized_xput
+
+
+def test_efficient_points_are_minimal_and_fit():
+    """Each point's vGPU vector is the least serving its throughput, and fits the cluster."""
+    from shepherd.solvers.ppipe_configs import efficient_points, enumerate_configs
+
+    prof = profiles()[group(6)[0]]
+    cluster = make_cluster("HC1-S")
+    counts = {h: cluster.count(h) for h in cluster.hardware}
+    cfgs = enumerate_configs(prof, cluster, prof.slo_us() * 0.6)
+    for c in cfgs[:: max(1, len(cfgs) // 40)]:
+        pts = efficient_points(c, counts)
+        assert [p[0] for p in pts] == sorted({p[0] for p in pts})
+        for x, g in pts:
+            assert abs(x - min(xv * n for xv, n in zip(c.xput, g))) <= 1e-9 * x
+            assert all(xv * (n - 1) < x - 1e-9 * x or n == 1 for xv, n in zip(c.xput, g))
+            for h in counts:
+                assert sum(n / k for hh, k, n in zip(c.template, c.levels, g) if hh == h) <= counts[h] + 1e-9
+
+
+def test_unknown_formulation_is_a_user_error():
+    with pytest.raises(UserError, match="formulation"):
+        PPipePlanConfig(formulation="magic").validate()
