@@ -37,6 +37,7 @@ def plan(
     bandwidth_gbps: Annotated[Optional[float], typer.Option("--bandwidth-gbps", help="ppipe/np/dart-r: effective NIC bandwidth, Gbit/s (default: Table 1 / 5).")] = None,
     slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).")] = 0.4,
     slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.")] = 5.0,
+    milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).")] = "counts",
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
     seed: Annotated[int, typer.Option("--seed", help="Seed (planners are deterministic; recorded for provenance).")] = 0,
 ) -> None:
@@ -63,14 +64,16 @@ def plan(
         raise UserError(f"profiles have no model '{missing[0]}' (the trace uses {len(missing)} unprofiled model(s))")
     req = PlanRequest(loaded.frame, prof_frame, gpus, solver_cfg, group_limit, affinity_k, gpu_memory_mb,
                       reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms, cluster=cluster,
-                      bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale)
+                      bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
+                      milp_formulation=milp_formulation)
     with progress() as bar:
         bar.add_task(f"planning ({planner}, {solver})", total=None)
         output = run(req)
     config = dict(planner=planner, trace=loaded.name, synthetic=loaded.synthetic, gpus=gpus, group_limit=group_limit,
                   affinity_k=affinity_k, gpu_memory_mb=gpu_memory_mb, reserve_mb=reserve_mb, solver=solver,
                   time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware,
-                  cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale)
+                  cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
+                  milp_formulation=milp_formulation)
     inputs = list(loaded.inputs) + ([profiles] if profiles else [])
     extra = dict(output.extra)
     write_artifact(output.frame, out, output.kind, make_provenance(config, seed, inputs), extra=extra)

@@ -39,7 +39,8 @@ def _run(name: str, req: Any) -> Any:
     weights = workload_shares(req.trace)
     profs = blocks.from_frame(req.profiles, sorted(weights))
     cluster = make_cluster(req.cluster or "HC1-L", req.bandwidth_gbps)
-    cfg = PPipePlanConfig(slo_margin=req.slo_margin, slo_scale=req.slo_scale).validate()
+    cfg = PPipePlanConfig(slo_margin=req.slo_margin, slo_scale=req.slo_scale,
+                          formulation=req.milp_formulation).validate()
     result = PIPELINE_PLANNERS[name](list(profs.values()), weights, cluster, cfg, req.solver)
     problems = pplan.verify(result, profs)
     if problems:  # pragma: no cover - a formulation bug, not a user error

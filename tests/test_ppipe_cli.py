@@ -96,6 +96,30 @@ def test_unknown_cluster_and_bad_margin(cli, inputs, tmp_path):
     assert not out.exists()
 
 
+def test_points_formulation_plans_the_same_throughput(cli, inputs, tmp_path):
+    """--milp-formulation points is an exact reformulation: same planned throughput (to the gap), verified plan."""
+    bp, tp, frame = inputs
+    xput = {}
+    for form in ("counts", "points"):
+        out = tmp_path / f"{form}.parquet"
+        r = cli("plan", "--trace", tp, "--planner", "ppipe", "--profiles", bp, "--cluster", "HC1-S",
+                "--gap", "0", "--milp-formulation", form, "-o", out)
+        assert r.code == 0, r.err
+        art = read_artifact(out, "pipeline_plan")
+        plan = from_frame(art.frame, art.extra)
+        assert verify(plan, blocks.from_frame(frame)) == []
+        xput[form] = plan.normalized_xput
+    assert xput["points"] == pytest.approx(xput["counts"], rel=1e-6)
+
+
+def test_unknown_milp_formulation(cli, inputs, tmp_path):
+    bp, tp, _ = inputs
+    out = tmp_path / "o.parquet"
+    assert_user_error(_plan(cli, tp, bp, out, "--cluster", "HC1-S", "--milp-formulation", "columns"),
+                      "unknown MILP formulation")
+    assert not out.exists()
+
+
 def test_ppipe_needs_block_profiles(cli, inputs, tmp_path):
     _, tp, _ = inputs
     out = tmp_path / "o.parquet"
