@@ -32,7 +32,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from shepherd.core.engine.events import COMPLETION, NEVER
-from shepherd.core.engine.outcomes import LATE, SERVED
+from shepherd.core.engine.outcomes import LATE
 
 RECORD_CHUNK = 1 << 11  #: paths buffered by record_path between vectorised writes
 DONE_CHUNK = 1 << 13  #: booked requests completed between vectorised outcome writes
@@ -183,11 +183,16 @@ class ReservedBatches:
         model, size, k = np.array(paths, dtype=np.int64).reshape(-1, 3).T
         flat = np.array(slots, dtype=np.int64).reshape(-1, 3)
         start = flat[:, 1].copy()
-        self.b_worker.frombytes(flat[:, 0].copy().tobytes())
-        self.b_model.frombytes(np.repeat(model, k).tobytes())
-        self.b_size.frombytes(np.repeat(size, k).tobytes())
+        self._append_rows(flat[:, 0].copy(), np.repeat(model, k), np.repeat(size, k), start, start + flat[:, 2])
+
+    def _append_rows(self, worker: np.ndarray, model: np.ndarray, size: np.ndarray, start: np.ndarray,
+                     end: np.ndarray) -> None:
+        """Add rows to the batch table (int64 arrays, one per column; none preempted)."""
+        self.b_worker.frombytes(worker.tobytes())
+        self.b_model.frombytes(model.tobytes())
+        self.b_size.frombytes(size.tobytes())
         self.b_start.frombytes(start.tobytes())
-        self.b_end.frombytes((start + flat[:, 2]).tobytes())
+        self.b_end.frombytes(end.tobytes())
         self.b_pre.frombytes(np.zeros(len(start), np.int64).tobytes())
 
     def _flush_done(self) -> None:
@@ -230,20 +235,8 @@ class ReservedBatches:
             self._flush_rows()
         bid = self._append_batch(worker, model, len(rids), start, end)
         self.w_busy[worker] += end - start
-        if final and len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
-            r = rids[0]
-            self.r_start[r] = start
-            self.r_finish[r] = end
-            self.r_worker[r] = worker
-            self.r_batch[r] = bid
-            self.r_outcome[r] = SERVED if self.deadline[r] >= end else LATE
-        elif final:
-            idx = np.array(rids, dtype=np.int64)
-            self.r_start[idx] = start
-            self.r_finish[idx] = end
-            self.r_worker[idx] = worker
-            self.r_batch[idx] = bid
-            self.r_outcome[idx] = LATE - (self.deadline[idx] >= end)
+        if final:
+            self._write_outcomes(rids, start, end, worker, bid)
         return bid
 
     def record_path(self, model: int, rid: int, slots: list[tuple[int, int, int]]) -> None:
@@ -276,12 +269,7 @@ class ReservedBatches:
         worker, start = flat[:, 0].copy(), flat[:, 1].copy()
         end = start + flat[:, 2]
         base = len(self.b_worker)
-        self.b_worker.frombytes(worker.tobytes())
-        self.b_model.frombytes(np.repeat(model, k).tobytes())
-        self.b_size.frombytes(np.ones(len(worker), np.int64).tobytes())
-        self.b_start.frombytes(start.tobytes())
-        self.b_end.frombytes(end.tobytes())
-        self.b_pre.frombytes(np.zeros(len(worker), np.int64).tobytes())
+        self._append_rows(worker, np.repeat(model, k), np.ones(len(worker), np.int64), start, end)
         busy = np.zeros(len(self.w_busy), np.int64)
         np.add.at(busy, worker, flat[:, 2])
         for w in np.flatnonzero(busy).tolist():

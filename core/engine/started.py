@@ -73,6 +73,23 @@ class StartedBatches:
         self.b_pre.append(0)
         return bid
 
+    def _write_outcomes(self, rids: list[int], start: int, end: int, worker: int, bid: int) -> None:
+        """The outcomes of a final batch ``bid`` that ran ``rids`` on ``worker`` over ``[start, end)``."""
+        if len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
+            r = rids[0]
+            self.r_start[r] = start
+            self.r_finish[r] = end
+            self.r_worker[r] = worker
+            self.r_batch[r] = bid
+            self.r_outcome[r] = SERVED if self.deadline[r] >= end else LATE
+        else:
+            idx = np.array(rids, dtype=np.int64)
+            self.r_start[idx] = start
+            self.r_finish[idx] = end
+            self.r_worker[idx] = worker
+            self.r_batch[idx] = bid
+            self.r_outcome[idx] = LATE - (self.deadline[idx] >= end)
+
     def preempt(self, worker: int, now: int, delay_us: int) -> tuple[int, list[int]]:
         """Stop ``worker``'s batch ``delay_us`` from now (its next exit point).
 
@@ -102,28 +119,9 @@ class StartedBatches:
     # ------------------------------------------------------------------ completion
 
     def _complete(self, worker: int, now: int) -> None:
-        rids = self.w_reqs[worker]
         start = self.w_start[worker]
-        if not self.w_final[worker]:  # an intermediate stage: the requests stay in flight
-            self.w_busy[worker] += now - start
-            self.w_batch[worker] = -1
-            self.w_reqs[worker] = None
-            self.w_free[worker] = now
-            return
-        if len(rids) == 1:  # scalar writes: much cheaper than fancy indexing
-            r = rids[0]
-            self.r_start[r] = start
-            self.r_finish[r] = now
-            self.r_worker[r] = worker
-            self.r_batch[r] = self.w_batch[worker]
-            self.r_outcome[r] = SERVED if self.deadline[r] >= now else LATE
-        else:
-            idx = np.array(rids, dtype=np.int64)
-            self.r_start[idx] = start
-            self.r_finish[idx] = now
-            self.r_worker[idx] = worker
-            self.r_batch[idx] = self.w_batch[worker]
-            self.r_outcome[idx] = LATE - (self.deadline[idx] >= now)
+        if self.w_final[worker]:  # an intermediate stage's requests stay in flight
+            self._write_outcomes(self.w_reqs[worker], start, now, worker, self.w_batch[worker])
         self.w_busy[worker] += now - start
         self.w_batch[worker] = -1
         self.w_reqs[worker] = None
