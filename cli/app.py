@@ -30,20 +30,26 @@ app = typer.Typer(
         "Example: shepherd profile --table shepherd-v100 -o profiles.parquet"
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
 
 
+def _print_version(value: bool) -> None:
+    # Eager: runs while the options are parsed, before click asks for a command.
+    if value:
+        typer.echo(f"shepherd {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", help="Show tracebacks for errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(0)
+    """Options before the command apply to every command."""
 
 
 app.add_typer(profile_cmd.app, name="profile")
@@ -71,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         sys.stderr.write(f"error: {exc}\n")
         code = exc.exit_code
+    except SystemExit as exc:  # typer's --show/--install-completion exit from their callbacks
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
         code = 130

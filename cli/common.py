@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Mapping
+from typing import Annotated, Any, Callable, Iterator, Mapping
 
 import typer
 from rich.console import Console
@@ -29,12 +31,104 @@ from rich.table import Table
 console = Console()
 err_console = Console(stderr=True)
 
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the one random generator every draw flows from.")]
+SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator every draw flows from.")]
+
+
+LOG_QUIET_S = 2.0  # a task younger than this logs nothing (short work, user errors: one line)
+
+
+class LogProgress:
+    """Progress as plain, timestamped log lines: what a batch job's log file needs.
+
+    The same three calls as rich's :class:`~rich.progress.Progress`
+    (``add_task``, ``update``, ``advance``). A task stays quiet for its first
+    ``quiet_s`` seconds (short work logs nothing, so a user error stays one
+    line); after that it logs at most every ``every_s`` seconds or at each
+    tenth of its total, and once more when it completes.
+    """
+
+    def __init__(self, write: Callable[[str], None], every_s: float = 10.0, quiet_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._write = write
+        self._clock = clock
+        self._every_s = every_s
+        self._quiet_s = LOG_QUIET_S if quiet_s is None else quiet_s
+        self._tasks: dict[int, dict[str, Any]] = {}
+
+    def add_task(self, description: str, total: float | None = None, **_: Any) -> int:
+        task = len(self._tasks)
+        now = self._clock()
+        self._tasks[task] = dict(description=description, total=total, completed=0.0,
+                                 start=now, logged_at=now - self._every_s, logged_tenth=0, done=False, said=False)
+        return task
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        self.update(task, advance=advance)
+
+    def update(self, task: int, *, completed: float | None = None, advance: float | None = None,
+               total: float | None = None, **_: Any) -> None:
+        state = self._tasks[task]
+        if total is not None:
+            state["total"] = total
+        if completed is not None:
+            state["completed"] = float(completed)
+        if advance is not None:
+            state["completed"] += float(advance)
+        total_now = state["total"]
+        now = self._clock()
+        if total_now and state["completed"] >= total_now:
+            if not state["done"]:
+                state["done"] = True
+                if state["said"] or now - state["start"] >= self._quiet_s:
+                    self._log(task, "done", now)
+            return
+        tenth = int(10 * state["completed"] / total_now) if total_now else 0
+        if now - state["start"] < self._quiet_s:
+            return
+        if now - state["logged_at"] >= self._every_s or tenth > state["logged_tenth"]:
+            state["logged_at"], state["logged_tenth"] = now, tenth
+            self._log(task, "", now)
+
+    def _log(self, task: int, word: str, now: float) -> None:
+        state = self._tasks[task]
+        state["said"] = True
+        done, total = state["completed"], state["total"]
+        count = f"{done:,.0f}/{total:,.0f} ({100 * done / total:.0f} %)" if total else f"{done:,.0f}"
+        elapsed = now - state["start"]
+        stamp = time.strftime("%H:%M:%S")
+        self._write(f"[{stamp}] {state['description']}: {word + ' ' if word else ''}{count}, {elapsed:.1f} s")
+
+    def finish(self) -> None:
+        now = self._clock()
+        for task, state in self._tasks.items():
+            if not state["done"] and state["total"] is None:
+                state["done"] = True
+                if state["said"] or now - state["start"] >= self._quiet_s:
+                    self._log(task, "done", now)
 
 
 @contextmanager
-def progress(transient: bool = True) -> Iterator[Progress]:
-    """A rich progress bar on stderr (kept off stdout so output stays parseable)."""
+def progress(transient: bool = True, log_file: Path | None = None) -> Iterator[Any]:
+    """Progress on stderr (kept off stdout so output stays parseable).
+
+    On a terminal: a rich progress bar. Otherwise (output redirected, a batch
+    job): plain timestamped log lines from :class:`LogProgress`. With
+    ``log_file``, the log lines are appended there too, terminal or not.
+    """
+    sinks: list[Callable[[str], None]] = []
+    if not err_console.is_terminal:
+        sinks.append(lambda line: print(line, file=sys.stderr, flush=True))
+    if log_file is not None:
+        def to_file(line: str) -> None:
+            with open(log_file, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        sinks.append(to_file)
+    log = LogProgress(lambda line: [sink(line) for sink in sinks]) if sinks else None
+    if not err_console.is_terminal:
+        assert log is not None
+        yield log
+        log.finish()
+        return
     bar = Progress(
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),
@@ -46,7 +140,29 @@ def progress(transient: bool = True) -> Iterator[Progress]:
         transient=transient,
     )
     with bar:
-        yield bar
+        yield _Tee(bar, log) if log is not None else bar
+    if log is not None:
+        log.finish()
+
+
+class _Tee:
+    """Forward progress calls to a rich bar and a log (terminal + ``log_file``)."""
+
+    def __init__(self, bar: Progress, log: LogProgress) -> None:
+        self._bar, self._log = bar, log
+
+    def add_task(self, description: str, total: float | None = None, **kw: Any) -> int:
+        task = self._bar.add_task(description, total=total, **kw)
+        assert self._log.add_task(description, total=total) == task
+        return task
+
+    def update(self, task: int, **kw: Any) -> None:
+        self._bar.update(task, **kw)
+        self._log.update(task, **kw)
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        self._bar.advance(task, advance)
+        self._log.advance(task, advance)
 
 
 def summary_table(title: str, rows: Mapping[str, Any]) -> None:

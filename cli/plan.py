@@ -11,22 +11,25 @@ import typer
 from shepherd.cli.common import progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
-from shepherd.core.errors import UserError
-from shepherd.solvers.backend import SolverConfig
+from shepherd.core.errors import UserError, check_number
+from shepherd.solvers.backend import BACKENDS, SolverConfig, preflight
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
 from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
 from shepherd.traces.resolve import load_trace
 
+MAX_GPUS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000); bounds the ILP's size
+
+
 def plan(
     trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).")],
-    planner: Annotated[str, typer.Option("--planner", help=f"One of: {', '.join(PLANNERS)}.")] = "herd",
+    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r.")] = "herd",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).")] = None,
     gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).")] = 36,
     group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).")] = 12,
     affinity_k: Annotated[float, typer.Option("--affinity-k", help="Affinity bound K̄ for co-located models (inf = one set).")] = math.inf,
     gpu_memory_mb: Annotated[float, typer.Option("--gpu-memory-mb", help="GPU memory per worker, MB (V100: 16384).")] = 16384.0,
     reserve_mb: Annotated[float, typer.Option("--reserve-mb", help="Memory set aside per GPU for batches, MB.")] = 4096.0,
-    solver: Annotated[str, typer.Option("--solver", help="highs | cbc | gurobi.")] = "highs",
+    solver: Annotated[str, typer.Option("--solver", metavar="[" + "|".join(BACKENDS) + "]", help="MILP backend (python-mip; HiGHS by default).")] = "highs",
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit, s.")] = 60.0,
     gap: Annotated[float, typer.Option("--gap", help="Relative MIP gap to stop at (0.01 = 1 %).")] = 0.01,
     max_solutions: Annotated[int, typer.Option("--max-solutions", help="Stop after this many feasible solutions (0 = no limit).")] = 0,
@@ -39,7 +42,7 @@ def plan(
     slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.")] = 5.0,
     milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).")] = "counts",
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
-    seed: Annotated[int, typer.Option("--seed", help="Seed (planners are deterministic; recorded for provenance).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of named traces (planners are deterministic; recorded for provenance).")] = 0,
 ) -> None:
     """Write a plan artifact: stream→group, model→group, group→workers, with solver status in its metadata.
 
@@ -49,8 +52,19 @@ def plan(
     """
     run = get_planner(planner)
     solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
-    if gpus < 1:
-        raise UserError(f"--gpus must be ≥ 1, got {gpus}")
+    check_number("--gpus", gpus, minimum=1, maximum=MAX_GPUS)
+    check_number("--group-limit", group_limit, minimum=1)
+    check_number("--affinity-k", affinity_k, above=0, allow_inf=True)
+    check_number("--gpu-memory-mb", gpu_memory_mb, above=0)
+    check_number("--reserve-mb", reserve_mb, minimum=0)
+    check_number("--epoch-s", epoch_s, above=0, maximum=86_400 * 366)
+    if time_step_ms is not None:
+        check_number("--time-step-ms", time_step_ms, above=0)
+    if bandwidth_gbps is not None:
+        check_number("--bandwidth-gbps", bandwidth_gbps, above=0)
+    check_number("--slo-margin", slo_margin, minimum=0, maximum=0.99)
+    check_number("--slo-scale", slo_scale, above=0, maximum=1e6)
+    preflight(solver)  # fail fast, before the trace is read or anything is solved
     loaded = load_trace(trace)
     pipeline = planner in PPIPE_PLANNERS
     if pipeline and profiles is None:

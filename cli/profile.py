@@ -42,8 +42,8 @@ def build(
         typer.Option("--from-ppipe", help="PPipe authors' data folder: per-block latencies → a block_profiles artifact."),
     ] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the profiles artifact.")] = Path("profiles.parquet"),
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Largest batch size expanded from α/β tables.")] = prof.DEFAULT_MAX_BATCH,
-    seed: Annotated[int, typer.Option("--seed", help="Recorded in provenance (profiles draw no randomness).")] = 0,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch size expanded from α/β tables.")] = prof.DEFAULT_MAX_BATCH,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Recorded in provenance (profiles draw no randomness).")] = 0,
 ) -> None:
     """Write a profiles artifact (one row per model × hardware × batch, with α, β, R²)."""
     if ctx.invoked_subcommand is not None:

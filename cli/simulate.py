@@ -14,13 +14,14 @@ from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import artifact_kind, make_provenance, read_artifact, write_artifact
 from shepherd.core.engine import OverheadConfig, simulate as run_simulation
-from shepherd.core.errors import UserError
+from shepherd.core.errors import UserError, check_number
 from shepherd.core.metrics import batch_size_distribution
 from shepherd.core.policies import registry
 from shepherd.traces.resolve import load_trace
 
 RECORD_LEVELS = ("summary", "batches", "requests")
 DEFAULT_PROFILES = "shepherd-v100"
+MAX_WORKERS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000 GPUs)
 
 
 def parse_options(policy: str, pairs: list[str]) -> dict:
@@ -55,19 +56,19 @@ def parse_options(policy: str, pairs: list[str]) -> dict:
 
 def simulate(
     trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace.")],
-    policy: Annotated[str, typer.Option("--policy", help=f"Online policy: {', '.join(registry.names())}.")] = "flex",
+    policy: Annotated[str, typer.Option("--policy", metavar="[" + "|".join(registry.names()) + "]", help="Online policy (see the README's policy table).")] = "flex",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help=f"Profiles artifact (default: built-in {DEFAULT_PROFILES}, Shepherd Table 4).")] = None,
-    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Number of identical workers, all in one serving group.")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_WORKERS, help="Number of identical workers, all in one serving group.")] = None,
     plan: Annotated[Optional[Path], typer.Option("--plan", help="Plan artifact: serving groups (one scheduler each).")] = None,
     load: Annotated[float, typer.Option("--load", help="Rescale the trace's rate by X: arrivals time-compressed by X, SLOs kept.")] = 1.0,
     slo: Annotated[Optional[float], typer.Option("--slo", help="Override every request's SLO, ms.")] = None,
-    record: Annotated[str, typer.Option("--record", help="summary | batches | requests: which tables to write (each adds to the previous).")] = "requests",
+    record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", help="Which tables to write (each adds to the previous).")] = "requests",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
-    overhead: Annotated[Optional[str], typer.Option("--overhead", help="Scheduler overhead: model (default, deterministic) | emulation (measured CPU time) | none.")] = None,
+    overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,
     hardware: Annotated[Optional[str], typer.Option("--hardware", help="GPU type of the workers when the profiles cover several.")] = None,
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Largest batch (Shepherd §5.2: 128).")] = prof.DEFAULT_MAX_BATCH,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch (Shepherd §5.2: 128).")] = prof.DEFAULT_MAX_BATCH,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory for requests/batches/workers/summary.parquet.")] = Path("results/simulate"),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the one random generator.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator (also of named traces).")] = 0,
 ) -> None:
     """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
 
@@ -80,10 +81,9 @@ def simulate(
         raise UserError("give --gpus or --plan, not both")
     if gpus is None and plan is None:
         raise UserError("give --gpus N or --plan P")
-    if gpus is not None and gpus < 1:
-        raise UserError(f"--gpus must be ≥ 1, got {gpus}")
-    if not math.isfinite(load) or load <= 0:
-        raise UserError(f"--load must be a positive number, got {load}")
+    check_number("--load", load, above=0, maximum=1e6)
+    if slo is not None:
+        check_number("--slo", slo, above=0, maximum=1e9)
     config = registry.make_config(policy, parse_options(policy, options or []))
     if hasattr(config, "validate"):
         config.validate()

@@ -88,6 +88,44 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return abs(bound - objective) / max(abs(objective), 1e-9)
 
 
+_PREFLIGHT_OK: set[str] = set()
+
+FIXES = {
+    "highs": "reinstall the tested versions: pip install -c requirements.lock -e .  (python-mip 2.0 loads highspy 1.15, not 1.16)",
+    "cbc": "reinstall python-mip from the lock: pip install -c requirements.lock --force-reinstall mip cbcbox",
+    "gurobi": "pip install -c requirements.lock gurobipy (its pip licence caps a model at 2000 variables), or use --solver highs",
+}
+
+
+def preflight(name: str) -> None:
+    """Fail fast: load backend ``name`` and solve a one-variable MILP (well under 2 s).
+
+    Called by every command that will solve, before any long work, so a broken
+    solver build (highspy 1.16 beside python-mip 2.0 silently disabled HiGHS)
+    is one line naming the fix instead of a failure after minutes of compute.
+    A backend that passed once in this process is not checked again.
+    """
+    config = SolverConfig(name=name, time_limit_s=2.0, gap=0.0).validate()
+    if name in _PREFLIGHT_OK:
+        return
+    try:
+        model = new_model(config, mip.MAXIMIZE, "preflight")
+        x = model.add_var("x", var_type=mip.INTEGER, lb=0, ub=7)
+        model += 2 * x <= 9
+        model.objective = mip.maximize(x)
+        result = solve(model, config)
+    except UserError as exc:
+        hint = "" if "pip install" in str(exc) else f"; fix: {FIXES[name]}"
+        raise UserError(f"{exc}{hint}") from None
+    except Exception as exc:  # noqa: BLE001 - a broken native library raises anything
+        raise UserError(f"solver backend '{name}' failed a one-variable test solve ({_first_line(exc)}); "
+                        f"fix: {FIXES[name]}") from None
+    if result.status != "optimal" or result.objective is None or round(result.objective) != 4:
+        raise UserError(f"solver backend '{name}' solved max x s.t. 2x ≤ 9, x integer, as {result.objective} "
+                        f"({result.status}), not 4; fix: {FIXES[name]}")
+    _PREFLIGHT_OK.add(name)
+
+
 def new_model(config: SolverConfig, sense: str = mip.MAXIMIZE, name: str = "plan") -> mip.Model:
     """An empty python-mip model for ``config``'s backend (CBC model for a gurobi export)."""
     config.validate()
