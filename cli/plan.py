@@ -10,7 +10,7 @@ import typer
 
 from shepherd.cli.common import progress, summary_table
 from shepherd.core import profiles as prof
-from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
@@ -47,6 +47,7 @@ def plan(
 
     Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
     """
+    check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
     solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
     if gpus < 1:

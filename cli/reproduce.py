@@ -80,8 +80,9 @@ def reproduce(
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)
             written = write_artifact(frame, runner.results_path(results, exp.name), "results",
+                                     # how it ran (--jobs, --executor, where) is not an input: a fixed command
                                      make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
-                                                     seed=None),
+                                                     seed=None, argv=["shepherd", "reproduce", exp.name]),
                                      extra={"synthetic": synthetic})
             log(f"{exp.name}: {stats.ran} ran ({stats.recomputed} recomputed), {stats.skipped} cached → {written}")
             totals["cells"] += stats.total
