@@ -26,7 +26,7 @@ def stderr_is_terminal() -> bool:
 
 
 class RunLog:
-    """Writes ``2026-11-23T15:40:01Z message`` lines to stderr (``echo``) and to ``file``."""
+    """Writes ``2026-11-23T15:40:01Z message`` lines to stderr (``echo``) and to ``file`` (with the PID)."""
 
     def __init__(self, file: Path | None = None, echo: bool | None = None) -> None:
         self.echo = (not stderr_is_terminal()) if echo is None else echo
@@ -43,8 +43,8 @@ class RunLog:
         if self.echo:
             sys.stderr.write(line)
             sys.stderr.flush()
-        if self._fh is not None:
-            self._fh.write(line)  # one write per line: concurrent runs appending to one log do not interleave
+        if self._fh is not None:  # the file may be shared by two runs: say which one wrote the line
+            self._fh.write(f"{stamp} [pid {os.getpid()}] {line.split(' ', 1)[1]}")  # one write per line: concurrent runs appending to one log do not interleave
 
     def close(self) -> None:
         if self._fh is not None:

@@ -73,6 +73,31 @@ def test_two_reproduce_runs_on_one_folder_at_once(tmp_path):
     assert log.count(" done in ") == len(cells), log
 
 
+WRITER = """
+import sys
+from pathlib import Path
+import polars as pl
+from shepherd.core.artifacts import write_artifact
+from shepherd.experiments.report import write_report
+dest = Path(sys.argv[1])
+frame = pl.DataFrame({"group": list(range(2000)), "role": ["worker"] * 2000, "name": ["w"] * 2000})
+for _ in range(100):
+    write_artifact(frame, dest / "plan.parquet", "plan")
+    write_report([], dest)
+"""
+
+
+def test_two_processes_rewriting_one_artifact_both_finish(tmp_path):
+    """The race behind the crash: each write used to delete the other's live temp file."""
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stderr=subprocess.PIPE)
+             for _ in range(2)]
+    errs = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert read_artifact(tmp_path / "plan.parquet", "plan").frame.height == 2000
+    assert (tmp_path / "REPORT.md").read_text().startswith("# Reproduction report")
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
 def test_stale_temps_of_live_writers_are_kept(tmp_path):
     dest = tmp_path / "x.parquet"
     live = subprocess.Popen(["sleep", "30"])
@@ -345,7 +370,8 @@ def test_reproduce_logs_plain_lines_when_not_on_a_terminal(cli, tmp_path):
     assert cell_lines[1].split(" ", 1)[1].startswith("[2/2] cell test-measured-rate rate=200 seed=0 done in ")
     assert not any(ch in r.err for ch in "━⠋\r")  # no bar drawn into a file
     logged = (res / "reproduce.log").read_text().splitlines()
-    assert [ln for ln in logged if "] cell " in ln] == cell_lines
+    tag = f" [pid {os.getpid()}] "
+    assert [ln.replace(tag, " ") for ln in logged if "] cell " in ln] == cell_lines
     again = cli("reproduce", EXP.name, "--quick", "--jobs", "1", "--results", res, "--no-report")
     assert "[2/2] test-measured-rate: 2 of 2 cells already done" in again.err
     assert len((res / "reproduce.log").read_text().splitlines()) > len(logged)  # appended, not replaced
