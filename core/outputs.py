@@ -235,6 +235,8 @@ def artifact_dir(out: str | os.PathLike[str],
     absent, never mixed.
     """
     out = Path(out)
+    if out.is_symlink():
+        out = out.resolve()  # replace the folder it points to, not the link
     check_output_dir(out, replaceable=replaceable)
     out.absolute().parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(out)

@@ -8,9 +8,10 @@ stopped. A file at a cell's path is trusted only when it reads back whole and
 the parameters stored in it hash to the cell's key; anything else (a
 truncated file, another cell's file copied there) is recomputed.
 
-Workers (local processes or Ray tasks) only *compute* a cell's frame and send
-it back; the driver writes it, so a remote Ray cluster needs no shared
-filesystem and both executors give byte-identical artifacts. Two runs on one
+Workers (local processes or Ray tasks, :mod:`shepherd.experiments.executors`)
+only *compute* a cell's frame and send it back; the driver writes it, so a
+remote Ray cluster needs no shared filesystem and both executors give
+byte-identical artifacts. Two runs on one
 results folder share the work: the driver holds an exclusive lock
 (``.<hash>.lock``) on each cell it computes, and a cell locked by the other
 run is waited for and then read, not computed twice.
@@ -18,17 +19,11 @@ run is waited for and then read, not computed twice.
 
 from __future__ import annotations
 
-import importlib
 import os
-import socket
-import sys
-import time
 from contextlib import ExitStack
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import polars as pl
 
@@ -41,8 +36,16 @@ from shepherd.core.artifacts import (
     write_artifact,
 )
 from shepherd.core.errors import UserError
-from shepherd.experiments import registry
 from shepherd.experiments.base import Cell
+from shepherd.experiments.executors import (  # noqa: F401 - compute_cell, check_executor: part of this API
+    EXECUTORS,
+    check_executor,
+    compute_cell,
+    compute_timed,
+    module_of,
+    run_processes,
+    run_ray,
+)
 
 register_schema(ArtifactSchema(
     kind="cell",
@@ -54,29 +57,6 @@ register_schema(ArtifactSchema(
     doc="All cells of one experiment, each result row joined with its cell parameters.",
     required=(),
 ))
-
-EXECUTORS = ("local", "ray")
-
-
-def compute_cell(module: str, experiment: str, params: Mapping[str, Any]) -> pl.DataFrame:
-    """Run one cell (in whatever process this is); pure in ``params``.
-
-    ``module`` is the experiment's defining module, imported first so that the
-    experiment is registered in a fresh worker process.
-    """
-    importlib.import_module(module)
-    return registry.get(experiment).run_cell(dict(params))
-
-
-def _module_of(experiment: str) -> str:
-    return type(registry.get(experiment)).__module__
-
-
-def _compute_timed(module: str, experiment: str, params: Mapping[str, Any]) -> tuple[pl.DataFrame, float]:
-    """:func:`compute_cell` and its wall time in seconds (the time goes to the log, never into the cell)."""
-    start = time.perf_counter()
-    frame = compute_cell(module, experiment, params)
-    return frame, time.perf_counter() - start
 
 
 def _write_cell(cell: Cell, frame: pl.DataFrame, results_dir: Path) -> Path:
@@ -226,13 +206,13 @@ def _execute(todo: Sequence[Cell], results_dir: Path, executor: str, jobs: int, 
         if not todo:
             pass
         elif executor == "ray":
-            _run_ray(todo, claims.take, finish, jobs, address)
+            run_ray(todo, claims.take, finish, jobs, address)
         elif jobs == 1 or len(todo) == 1:
             for cell in todo:
                 if claims.take(cell):
-                    finish(cell, *_compute_timed(_module_of(cell.experiment), cell.experiment, cell.params))
+                    finish(cell, *compute_timed(module_of(cell.experiment), cell.experiment, cell.params))
         else:
-            _run_processes(todo, claims.take, finish, jobs)
+            run_processes(todo, claims.take, finish, jobs)
     finally:
         claims.release_all()
     return claims.theirs
@@ -249,14 +229,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "…"
 
 
-def check_executor(executor: str, address: str | None = None) -> None:
-    """Fail fast on an unknown executor or an unreachable Ray address."""
-    if executor not in EXECUTORS:
-        raise UserError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
-    if executor == "ray" and address:
-        _check_reachable(address)
-
-
 def check_writable(results_dir: Path) -> None:
     try:
         results_dir.mkdir(parents=True, exist_ok=True)
@@ -264,89 +236,6 @@ def check_writable(results_dir: Path) -> None:
         raise UserError(f"results directory {results_dir} is not writable: {exc.strerror}") from None
     if not os.access(results_dir, os.W_OK):
         raise UserError(f"results directory {results_dir} is not writable")
-
-
-Finish = Callable[[Cell, pl.DataFrame, float], None]
-Take = Callable[[Cell], bool]
-
-
-def _run_processes(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int) -> None:
-    # spawn, not fork: polars' thread pool does not survive a fork.
-    queue = list(todo)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=get_context("spawn")) as pool:
-        futures: dict = {}
-
-        def top_up() -> None:  # keep every worker busy, claiming cells only as they are submitted
-            while queue and len(futures) < jobs:
-                c = queue.pop(0)
-                if take(c):
-                    futures[pool.submit(_compute_timed, _module_of(c.experiment), c.experiment, dict(c.params))] = c
-
-        top_up()
-        while futures:
-            done, _ = wait(set(futures), return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: futures[f].key()):
-                finish(futures.pop(fut), *fut.result())
-            top_up()
-
-
-def _run_ray(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int, address: str | None) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise UserError("--executor ray needs Ray: pip install -e '.[ray]'") from None
-    started_here = False
-    if not ray.is_initialized():
-        try:
-            if address:
-                _check_reachable(address)
-                ray.init(address=address, log_to_driver=False)
-            else:
-                # A local cluster sees exactly the driver's import path, so
-                # experiments defined outside the package resolve in workers too.
-                path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False,
-                         runtime_env={"env_vars": {"PYTHONPATH": path}})
-            started_here = True
-        except UserError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, …
-            where = address or "a local cluster"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"cannot connect to Ray at {where}: {first}") from None
-    try:
-        remote = ray.remote(_compute_timed)
-        queue = list(todo)
-        refs: dict = {}
-        window = 2 * jobs if address is None else max(2 * jobs, 64)
-        while queue or refs:
-            while queue and len(refs) < window:
-                c = queue.pop(0)
-                if take(c):
-                    refs[remote.remote(_module_of(c.experiment), c.experiment, dict(c.params))] = c
-            if not refs:
-                break
-            done, _ = ray.wait(list(refs), num_returns=1)
-            for ref in done:
-                finish(refs.pop(ref), *ray.get(ref))
-    finally:
-        if started_here:
-            ray.shutdown()
-
-
-def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
-    """Fail fast on an unreachable cluster (ray.init would retry for minutes)."""
-    if address == "auto":
-        return
-    target = address.split("://", 1)[-1]
-    host, _, port = target.rpartition(":")
-    if not host or not port.isdigit():
-        raise UserError(f"Ray address '{address}' is not of the form host:port")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            pass
-    except OSError as exc:
-        raise UserError(f"Ray address {address} is unreachable: {exc.strerror or exc}") from None
 
 
 def collect(cells: Sequence[Cell], results_dir: Path) -> pl.DataFrame:
