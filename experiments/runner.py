@@ -147,25 +147,29 @@ def run_cells(
     if not todo:
         return stats
 
-    theirs = _execute(todo, results_dir, executor, jobs, address, stats, on_done, wait=False)
-    # Cells the other run was computing: wait for its lock, then use its file (or compute it here).
-    _execute(theirs, results_dir, executor, jobs, address, stats, on_done, wait=True)
+    while todo:
+        theirs = _execute(todo, results_dir, executor, jobs, address, stats, on_done)
+        # Cells another run is computing: wait until it lets go (holding no lock ourselves, so two
+        # runs never wait on each other), then take its result or compute what it left undone.
+        for cell in theirs:
+            with file_lock(_lock_path(cell, results_dir)):
+                pass
+        todo = theirs
     return stats
 
 
 class _Claims:
     """Exclusive locks on the cells this driver computes (at most the cells in flight are held)."""
 
-    def __init__(self, results_dir: Path, stats: RunStats, on_done: Callable[[Cell, float], None] | None,
-                 wait: bool) -> None:
-        self.results_dir, self.stats, self.on_done, self.wait = results_dir, stats, on_done, wait
+    def __init__(self, results_dir: Path, stats: RunStats, on_done: Callable[[Cell, float], None] | None) -> None:
+        self.results_dir, self.stats, self.on_done = results_dir, stats, on_done
         self.held: dict[str, ExitStack] = {}
         self.theirs: list[Cell] = []
 
     def take(self, cell: Cell) -> bool:
         """Lock ``cell`` for computing here; False when another run holds it or has just written it."""
         stack = ExitStack()
-        if not stack.enter_context(file_lock(_lock_path(cell, self.results_dir), blocking=self.wait)):
+        if not stack.enter_context(file_lock(_lock_path(cell, self.results_dir), blocking=False)):
             stack.close()
             self.theirs.append(cell)
             return False
@@ -191,9 +195,9 @@ class _Claims:
 
 
 def _execute(todo: Sequence[Cell], results_dir: Path, executor: str, jobs: int, address: str | None,
-             stats: RunStats, on_done: Callable[[Cell, float], None] | None, wait: bool) -> list[Cell]:
-    """Compute ``todo`` under per-cell locks; return the cells left to another run (``wait=False`` only)."""
-    claims = _Claims(results_dir, stats, on_done, wait)
+             stats: RunStats, on_done: Callable[[Cell, float], None] | None) -> list[Cell]:
+    """Compute the cells of ``todo`` that no other run holds, each under its lock; return the others."""
+    claims = _Claims(results_dir, stats, on_done)
 
     def finish(cell: Cell, frame: pl.DataFrame, seconds: float) -> None:
         _write_cell(cell, frame, results_dir)

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from conftest import assert_user_error
 from shepherd.core import outputs
 from shepherd.core.artifacts import (
     artifact_dir,
+    file_lock,
     make_provenance,
     read_artifact,
     run_record_path,
@@ -117,6 +119,28 @@ def test_stale_temps_of_live_writers_are_kept(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_cell_another_run_holds_is_waited_for_and_not_computed_twice(tmp_path):
+    cells = EXP.cells(Scale(quick=True, seeds=2))
+    held = cells[1]
+    ready = threading.Event()
+
+    def other_run():  # holds the cell's lock, as a second reproduce computing it would, then writes it
+        with file_lock(runner._lock_path(held, tmp_path)):
+            ready.set()
+            time.sleep(0.5)
+            runner._write_cell(held, runner.compute_cell(EXP.__module__, EXP.name, held.params), tmp_path)
+
+    thread = threading.Thread(target=other_run)
+    thread.start()
+    ready.wait()
+    done: list[tuple[str, float]] = []
+    stats = runner.run_cells(cells, tmp_path, jobs=1, on_done=lambda c, s: done.append((c.key(), s)))
+    thread.join()
+    assert (stats.ran, stats.shared) == (len(cells) - 1, 1)
+    assert (held.key(), 0.0) in done and len(done) == len(cells)
+    assert all(runner.cell_problem(c, tmp_path) is None for c in cells)
 
 
 # --------------------------------------------------------------------------- checked cells
