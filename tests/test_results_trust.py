@@ -293,6 +293,35 @@ def test_artifact_dir_failure_keeps_the_earlier_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["run"]
 
 
+KILLED_WRITER = """
+import os, signal, sys
+from pathlib import Path
+import polars as pl
+from shepherd.core.artifacts import artifact_dir, write_artifact
+with artifact_dir(Path(sys.argv[1])) as tmp:
+    write_artifact(pl.DataFrame({"group": [1], "role": ["worker"], "name": ["new"]}), tmp / "a.parquet", "plan")
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_folder_write_leaves_the_earlier_run_and_is_cleaned_up(tmp_path):
+    out = tmp_path / "run"
+    frame = pl.DataFrame({"group": [0], "role": ["worker"], "name": ["old"]})
+    with artifact_dir(out) as tmp:
+        write_artifact(frame, tmp / "a.parquet", "plan")
+        write_artifact(frame, tmp / "b.parquet", "plan")
+    before = _tree(out)
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(out)], capture_output=True)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert _tree(out) == before  # the earlier run, whole
+    leftovers = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert len(leftovers) == 1  # the killed write's hidden folder …
+    with artifact_dir(out) as tmp:
+        write_artifact(frame, tmp / "c.parquet", "plan")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # … removed by the next write
+    assert sorted(p.name for p in out.iterdir()) == ["c.parquet"]
+
+
 def test_output_folder_with_foreign_files_is_refused_before_simulating(cli, trace_file, tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
@@ -320,6 +349,7 @@ def test_simulate_output_that_is_a_file_fails_before_the_run(cli, trace_file, tm
 @pytest.mark.parametrize("command", [
     ("plan", "--trace", "{trace}", "--gpus", "2"),
     ("traces", "generate", "--rate", "5", "--duration", "1"),
+    ("profile", "--table", "shepherd-v100"),
 ])
 def test_single_file_output_naming_a_directory_is_a_user_error(cli, trace_file, tmp_path, command):
     folder = tmp_path / "adir"
