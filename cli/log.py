@@ -37,14 +37,16 @@ class RunLog:
             self._fh = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
         self.file = file
 
-    def __call__(self, message: str) -> None:
+    def __call__(self, message: str, echo: bool = True) -> None:
+        """Log one line (``echo=False``: to the file only, e.g. an error the CLI prints itself)."""
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         line = f"{stamp} {' '.join(str(message).split())}\n"
-        if self.echo:
+        if self.echo and echo:
             sys.stderr.write(line)
             sys.stderr.flush()
-        if self._fh is not None:  # the file may be shared by two runs: say which one wrote the line
-            self._fh.write(f"{stamp} [pid {os.getpid()}] {line.split(' ', 1)[1]}")  # one write per line: concurrent runs appending to one log do not interleave
+        if self._fh is not None:
+            # Two runs may share the file: each line says which wrote it, in one append (no interleaving).
+            self._fh.write(f"{stamp} [pid {os.getpid()}] {line.split(' ', 1)[1]}")
 
     def close(self) -> None:
         if self._fh is not None:

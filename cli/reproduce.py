@@ -55,7 +55,7 @@ def reproduce(
     totals = {"cells": 0, "skipped": 0, "ran": 0, "recomputed": 0}
     grand = sum(len(cells) for cells in grids.values())
     done = 0
-    with run_log(results / runner.LOG_NAME) as log, _bar(not log.echo) as bar:
+    with run_log(results / runner.LOG_NAME) as log, _bar(not log.echo) as bar, _log_failure(log):
         log(f"reproduce {' '.join(e.name for e in chosen)}: {grand} cells into {results}"
             f"{' (quick)' if quick else ''}, seeds {scale.seeds}")
         for exp in chosen:
@@ -72,7 +72,7 @@ def reproduce(
                 done += 1
                 if bar:
                     bar.advance(task)
-                how = f"done in {seconds:.1f} s" if seconds else "done by another run"
+                how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
 
             stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
@@ -95,6 +95,22 @@ def reproduce(
             rows["report"] = path
             log(f"report written to {path}")
     summary_table("reproduce", rows)
+
+
+@contextmanager
+def _log_failure(log) -> Iterator[None]:  # noqa: ANN001 - a RunLog
+    """Leave the reason a run stopped in the log file too (the CLI prints it on stderr)."""
+    try:
+        yield
+    except UserError as exc:
+        log(f"stopped: {exc}", echo=False)
+        raise
+    except KeyboardInterrupt:
+        log("stopped: interrupted", echo=False)
+        raise
+    except Exception as exc:
+        log(f"stopped: internal error: {type(exc).__name__}: {exc}", echo=False)
+        raise
 
 
 @contextmanager

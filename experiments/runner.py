@@ -108,6 +108,9 @@ class RunStats:
     shared: int = 0  # cells another run on the same folder computed while this one waited
 
 
+OnDone = Callable[[Cell, "float | None"], None]  # (cell, seconds of compute; None: another run computed it)
+
+
 def pending(cells: Sequence[Cell], results_dir: Path) -> list[Cell]:
     """Cells without a usable result file (missing, unreadable, or another cell's)."""
     return [c for c in cells if cell_problem(c, results_dir) is not None]
@@ -123,13 +126,13 @@ def run_cells(
     executor: str = "local",
     jobs: int | None = None,
     address: str | None = None,
-    on_done: Callable[[Cell, float], None] | None = None,
+    on_done: OnDone | None = None,
     log: Callable[[str], None] | None = None,
 ) -> RunStats:
     """Compute every cell without a usable result file; return counts.
 
     ``on_done(cell, seconds)`` is called after each cell is written (seconds
-    of compute; 0 for a cell another run computed); ``log`` receives a line
+    of compute; None for a cell another run computed); ``log`` receives a line
     for every cell found unusable and recomputed.
     """
     if executor not in EXECUTORS:
@@ -161,7 +164,7 @@ def run_cells(
 class _Claims:
     """Exclusive locks on the cells this driver computes (at most the cells in flight are held)."""
 
-    def __init__(self, results_dir: Path, stats: RunStats, on_done: Callable[[Cell, float], None] | None) -> None:
+    def __init__(self, results_dir: Path, stats: RunStats, on_done: OnDone | None) -> None:
         self.results_dir, self.stats, self.on_done = results_dir, stats, on_done
         self.held: dict[str, ExitStack] = {}
         self.theirs: list[Cell] = []
@@ -178,7 +181,7 @@ class _Claims:
             self.stats.shared += 1
             self.stats.skipped += 1
             if self.on_done is not None:
-                self.on_done(cell, 0.0)
+                self.on_done(cell, None)
             return False
         self.held[cell.key()] = stack
         return True
@@ -195,7 +198,7 @@ class _Claims:
 
 
 def _execute(todo: Sequence[Cell], results_dir: Path, executor: str, jobs: int, address: str | None,
-             stats: RunStats, on_done: Callable[[Cell, float], None] | None) -> list[Cell]:
+             stats: RunStats, on_done: OnDone | None) -> list[Cell]:
     """Compute the cells of ``todo`` that no other run holds, each under its lock; return the others."""
     claims = _Claims(results_dir, stats, on_done)
 

@@ -135,11 +135,12 @@ def test_a_cell_another_run_holds_is_waited_for_and_not_computed_twice(tmp_path)
     thread = threading.Thread(target=other_run)
     thread.start()
     ready.wait()
-    done: list[tuple[str, float]] = []
+    done: list[tuple[str, float | None]] = []
     stats = runner.run_cells(cells, tmp_path, jobs=1, on_done=lambda c, s: done.append((c.key(), s)))
     thread.join()
     assert (stats.ran, stats.shared) == (len(cells) - 1, 1)
-    assert (held.key(), 0.0) in done and len(done) == len(cells)
+    assert (held.key(), None) in done and len(done) == len(cells)
+    assert all(s is not None and s > 0 for k, s in done if k != held.key())
     assert all(runner.cell_problem(c, tmp_path) is None for c in cells)
 
 
