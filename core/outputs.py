@@ -152,6 +152,9 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "output folder",
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UserError(f"{what} {p} is a file, not a directory")
+    cwd = Path.cwd().resolve()
+    if p.resolve() == cwd or p.resolve() in cwd.parents:  # it is replaced whole: never the folder we stand in
+        raise UserError(f"{what} {p} is the current directory or holds it; name a folder inside it")
     _check_parent(p, what)
     if p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
@@ -234,7 +237,7 @@ def artifact_dir(out: str | os.PathLike[str],
     write removes. Between the two renames of the swap ``out`` is briefly
     absent, never mixed.
     """
-    out = Path(out)
+    out = Path(os.path.abspath(out))
     if out.is_symlink():
         out = out.resolve()  # replace the folder it points to, not the link
     check_output_dir(out, replaceable=replaceable)

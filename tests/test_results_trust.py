@@ -432,7 +432,7 @@ def test_reproduce_logs_plain_lines_when_not_on_a_terminal(cli, tmp_path):
     assert len((res / "reproduce.log").read_text().splitlines()) > len(logged)  # appended, not replaced
 
 
-def test_check_output_helpers(tmp_path):
+def test_check_output_helpers(tmp_path, monkeypatch):
     f = tmp_path / "f"
     f.write_text("x")
     with pytest.raises(UserError, match="is a directory"):
@@ -443,3 +443,8 @@ def test_check_output_helpers(tmp_path):
         outputs.check_output_dir(f)
     assert outputs.check_output_file(tmp_path / "new" / "x.parquet") == tmp_path / "new" / "x.parquet"
     assert outputs.check_output_dir(tmp_path / "new" / "dir") == tmp_path / "new" / "dir"
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    for folder in (".", "..", str(tmp_path / "here")):  # replaced whole: never the folder we stand in
+        with pytest.raises(UserError, match="current directory"):
+            outputs.check_output_dir(folder)
