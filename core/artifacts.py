@@ -468,7 +468,7 @@ def write_artifact(
     table = table.replace_schema_metadata(meta)
     with atomic_path(dest) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        digest = sha256_file(tmp)
+        digest = sha256_file(tmp) if timing is not None else ""
     _write_run_record(dest, digest, timing)
     return dest
 
