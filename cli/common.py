@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +27,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from shepherd.cli.log import run_log
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -38,7 +39,7 @@ LOG_QUIET_S = 2.0  # a task younger than this logs nothing (short work, user err
 
 
 class LogProgress:
-    """Progress as plain, timestamped log lines: what a batch job's log file needs.
+    """Progress as plain log lines: what a batch job's log needs (``write`` adds the time stamp).
 
     The same three calls as rich's :class:`~rich.progress.Progress`
     (``add_task``, ``update``, ``advance``). A task stays quiet for its first
@@ -95,8 +96,7 @@ class LogProgress:
         done, total = state["completed"], state["total"]
         count = f"{done:,.0f}/{total:,.0f} ({100 * done / total:.0f} %)" if total else f"{done:,.0f}"
         elapsed = now - state["start"]
-        stamp = time.strftime("%H:%M:%S")
-        self._write(f"[{stamp}] {state['description']}: {word + ' ' if word else ''}{count}, {elapsed:.1f} s")
+        self._write(f"{state['description']}: {word + ' ' if word else ''}{count}, {elapsed:.1f} s")
 
     def finish(self) -> None:
         now = self._clock()
@@ -108,26 +108,18 @@ class LogProgress:
 
 
 @contextmanager
-def progress(transient: bool = True, log_file: Path | None = None) -> Iterator[Any]:
+def progress(transient: bool = True) -> Iterator[Any]:
     """Progress on stderr (kept off stdout so output stays parseable).
 
     On a terminal: a rich progress bar. Otherwise (output redirected, a batch
-    job): plain timestamped log lines from :class:`LogProgress`. With
-    ``log_file``, the log lines are appended there too, terminal or not.
+    job): the same calls become plain timestamped lines (:class:`LogProgress`
+    through :class:`~shepherd.cli.log.RunLog`).
     """
-    sinks: list[Callable[[str], None]] = []
     if not err_console.is_terminal:
-        sinks.append(lambda line: print(line, file=sys.stderr, flush=True))
-    if log_file is not None:
-        def to_file(line: str) -> None:
-            with open(log_file, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-        sinks.append(to_file)
-    log = LogProgress(lambda line: [sink(line) for sink in sinks]) if sinks else None
-    if not err_console.is_terminal:
-        assert log is not None
-        yield log
-        log.finish()
+        with run_log(echo=True) as log:
+            lines = LogProgress(log)
+            yield lines
+            lines.finish()
         return
     bar = Progress(
         SpinnerColumn(),
@@ -140,29 +132,7 @@ def progress(transient: bool = True, log_file: Path | None = None) -> Iterator[A
         transient=transient,
     )
     with bar:
-        yield _Tee(bar, log) if log is not None else bar
-    if log is not None:
-        log.finish()
-
-
-class _Tee:
-    """Forward progress calls to a rich bar and a log (terminal + ``log_file``)."""
-
-    def __init__(self, bar: Progress, log: LogProgress) -> None:
-        self._bar, self._log = bar, log
-
-    def add_task(self, description: str, total: float | None = None, **kw: Any) -> int:
-        task = self._bar.add_task(description, total=total, **kw)
-        assert self._log.add_task(description, total=total) == task
-        return task
-
-    def update(self, task: int, **kw: Any) -> None:
-        self._bar.update(task, **kw)
-        self._log.update(task, **kw)
-
-    def advance(self, task: int, advance: float = 1) -> None:
-        self._bar.advance(task, advance)
-        self._log.advance(task, advance)
+        yield bar
 
 
 def summary_table(title: str, rows: Mapping[str, Any]) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from shepherd.cli.common import progress, summary_table
 from shepherd.core import profiles as prof
-from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError, check_number
 from shepherd.solvers.backend import BACKENDS, SolverConfig, preflight
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
@@ -50,6 +50,7 @@ def plan(
 
     Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
     """
+    check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
     solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
     check_number("--gpus", gpus, minimum=1, maximum=MAX_GPUS)

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Iterator, List, Optional
 
 import polars as pl
 import typer
+from rich.progress import Progress
 
 from shepherd.cli.common import console, frame_table, progress, summary_table
+from shepherd.cli.log import run_log
 from shepherd.core.artifacts import make_provenance, write_artifact
 from shepherd.core.errors import UserError
 from shepherd.experiments import registry, runner
 from shepherd.experiments.base import Scale, is_synthetic
 from shepherd.experiments.report import build_report
+from shepherd.solvers.backend import preflight
 
 RESULTS = Path("results")
 
@@ -46,30 +50,79 @@ def reproduce(
     if jobs is not None and jobs < 1:
         raise UserError(f"--jobs must be ≥ 1, got {jobs}")
     chosen = registry.resolve(experiments)
-    runner.check_writable(results)
     scale = Scale.default(quick, seeds)
-    totals = {"cells": 0, "skipped": 0, "ran": 0}
-    with progress() as bar:
+    runner.check_executor(executor, address)
+    grids = runner.validate_grid(chosen, scale, results)  # the whole grid and every output, before any cell
+    preflight("highs")  # the experiments' planners solve with HiGHS: a broken build fails here, not after minutes
+    totals = {"cells": 0, "skipped": 0, "ran": 0, "recomputed": 0}
+    grand = sum(len(cells) for cells in grids.values())
+    done = 0
+    with run_log(results / runner.LOG_NAME) as log, _bar(not log.echo) as bar, _log_failure(log):
+        log(f"reproduce {' '.join(e.name for e in chosen)}: {grand} cells into {results}"
+            f"{' (quick)' if quick else ''}, seeds {scale.seeds}")
         for exp in chosen:
-            cells = exp.cells(scale)
-            task = bar.add_task(exp.name, total=len(cells))
-            bar.advance(task, len(cells) - len(runner.pending(cells, results)))
+            cells = grids[exp.name]
+            finished = len(cells) - len(runner.pending(cells, results))
+            done += finished
+            task = bar.add_task(exp.name, total=len(cells)) if bar else None
+            if bar:
+                bar.advance(task, finished)
+            log(f"[{done}/{grand}] {exp.name}: {finished} of {len(cells)} cells already done")
+
+            def on_done(cell, seconds, task=task):
+                nonlocal done
+                done += 1
+                if bar:
+                    bar.advance(task)
+                how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
+                log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
+
             stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
-                                     address=address, on_done=lambda _c, t=task: bar.advance(t))
+                                     address=address, on_done=on_done, log=log)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)
-            write_artifact(frame, runner.results_path(results, exp.name), "results",
-                           make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
-                                           seed=None),
-                           extra={"synthetic": synthetic})
+            written = write_artifact(frame, runner.results_path(results, exp.name), "results",
+                                     # how it ran (--jobs, --executor, where) is not an input: a fixed command
+                                     make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
+                                                     seed=None, argv=["shepherd", "reproduce", exp.name]),
+                                     extra={"synthetic": synthetic})
+            log(f"{exp.name}: {stats.ran} ran ({stats.recomputed} recomputed), {stats.skipped} cached → {written}")
             totals["cells"] += stats.total
             totals["skipped"] += stats.skipped
             totals["ran"] += stats.ran
-    rows = {"experiments": ", ".join(e.name for e in chosen), **totals, "results": results}
-    if report:
-        path, _ = build_report(chosen, results)
-        rows["report"] = path
+            totals["recomputed"] += stats.recomputed
+        rows = {"experiments": ", ".join(e.name for e in chosen), **totals, "results": results}
+        if report:
+            path, _ = build_report(chosen, results)
+            rows["report"] = path
+            log(f"report written to {path}")
     summary_table("reproduce", rows)
+
+
+@contextmanager
+def _log_failure(log) -> Iterator[None]:  # noqa: ANN001 - a RunLog
+    """Leave the reason a run stopped in the log file too (the CLI prints it on stderr)."""
+    try:
+        yield
+    except UserError as exc:
+        log(f"stopped: {exc}", echo=False)
+        raise
+    except KeyboardInterrupt:
+        log("stopped: interrupted", echo=False)
+        raise
+    except Exception as exc:
+        log(f"stopped: internal error: {type(exc).__name__}: {exc}", echo=False)
+        raise
+
+
+@contextmanager
+def _bar(show: bool) -> Iterator[Progress | None]:
+    """The rich bar on a terminal; None in a batch job (the log lines say it instead)."""
+    if not show:
+        yield None
+        return
+    with progress() as bar:
+        yield bar
 
 
 def report_cmd(

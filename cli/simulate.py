@@ -13,6 +13,7 @@ import typer
 from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import artifact_kind, make_provenance, read_artifact, write_artifact
+from shepherd.core.artifacts import artifact_dir, check_output_dir
 from shepherd.core.engine import OverheadConfig, simulate as run_simulation
 from shepherd.core.errors import UserError, check_number
 from shepherd.core.metrics import batch_size_distribution
@@ -74,6 +75,7 @@ def simulate(
 
     Example: shepherd simulate --policy flex --trace trace.parquet --gpus 12 --load 2 --record summary -o results/flex
     """
+    check_output_dir(out, "-o")  # before any long work
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:
         raise UserError(f"--record must be one of {', '.join(RECORD_LEVELS)}, got '{record}'")
@@ -151,16 +153,17 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
     batches = result.batches_frame()
     provenance = make_provenance(dict(
         policy=policy, policy_config=config, overhead=overhead,
-        trace=loaded.name, synthetic=loaded.synthetic, profiles=str(profiles) if profiles else DEFAULT_PROFILES,
-        gpus=gpus, plan=str(plan) if plan else None, load=load, slo_ms=slo, record=record,
+        trace=loaded.name, synthetic=loaded.synthetic, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
+        gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
         max_batch=max_batch, hardware=hardware,
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
-    written = [write_artifact(summary, out / "summary.parquet", "summary", provenance),
-               write_artifact(result.workers_frame(), out / "workers.parquet", "workers", provenance)]
-    if record in ("batches", "requests"):
-        written.append(write_artifact(batches, out / "batches.parquet", "batches", provenance))
-    if record == "requests":
-        written.append(write_artifact(result.requests_frame(), out / "requests.parquet", "requests", provenance))
+    with artifact_dir(out) as tmp:  # the folder is replaced whole: never a mix of two runs
+        written = [write_artifact(summary, tmp / "summary.parquet", "summary", provenance),
+                   write_artifact(result.workers_frame(), tmp / "workers.parquet", "workers", provenance)]
+        if record in ("batches", "requests"):
+            written.append(write_artifact(batches, tmp / "batches.parquet", "batches", provenance))
+        if record == "requests":
+            written.append(write_artifact(result.requests_frame(), tmp / "requests.parquet", "requests", provenance))
     dist = batch_size_distribution(batches).sort("requests", descending=True).head(5)
     if dist.height:
         frame_table("most common batch sizes", dist)

@@ -8,12 +8,21 @@ check (e.g. a trace must be sorted by arrival). Columns not declared are
 allowed and carried along, so later planners can extend a kind without
 breaking older readers.
 
-Writes are atomic: the table goes to a temporary file in the destination
-directory, is flushed to disk, and is renamed over the destination only when
-complete — a killed run leaves no half file. Provenance travels in the
-Parquet key-value metadata (``shepherd.provenance``, JSON): command line,
-resolved config, seed, package version, git commit when known, and SHA-256
-content hashes of the input artifacts.
+Writes are atomic: the table goes to a uniquely named temporary file in the
+destination directory, is flushed to disk, and is renamed over the
+destination only when complete — a killed run leaves no half file, and two
+writers in one folder never touch each other's temps (``core/outputs.py``).
+Provenance travels in the Parquet key-value metadata (``shepherd.provenance``,
+JSON): command line (without the output path, input paths shortened to their
+names), resolved config, seed, package version, git commit when known, and
+SHA-256 content hashes of the input artifacts.
+
+Artifacts are byte-identical for the same inputs wherever they are written:
+wall-clock measurements (the keys in :data:`WALL_CLOCK_KEYS`, e.g. a plan's
+``solve_s``) are moved out of ``extra`` into a run record beside the artifact,
+``NAME.run.json`` (with the full command line and working directory), which
+is not part of the artifact's bytes. :func:`read_artifact` returns it as
+``Artifact.run`` when it belongs to the file read.
 """
 
 from __future__ import annotations
@@ -23,7 +32,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -34,10 +42,23 @@ import pyarrow.parquet as pq
 
 from shepherd import __version__
 from shepherd.core.errors import UserError
+from shepherd.core.outputs import (  # noqa: F401 - re-exported: the output helpers live with the artifacts
+    artifact_dir,
+    atomic_path,
+    check_output_dir,
+    check_output_file,
+    file_lock,
+    write_bytes_atomic,
+)
 
 KIND_KEY = b"shepherd.kind"
 PROVENANCE_KEY = b"shepherd.provenance"
 EXTRA_KEY = b"shepherd.extra"
+
+#: Keys of ``extra`` (at any depth) that hold wall-clock measurements: kept out
+#: of the artifact's bytes, recorded in ``NAME.run.json`` instead.
+WALL_CLOCK_KEYS = frozenset({"solve_s"})
+RUN_RECORD_SUFFIX = ".run.json"
 
 SemanticCheck = Callable[[pl.DataFrame], "str | None"]
 
@@ -343,14 +364,17 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-OUTPUT_FLAGS = ("-o", "--out")
+OUTPUT_FLAGS = ("-o", "--out", "--results")
 
 
 def recorded_command(argv: Sequence[str] | None = None) -> list[str]:
-    """The command line to record: argv without the output path.
+    """The command line to record: argv without the output path, input paths as their names.
 
-    Where an artifact is written is not an input, so it is left out: the same
-    inputs and seed then give byte-identical artifacts wherever they land.
+    Where an artifact is written is not an input, so it is left out; an input
+    file is identified by its name here and its content hash in ``inputs``,
+    not by the folder it sits in. The same inputs and seed then give
+    byte-identical artifacts wherever they land (the full command line goes
+    into the run record).
     """
     args = list(sys.argv if argv is None else argv)
     if args:
@@ -366,8 +390,23 @@ def recorded_command(argv: Sequence[str] | None = None) -> list[str]:
             continue
         if any(arg.startswith(flag + "=") for flag in OUTPUT_FLAGS if flag.startswith("--")):
             continue
-        kept.append(arg)
+        kept.append(_short_path(arg))
     return kept
+
+
+def _short_path(arg: str) -> str:
+    """An argument naming an existing file or folder → its name (``--x=PATH`` too)."""
+    flag, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    if os.sep not in value:
+        return arg
+    try:
+        exists = Path(value).exists()
+    except (OSError, ValueError):
+        return arg
+    if not exists:
+        return arg
+    name = Path(value).name or value
+    return f"{flag}{eq}{name}" if eq else name
 
 
 def make_provenance(
@@ -411,44 +450,62 @@ def write_artifact(
     """Validate and atomically write ``df`` as a ``kind`` artifact at ``path``.
 
     ``extra`` is free-form JSON metadata for the kind (e.g. a plan's solver
-    status, objective and gap).
+    status, objective and gap). Wall-clock keys in it (:data:`WALL_CLOCK_KEYS`)
+    go to the run record ``NAME.run.json`` instead, so the artifact's bytes
+    depend on its inputs only.
     """
     dest = Path(path)
+    if dest.is_dir():
+        raise UserError(f"output {dest} is a directory; name a file inside it (e.g. {dest / 'out.parquet'})")
     df = conform(df, kind, dest.name)
     table = df.to_arrow()
     meta = dict(table.schema.metadata or {})
     meta[KIND_KEY] = kind.encode()
     meta[PROVENANCE_KEY] = json.dumps(_jsonable(dict(provenance or {})), sort_keys=True).encode()
-    if extra:
-        meta[EXTRA_KEY] = json.dumps(_jsonable(dict(extra)), sort_keys=True).encode()
+    kept, timing = _split_wall_clock(_jsonable(dict(extra or {})))
+    if kept:
+        meta[EXTRA_KEY] = json.dumps(kept, sort_keys=True).encode()
     table = table.replace_schema_metadata(meta)
-    if dest.parent and not dest.parent.exists():
-        try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"cannot create directory {dest.parent}: {exc.strerror}") from None
-    _remove_stale_temps(dest)
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent or ".")
-    except OSError as exc:
-        raise UserError(f"cannot write to {dest.parent or '.'}: {exc.strerror}") from None
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp_name, compression="zstd")
-        with open(tmp_name, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, dest)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with atomic_path(dest) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+        digest = sha256_file(tmp) if timing is not None else ""
+    _write_run_record(dest, digest, timing)
     return dest
 
 
-def _remove_stale_temps(dest: Path) -> None:
-    """Delete temp files a killed earlier write of ``dest`` left behind."""
-    parent = dest.parent if str(dest.parent) else Path(".")
-    for stale in parent.glob(f".{dest.name}.*.tmp"):
-        stale.unlink(missing_ok=True)
+def run_record_path(path: str | os.PathLike[str]) -> Path:
+    """``plan.parquet`` → ``plan.run.json`` (the non-hashed record of how it was made)."""
+    p = Path(path)
+    return p.with_name(p.stem + RUN_RECORD_SUFFIX)
+
+
+def _write_run_record(dest: Path, digest: str, timing: Any) -> None:
+    record_path = run_record_path(dest)
+    if timing is None:
+        record_path.unlink(missing_ok=True)  # a record of an earlier write would describe another file
+        return
+    record = {"artifact": dest.name, "artifact_sha256": digest, "timing": timing,
+              "command": list(sys.argv), "cwd": os.getcwd()}
+    write_bytes_atomic(record_path, (json.dumps(_jsonable(record), sort_keys=True, indent=1) + "\n").encode())
+
+
+def _split_wall_clock(value: Any) -> tuple[Any, Any]:
+    """(``value`` without wall-clock keys, the wall-clock part or None) — lists keep their shape."""
+    if isinstance(value, dict):
+        kept, timing = {}, {}
+        for key, item in value.items():
+            if key in WALL_CLOCK_KEYS:
+                timing[key] = item
+                continue
+            kept[key], sub = _split_wall_clock(item)
+            if sub is not None:
+                timing[key] = sub
+        return kept, (timing or None)
+    if isinstance(value, list):
+        parts = [_split_wall_clock(v) for v in value]
+        timing = [t for _, t in parts]
+        return [k for k, _ in parts], (timing if any(t is not None for t in timing) else None)
+    return value, None
 
 
 @dataclass
@@ -460,6 +517,7 @@ class Artifact:
     provenance: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    run: dict[str, Any] = field(default_factory=dict)  # NAME.run.json (timings, full command) when it is this file's
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[bytes, bytes]:
@@ -504,7 +562,22 @@ def read_artifact(path: str | os.PathLike[str], kind: str) -> Artifact:
         provenance=_load_json(meta.get(PROVENANCE_KEY)),
         extra=_load_json(meta.get(EXTRA_KEY)),
         path=p,
+        run=read_run_record(p),
     )
+
+
+def read_run_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The run record beside an artifact, or {} when there is none or it describes other bytes."""
+    record_path = run_record_path(path)
+    if not record_path.is_file():
+        return {}
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    if not isinstance(record, dict) or record.get("artifact_sha256") != sha256_file(path):
+        return {}
+    return record
 
 
 def _load_json(raw: bytes | None) -> dict[str, Any]:

@@ -10,11 +10,15 @@ qualitative claim holds.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
-from shepherd.experiments.base import Section
+import polars as pl
 
+from shepherd.core.artifacts import atomic_path, write_bytes_atomic
+from shepherd.core.errors import UserError
+from shepherd.experiments.base import Scale, Section
 
 
 def save_figure(fig, figures_dir: Path, stem: str) -> list[Path]:  # noqa: ANN001 - matplotlib Figure
@@ -25,9 +29,8 @@ def save_figure(fig, figures_dir: Path, stem: str) -> list[Path]:  # noqa: ANN00
     paths = []
     for ext in ("png", "pdf"):
         dest = figures_dir / f"{stem}.{ext}"
-        tmp = figures_dir / f".{stem}.{ext}.tmp"
-        fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight", metadata=_fixed_metadata(ext))
-        os.replace(tmp, dest)
+        with atomic_path(dest) as tmp:  # a unique temp: two reports into one folder do not collide
+            fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight", metadata=_fixed_metadata(ext))
         paths.append(dest)
     plt.close(fig)
     return paths
@@ -76,11 +79,7 @@ def render(sections: Sequence[Section], results_dir: Path, synthetic_note: str |
 
 
 def write_report(sections: Sequence[Section], results_dir: Path, synthetic_note: str | None = None) -> Path:
-    dest = results_dir / "REPORT.md"
-    tmp = results_dir / ".REPORT.md.tmp"
-    tmp.write_text(render(sections, results_dir, synthetic_note))
-    os.replace(tmp, dest)
-    return dest
+    return write_bytes_atomic(results_dir / "REPORT.md", render(sections, results_dir, synthetic_note).encode())
 
 
 
@@ -98,9 +97,47 @@ def build_report(experiments: Sequence, results_dir: Path) -> tuple[Path | None,
             continue
         art = read_artifact(path, "results")
         synthetic = synthetic or bool(art.extra.get("synthetic"))
-        sections.append(exp.report(art.frame, figures_dir))
+        sections.append(_report_one(exp, art.frame, path, figures_dir))
     if not sections:
         return None, []
     note = ("Some workloads here are synthetic stand-ins (maf-synthetic), not the real Azure traces; "
             "their numbers are labelled so.") if synthetic else None
     return write_report(sections, results_dir, note), sections
+
+
+def expected_columns(exp) -> list[str]:  # noqa: ANN001 - an Experiment
+    """Columns every results artifact of ``exp`` has: the grid's parameters (in every cell) and ``cell``."""
+    try:
+        cells = exp.cells(Scale(quick=True, seeds=1))
+    except Exception:  # noqa: BLE001 - a grid that cannot be built says nothing about the columns
+        return []
+    if not cells:
+        return []
+    common = set(cells[0].params)
+    for cell in cells[1:]:
+        common &= set(cell.params)
+    return sorted(common) + ["cell"]
+
+
+def _report_one(exp, frame: pl.DataFrame, path: Path, figures_dir: Path) -> Section:  # noqa: ANN001
+    """``exp.report`` on a results artifact, refusing one without the columns it needs (a user error)."""
+    missing = [c for c in expected_columns(exp) if c not in frame.columns]
+    if missing:
+        raise UserError(f"results artifact {path} lacks column(s) {', '.join(missing)} of experiment {exp.name}; "
+                        f"re-run `shepherd reproduce {exp.name}`")
+    try:
+        return exp.report(frame, figures_dir)
+    except pl.exceptions.ColumnNotFoundError as exc:
+        name = re.search(r'"([^"]+)"', str(exc))
+        column = name.group(1) if name else str(exc).splitlines()[0]
+        raise UserError(f"results artifact {path} lacks column(s) {column} of experiment {exp.name}; "
+                        f"re-run `shepherd reproduce {exp.name}`") from None
+    finally:
+        _close_figures()
+
+
+def _close_figures() -> None:
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 
 import pytest
 import typer
@@ -82,21 +83,21 @@ def test_log_progress_logs_nothing_for_a_task_done_within_the_quiet_period():
     assert lines == []
 
 
-def test_progress_off_terminal_writes_log_lines_and_file(tmp_path, monkeypatch):
+def test_progress_off_terminal_writes_timestamped_log_lines(monkeypatch):
     from shepherd.cli import common
 
     monkeypatch.setattr(common, "LOG_QUIET_S", 0.0)
     stderr = io.StringIO()
     monkeypatch.setattr(common, "err_console", Console(file=stderr, force_terminal=False))
-    monkeypatch.setattr(common.sys, "stderr", stderr)
-    log_file = tmp_path / "run.log"
-    with common.progress(log_file=log_file) as bar:
+    monkeypatch.setattr(sys, "stderr", stderr)
+    with common.progress() as bar:
         task = bar.add_task("simulating", total=4)
         bar.advance(task, 2)
         bar.update(task, completed=4)
-    written = log_file.read_text().splitlines()
-    assert stderr.getvalue().splitlines() == written
-    assert len(written) == 2 and "simulating: 2/4 (50 %)" in written[0] and "done 4/4" in written[1]
+    lines = stderr.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ simulating: 2/4 \(50 %\)", lines[0]), lines[0]
+    assert "simulating: done 4/4 (100 %)" in lines[1]
 
 
 BAD_INPUT = [

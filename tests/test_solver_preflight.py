@@ -56,3 +56,10 @@ def test_plan_stops_before_reading_the_trace_when_the_solver_is_broken(cli, tmp_
     res = cli("plan", "--trace", tmp_path / "missing.parquet", "--gpus", "4", "-o", out)
     assert_user_error(res, "solver backend 'highs'", "fix:")
     assert not out.exists()
+
+
+def test_reproduce_stops_before_the_first_cell_when_the_solver_is_broken(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(backend.mip, "Model", _broken_model)
+    res = cli("reproduce", "shepherd-theorem", "--quick", "--results", tmp_path / "r", "--no-report")
+    assert_user_error(res, "solver backend 'highs'", "fix:")
+    assert not list((tmp_path / "r").glob("cells/**/*.parquet"))
