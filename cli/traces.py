@@ -176,7 +176,7 @@ def stats(
             raise UserError(f"{label}: no window size τ gives two whole windows in a {span_us / 1e6:g} s trace")
         show = table.with_columns((pl.col("tau_us") / 1000).alias("tau_ms")).select(
             "tau_ms", "group_size", "units", "windows", "cv_mean", "cv_median")
-        note = " [synthetic]" if loaded.synthetic else (f" [{loaded.subset}]" if loaded.subset else "")
+        note = " [synthetic]" if loaded.synthetic else (f" [subset: {loaded.subset}]" if loaded.subset else "")
         frame_table(f"{label}: mean CV of window counts vs τ per group size (Shepherd Figs. 2, 5){note}", show)
         if out is not None:
             config = {"trace": loaded.name, "synthetic": loaded.synthetic, "subset": loaded.subset,
@@ -197,7 +197,7 @@ def _per_minute_cv(name: str, tau_min: Optional[List[int]], group_size: Optional
     if table.height == 0:
         raise UserError(f"{name}: no τ in --tau-min gives two whole windows in {data.minutes.size} minutes")
     subset = None if data.synthetic else registry.maf2019_subset(path)
-    label = f"{name} (synthetic)" if data.synthetic else (f"{name} ({subset})" if subset else name)
+    label = f"{name} (synthetic)" if data.synthetic else (f"{name} (subset: {subset})" if subset else name)
     show = table.with_columns((pl.col("tau_us") / 60e6).alias("tau_min")).select(
         "tau_min", "group_size", "units", "windows", "cv_mean", "cv_median")
     frame_table(f"{label}: mean CV of per-minute counts vs τ (Shepherd Figs. 2, 5)", show)

@@ -207,7 +207,7 @@ def subset_of(path: Path) -> str | None:
     columns cover the whole day are the real trace (a directory of them, or
     one of them); any other invocation file — e.g. the vHive sample's
     ``invocations.csv`` — is a subset chosen by someone else, and every
-    trace built from it says so (``"subset: 100 functions, minutes 480–959
+    trace built from it says so (``"100 functions, minutes 480–959
     of invocations.csv"``).
     """
     path = Path(path)
@@ -220,7 +220,7 @@ def subset_of(path: Path) -> str | None:
         rows = pl.scan_csv(path, has_header=True, infer_schema=False).select(pl.len()).collect().item()
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise UserError(f"{path.name}: cannot read the MAF 2019 file ({_first_line(exc)})") from None
-    return f"subset: {rows:,} functions, minutes {minutes[0]}–{minutes[-1]} of {path.name}"
+    return f"{rows:,} functions, minutes {minutes[0]}–{minutes[-1]} of {path.name}"
 
 
 def merge_days(parts: list[MafCounts]) -> MafCounts:

@@ -37,8 +37,8 @@ class LoadedTrace:
 
     @property
     def subset(self) -> str | None:
-        """How the data falls short of the full real trace (e.g. ``"subset: 100 functions, minutes
-        480–959 of invocations.csv"``), or None; see :func:`shepherd.traces.maf2019.subset_of`."""
+        """How the data falls short of the full real trace (e.g. ``"100 functions, minutes 480–959
+        of invocations.csv"``), or None; see :func:`shepherd.traces.maf2019.subset_of`."""
         return self.config.get("subset") or None
 
     @property
@@ -46,7 +46,7 @@ class LoadedTrace:
         """The name to print: synthetic traces and subsets of a real one say so."""
         if self.synthetic:
             return f"{self.name} (synthetic)"
-        return f"{self.name} ({self.subset})" if self.subset else self.name
+        return f"{self.name} (subset: {self.subset})" if self.subset else self.name
 
     @property
     def span_us(self) -> int | None:
