@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_user_error
-from maf_helpers import write_maf2019
+from maf_helpers import write_maf2019, write_maf2021
 
 NOT_UTF8 = b"ResNet50,\xff\xfe".decode("utf-8", "surrogateescape")  # how Python hands over such argv bytes
 
@@ -24,6 +24,14 @@ def _cut_csv(tmp: Path) -> Path:
     path = write_maf2019(tmp / "data" / "cut.csv", np.arange(30).reshape(3, 10) % 7)
     text = path.read_text()
     path.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 30])  # keep 29 bytes of the last row
+    return path
+
+
+def _cut_2021(tmp: Path) -> Path:
+    """A MAF 2021 file whose last row lost its duration field."""
+    rows = [("app1", "f1", 10.0 + i, 0.5) for i in range(5)]
+    path = write_maf2021(tmp / "data" / "inv.txt", rows)
+    path.write_text(path.read_text().rstrip("\n").rsplit(",", 1)[0] + "\n")
     return path
 
 
@@ -118,6 +126,8 @@ CASES: list[tuple[str, Args, str]] = [
     # maf: MAF 2019 files
     ("maf-csv-cut-mid-row", lambda t: ["traces", "maf", "maf2019", "--path", _cut_csv(t), "--duration-min", "10",
                                        "-o", t / "t.parquet"], "cut mid-row"),
+    ("maf2021-cut-mid-row", lambda t: ["traces", "maf", "maf2021", "--path", _cut_2021(t), "-o", t / "t.parquet"],
+     "cut mid-row"),
     ("maf-file-day", lambda t: ["traces", "maf", "maf2019", "--path", _sample(t), "--day", "3",
                                 "-o", t / "t.parquet"], "--day 3"),
     ("maf-file-other-day", lambda t: ["traces", "maf", "maf2019", "--path", _day3(t), "--day", "2",

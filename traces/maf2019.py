@@ -16,7 +16,17 @@ Reading rules (documented choices):
   columns must come first, spelled exactly as above — anything else is a
   "wrong header" :class:`UserError`.
 * A blank count means no invocation was recorded: it reads as 0. A
-  non-numeric or negative count is a :class:`UserError` naming the file.
+  non-numeric or negative count is a :class:`UserError` naming the file, and
+  so is a row with fewer or more fields than the header (a file cut mid-row
+  would otherwise read its missing minutes as silent zeros).
+* A requested window must lie inside the file's minutes: one that runs past
+  the file's first or last minute is a :class:`UserError` saying what the file
+  holds (never a shorter window silently divided by the requested length).
+* A single file holds one day: its day is known from an official name
+  (``…anon.dNN.csv``) and unknown otherwise (a sample's ``invocations.csv``);
+  :mod:`shepherd.traces.registry` refuses a ``--day`` it cannot honour.
+  Anything but official whole-day files is a *subset* (:func:`subset_of`),
+  and traces built from it carry that note in their config and label.
 * Only the selected minute columns are parsed (polars lazy scan with a
   declared schema and projection pushdown), so an 8-hour window of a 46k-row
   day costs a third of a full day.

@@ -9,14 +9,19 @@ each group, and average the per-group CV — larger groups are far more
 predictable.
 
 Documented choices: the std is the population std (ddof = 0); only whole
-windows count (a partial last window is dropped); streams or groups with no
+windows count — of the trace's declared span when it has one (its
+``--duration``), else up to the end of the window holding the last arrival
+(:func:`whole_windows`; the last full window is never lost); streams or groups with no
 request in the span are left out of the average (their CV is undefined); a
 τ with fewer than two whole windows is skipped; groups are one random
 partition per g, drawn from the seeded generator (shared by all τ), and the
 streams left over after ⌊S/g⌋ whole groups are dropped.
 
-The same code serves per-minute counts (MAF files, τ a multiple of a
-minute) and arrival-level traces (τ in µs). The result is a
+The same table code serves per-minute counts (MAF files, τ a multiple of a
+minute; a dense functions × minutes matrix, bounded by the file) and
+arrival-level traces (τ in µs). Arrival-level counts are sparse
+(:func:`sparse_window_cv`): memory grows with the requests, not with
+streams × windows, so a full day at τ = 10 ms works. The result is a
 ``predictability`` artifact for the report to plot.
 """
 

@@ -7,7 +7,12 @@ Two CVs describe burstiness (Shepherd §2.2, §3.1):
 * the CV of **per-window request counts** for a window size τ — Shepherd's
   predictability measure (Fig. 2, Fig. 5): it falls as τ grows.
 
-Everything is vectorised over the trace frame with polars/numpy.
+Everything is vectorised over the trace frame with polars/numpy, and memory
+is O(requests) for any window size: per-window counts are formed only for the
+occupied (stream, window) cells (:func:`~shepherd.traces.predictability.sparse_window_cv`),
+never as a streams × windows matrix (a full day at 10 ms windows and 1,000
+streams would be 69 GB). Rates divide by the trace's declared span when the
+caller passes it (``LoadedTrace.span_us``), else by last arrival + 1 µs.
 """
 
 from __future__ import annotations
