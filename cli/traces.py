@@ -254,6 +254,8 @@ def fetch_cmd(
     Example: shepherd traces fetch maf2019
     """
     ds = tfetch.dataset(name)
+    if url is not None:
+        tfetch.check_url(url)  # before the progress bar: a bad URL is one line, nothing drawn
     with progress() as bar:
         task = bar.add_task(f"downloading {ds.archive}", total=None)
         result = tfetch.fetch(name, url=url, sha256=sha256, force=force,

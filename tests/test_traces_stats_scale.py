@@ -35,12 +35,19 @@ def _day_trace(streams: int, requests: int, seed: int = 0) -> pl.DataFrame:
 #: 1,000 streams × 8 B = 69 GB; the sparse counting needs a few arrays of one entry per request.
 RSS_LIMIT_MB = 1024
 
+#: The child reports its own peak: VmHWM of /proc/self/status (the high-water mark of this
+#: process image; ``getrusage``'s ru_maxrss would also count the forking pytest process, since
+#: Linux keeps it across exec), else ru_maxrss where /proc is missing.
 _MEASURE = textwrap.dedent("""
     import resource, sys
     from shepherd.cli.app import main
     code = main(sys.argv[1:])
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    sys.stderr.write(f"peak_rss_mb={peak_mb:.0f}\\n")
+    try:
+        with open("/proc/self/status") as fh:
+            peak_kb = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sys.stderr.write(f"peak_rss_mb={peak_kb / 1024:.0f}\\n")
     sys.exit(code)
 """)
 
