@@ -229,6 +229,8 @@ def list_traces() -> None:
             status = "built in (synthetic)"
         elif entry.dataset in reg and Path(reg[entry.dataset]["path"]).exists():
             status = f"{reg[entry.dataset]['how']}: {reg[entry.dataset]['path']}"
+            if reg[entry.dataset].get("subset"):
+                status += f" (subset: {reg[entry.dataset]['subset']})"
         else:
             status = f"missing — shepherd traces fetch {entry.dataset}"
         rows.append({"name": name, "what": entry.doc, "data": status})

@@ -94,6 +94,8 @@ def test_import_accepts_the_sample_layout(cli):
     entry = fetch.read_registry()["maf2019"]
     assert entry["path"].endswith("invocations.csv")
     assert entry["subset"] == "100 functions, minutes 480–959 of invocations.csv"
+    listed = cli("traces", "list")
+    assert listed.code == 0 and "subset" in listed.out
 
 
 def test_import_of_a_directory_with_a_renamed_file(tmp_path, cli):
