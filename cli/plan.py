@@ -66,7 +66,7 @@ def plan(
     check_number("--slo-margin", slo_margin, minimum=0, maximum=0.99)
     check_number("--slo-scale", slo_scale, above=0, maximum=1e6)
     preflight(solver)  # fail fast, before the trace is read or anything is solved
-    loaded = load_trace(trace)
+    loaded = load_trace(trace, seed=seed)
     pipeline = planner in PPIPE_PLANNERS
     if pipeline and profiles is None:
         raise UserError(f"planner '{planner}' needs --profiles (a block_profiles artifact from profile --from-ppipe)")
@@ -84,7 +84,7 @@ def plan(
     with progress() as bar:
         bar.add_task(f"planning ({planner}, {solver})", total=None)
         output = run(req)
-    config = dict(planner=planner, trace=loaded.name, synthetic=loaded.synthetic, gpus=gpus, group_limit=group_limit,
+    config = dict(planner=planner, trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, gpus=gpus, group_limit=group_limit,
                   affinity_k=affinity_k, gpu_memory_mb=gpu_memory_mb, reserve_mb=reserve_mb, solver=solver,
                   time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware,
                   cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
@@ -98,7 +98,7 @@ def plan(
         status = f"feasible, gap {100 * extra['gap']:.2f}%"
     if output.kind == "pipeline_plan":
         summary_table(f"plan ({planner})", {
-            "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
+            "trace": loaded.label,
             "cluster": extra["cluster"]["name"], "status": status, "gap": extra.get("gap"),
             "solve time (s)": extra.get("solve_s"),
             "normalised throughput (req/s)": round(extra["normalized_xput"], 1),
@@ -107,7 +107,7 @@ def plan(
         })
         return
     summary_table(f"plan ({planner})", {
-        "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
+        "trace": loaded.label,
         "status": status,
         "objective": extra.get("objective"),
         "bound": extra.get("bound"),

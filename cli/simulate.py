@@ -93,7 +93,7 @@ def simulate(
     if overhead is not None:
         ovh = dataclasses.replace(ovh, mode=overhead)
         ovh.validate()
-    loaded = load_trace(trace)
+    loaded = load_trace(trace, seed=seed)
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
     if plan is not None and artifact_kind(plan) == "pipeline_plan":
@@ -153,7 +153,7 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
     batches = result.batches_frame()
     provenance = make_provenance(dict(
         policy=policy, policy_config=config, overhead=overhead,
-        trace=loaded.name, synthetic=loaded.synthetic, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
+        trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
         gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
         max_batch=max_batch, hardware=hardware,
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
@@ -169,7 +169,7 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         frame_table("most common batch sizes", dist)
     row = summary.row(0, named=True)
     summary_table(f"simulate {policy}", {
-        "trace": loaded.name + (" (synthetic)" if loaded.synthetic else ""),
+        "trace": loaded.label,
         "requests": row["requests"],
         "goodput (req/s)": row["goodput_rps"],
         "SLO attainment": row["slo_attainment"],

@@ -20,6 +20,7 @@ from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
+from shepherd.traces import checks
 from shepherd.traces import fetch as tfetch
 from shepherd.traces import predictability as pred
 from shepherd.traces import registry
@@ -47,6 +48,7 @@ def _models(models: Optional[str], models_from: Optional[Path]) -> list[str]:
     if models and models_from:
         raise UserError("give --models or --models-from, not both")
     if models:
+        checks.text("--models", models)
         names = [m.strip() for m in models.split(",") if m.strip()]
         if not names:
             raise UserError("--models is empty")
@@ -79,6 +81,8 @@ def generate(
 
     Example: shepherd traces generate --process mmpp --rate 5000 --zipf 1.0 -o trace.parquet
     """
+    checks.seed(seed)
+    checks.out_file(out)
     config = dict(process=process, rate=rate, duration_s=duration, slo_ms=slo_ms, seed=seed)
     if process == "two-stream":
         frame = synthetic.two_stream(duration_s=duration, slo_ms=slo_ms)
@@ -98,7 +102,7 @@ def generate(
             frame = synthetic.generate(spec, rng, on_stream=lambda _: bar.advance(task))
     inputs = [models_from] if models_from else []
     write_artifact(frame, out, "trace", make_provenance(config, seed, inputs))
-    span_s = tstats.duration_us(frame) / 1e6
+    span_s = duration
     summary_table("traces generate", {
         "process": process,
         "requests": frame.height,
@@ -118,7 +122,7 @@ def stats(
     group_size: Annotated[Optional[List[int]], typer.Option("--group-size", help="Group sizes for --cv (repeatable; default 1, 10, 100, 1000).")] = None,
     per_minute: Annotated[bool, typer.Option("--per-minute", help="With --cv on a maf2019*/maf-synthetic* name: use the per-minute counts (τ in whole minutes, as in Fig. 2) without expanding arrivals.")] = False,
     tau_min: Annotated[Optional[List[int]], typer.Option("--tau-min", help="--per-minute: window sizes τ in minutes (repeatable; default 1, 2, 5, 10, 30, 60, 120).")] = None,
-    duration_min: Annotated[int, typer.Option("--duration-min", help="--per-minute: minutes of counts to analyse.")] = 1440,
+    duration_min: Annotated[Optional[int], typer.Option("--duration-min", help="--per-minute: minutes of counts to analyse (default: the whole day, or every minute a single file holds).")] = None,
     path: Annotated[Optional[Path], typer.Option("--path", help="--per-minute: read this MAF 2019 file/directory instead of the cache.")] = None,
     out: Annotated[Optional[Path], typer.Option("-o", "--out", help="With --cv: write the CV table as a 'predictability' artifact.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random grouping (--cv) and of named traces.")] = 0,
@@ -127,12 +131,20 @@ def stats(
 
     Example: shepherd traces stats maf-synthetic --cv --window-ms 100 --window-ms 1000 -o cv.parquet
     """
-    if window_ms is not None and any(w <= 0 for w in window_ms):
-        raise UserError("--window-ms must be positive")
-    if group_size is not None and any(g < 1 for g in group_size):
-        raise UserError("--group-size must be ≥ 1")
+    for w in window_ms or ():
+        checks.number("--window-ms", w, low=checks.MIN_WINDOW_MS, high=checks.MAX_DURATION_S * 1000, what="ms")
+    for g in group_size or ():
+        checks.count("--group-size", g, 1)
+    for t in tau_min or ():
+        checks.count("--tau-min", t, 1)
+    checks.count("--top", top, 1)
+    if duration_min is not None:
+        checks.count("--duration-min", duration_min, 1, checks.MAX_DURATION_MIN)
+    checks.seed(seed)
     if out is not None and not cv:
         raise UserError("-o/--out writes the --cv table: add --cv")
+    if out is not None:
+        checks.out_file(out)
     if per_minute:
         _per_minute_cv(trace, tau_min, group_size, duration_min, path, out, seed)
         return
@@ -140,58 +152,63 @@ def stats(
     frame, label = loaded.frame, loaded.label
     if frame.height == 0:
         raise UserError(f"{label}: trace has no requests")
+    declared = loaded.span_us
     windows = window_ms or [10.0, 100.0, 1000.0]
     windows_us = [max(1, int(round(w * 1000))) for w in windows]
-    per_stream = tstats.stream_stats(frame, windows_us[-1])
+    per_stream = tstats.stream_stats(frame, windows_us[-1], declared)
     shown = per_stream.sort("requests", descending=True).head(top)
     frame_table(f"{label}: busiest {shown.height} of {per_stream.height} streams "
                 f"(count CV at τ = {windows[-1]:g} ms)", shown)
-    frame_table(f"{label}: count CV by window size τ", tstats.window_stats(frame, windows_us))
-    span_us = tstats.duration_us(frame)
+    frame_table(f"{label}: count CV by window size τ", tstats.window_stats(frame, windows_us, declared))
+    span_us = tstats.duration_us(frame, declared)
     rows = {"trace": label, "requests": frame.height, "streams": per_stream.height, "span (s)": span_us / 1e6,
             "rate (req/s)": frame.height / (span_us / 1e6),
             "inter-arrival CV (aggregate)": tstats.interarrival_cv(frame["arrival_us"].to_numpy())}
     if loaded.synthetic:
         rows["synthetic"] = "yes — generated data, not a real production trace"
+    if loaded.subset:
+        rows["subset"] = f"yes — {loaded.subset}, not the full trace"
     if cv:
         taus = windows_us if window_ms else pred.default_taus_us(span_us)
         groups = group_size or list(pred.DEFAULT_GROUP_SIZES)
-        table = pred.trace_cv(frame, taus, groups, np.random.default_rng(seed))
+        table = pred.trace_cv(frame, taus, groups, np.random.default_rng(seed), span_us=declared)
         if table.height == 0:
             raise UserError(f"{label}: no window size τ gives two whole windows in a {span_us / 1e6:g} s trace")
         show = table.with_columns((pl.col("tau_us") / 1000).alias("tau_ms")).select(
             "tau_ms", "group_size", "units", "windows", "cv_mean", "cv_median")
-        note = " [synthetic]" if loaded.synthetic else ""
+        note = " [synthetic]" if loaded.synthetic else (f" [subset: {loaded.subset}]" if loaded.subset else "")
         frame_table(f"{label}: mean CV of window counts vs τ per group size (Shepherd Figs. 2, 5){note}", show)
         if out is not None:
-            config = {"trace": loaded.name, "synthetic": loaded.synthetic, "taus_us": taus, "group_sizes": groups,
+            config = {"trace": loaded.name, "synthetic": loaded.synthetic, "subset": loaded.subset,
+                      "taus_us": taus, "group_sizes": groups,
                       "trace_config": loaded.config}
             write_artifact(table, out, "predictability", make_provenance(config, seed, loaded.inputs))
             rows["written"] = out
     summary_table("traces stats", rows)
 
 
-def _per_minute_cv(name: str, tau_min: Optional[List[int]], group_size: Optional[List[int]], duration_min: int,
+def _per_minute_cv(name: str, tau_min: Optional[List[int]], group_size: Optional[List[int]], duration_min: Optional[int],
                    path: Optional[Path], out: Optional[Path], seed: int) -> None:
     """Shepherd Figs. 2/5 from a MAF name's per-minute counts (τ ≥ 1 minute)."""
     taus = tau_min or [1, 2, 5, 10, 30, 60, 120]
-    if any(t < 1 for t in taus):
-        raise UserError("--tau-min must be ≥ 1")
     data = registry.load_counts(name, duration_min=duration_min, path=path, seed=seed)
     groups = group_size or list(pred.DEFAULT_GROUP_SIZES)
     table = pred.counts_cv(data.counts, taus, groups, np.random.default_rng(seed))
     if table.height == 0:
         raise UserError(f"{name}: no τ in --tau-min gives two whole windows in {data.minutes.size} minutes")
-    label = f"{name} (synthetic)" if data.synthetic else name
+    subset = None if data.synthetic else registry.maf2019_subset(path)
+    label = f"{name} (synthetic)" if data.synthetic else (f"{name} (subset: {subset})" if subset else name)
     show = table.with_columns((pl.col("tau_us") / 60e6).alias("tau_min")).select(
         "tau_min", "group_size", "units", "windows", "cv_mean", "cv_median")
     frame_table(f"{label}: mean CV of per-minute counts vs τ (Shepherd Figs. 2, 5)", show)
     rows = {"trace": label, "functions": data.functions, "minutes": int(data.minutes.size)}
     if data.synthetic:
         rows["synthetic"] = "yes — generated data, not the real MAF trace"
+    if subset:
+        rows["subset"] = f"yes — {subset}, not the full trace"
     if out is not None:
-        config = {"trace": name, "synthetic": data.synthetic, "per_minute": True, "tau_min": taus,
-                  "group_sizes": groups, "duration_min": duration_min}
+        config = {"trace": name, "synthetic": data.synthetic, "subset": subset, "per_minute": True, "tau_min": taus,
+                  "group_sizes": groups, "duration_min": int(data.minutes.size)}
         write_artifact(table, out, "predictability", make_provenance(config, seed, data.inputs))
         rows["written"] = out
     summary_table("traces stats --per-minute", rows)
@@ -212,6 +229,8 @@ def list_traces() -> None:
             status = "built in (synthetic)"
         elif entry.dataset in reg and Path(reg[entry.dataset]["path"]).exists():
             status = f"{reg[entry.dataset]['how']}: {reg[entry.dataset]['path']}"
+            if reg[entry.dataset].get("subset"):
+                status += f" (subset: {reg[entry.dataset]['subset']})"
         else:
             status = f"missing — shepherd traces fetch {entry.dataset}"
         rows.append({"name": name, "what": entry.doc, "data": status})
@@ -237,6 +256,8 @@ def fetch_cmd(
     Example: shepherd traces fetch maf2019
     """
     ds = tfetch.dataset(name)
+    if url is not None:
+        tfetch.check_url(url)  # before the progress bar: a bad URL is one line, nothing drawn
     with progress() as bar:
         task = bar.add_task(f"downloading {ds.archive}", total=None)
         result = tfetch.fetch(name, url=url, sha256=sha256, force=force,
@@ -264,7 +285,7 @@ def import_cmd(
 @app.command("maf")
 def maf_cmd(
     name: Annotated[str, typer.Argument(help="maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic | maf-synthetic-bursty")],
-    day: Annotated[int, typer.Option("--day", help="Day of the trace (MAF 2019: 1–14).")] = 1,
+    day: Annotated[Optional[int], typer.Option("--day", help="Day of the trace, 1–14 (default: day 1, or the one day a single file holds).")] = None,
     start_minute: Annotated[Optional[int], typer.Option("--start-minute", help="First minute of the day, 1–1440 (default: first in the file).")] = None,
     duration_min: Annotated[int, typer.Option("--duration-min", help="Window length, minutes.")] = 5,
     streams: Annotated[Optional[int], typer.Option("--streams", help="Keep the N busiest functions (default: every active one).")] = None,
@@ -291,6 +312,8 @@ def maf_cmd(
     entry = registry.lookup(name)
     if entry is None:
         raise UserError(f"unknown trace '{name}' (known: {', '.join(registry.TRACES)})")
+    checks.seed(seed)
+    checks.out_file(out)
     model_list = _models(models, None) if models else None
     with progress() as bar:
         bar.add_task(f"building {name}", total=None)
@@ -301,14 +324,16 @@ def maf_cmd(
                             seed=seed)
     frame = loaded.frame
     write_artifact(frame, out, "trace", make_provenance(loaded.config, seed, loaded.inputs))
-    span_s = tstats.duration_us(frame) / 1e6
+    span_s = tstats.duration_us(frame, loaded.span_us) / 1e6
     rows = {"trace": loaded.label, "requests": frame.height,
             "streams": frame["stream"].n_unique() if frame.height else 0,
             "models": frame["model"].n_unique() if frame.height else 0,
             "native rate (req/s)": loaded.config.get("native_rate_rps"),
             "load factor": loaded.config.get("load_factor"),
-            "rate (req/s)": frame.height / (duration_min * 60.0), "span (s)": span_s}
+            "rate (req/s)": frame.height / span_s if span_s else 0.0, "span (s)": span_s}
     if loaded.synthetic:
         rows["synthetic"] = "yes — generated data, not the real MAF trace"
+    if loaded.subset:
+        rows["subset"] = f"yes — {loaded.subset}, not the full trace"
     rows["written"] = out
     summary_table("traces maf", rows)

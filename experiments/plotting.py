@@ -44,7 +44,34 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3
     return fig, axes
 
 
-def synthetic_caption(fig, synthetic: bool) -> None:  # noqa: ANN001
+def subset_note(results: pl.DataFrame) -> str | None:
+    """"MAF 2019 subset: …" when ``results`` ran on real MAF 2019 data that is only a subset
+    (an imported sample, see :func:`shepherd.traces.maf2019.subset_of`), else None.
+
+    Cells record their trace name (a ``trace`` column) but not which copy of the
+    data stood behind it, so the note describes the MAF 2019 data registered in
+    the data cache when the report is drawn (documented limitation).
+    """
+    if not results.height or "trace" not in results.columns:
+        return None
+    real = results.filter(pl.col("trace").cast(pl.String).str.starts_with("maf2019"))
+    if "synthetic" in real.columns:
+        real = real.filter(~pl.col("synthetic").fill_null(False))
+    if real.height == 0:
+        return None
+    from shepherd.traces.registry import maf2019_subset  # local: only when a report needs it
+
+    subset = maf2019_subset()
+    return f"MAF 2019 subset: {subset}, not the full trace" if subset else None
+
+
+def synthetic_caption(fig, synthetic: bool, results: pl.DataFrame | None = None) -> None:  # noqa: ANN001
+    """Caption a figure drawn from synthetic data, or from a subset of the real trace (``results``
+    given, or else the MAF 2019 data in the cache when the figure is not synthetic)."""
     if synthetic:
         fig.text(0.99, 0.01, "synthetic MAF-like workload", ha="right", va="bottom", fontsize=7,
                  color="firebrick", style="italic")
+        return
+    note = subset_note(results if results is not None else pl.DataFrame({"trace": ["maf2019"]}))
+    if note:
+        fig.text(0.99, 0.01, note, ha="right", va="bottom", fontsize=7, color="darkorange", style="italic")

@@ -86,6 +86,7 @@ def write_report(sections: Sequence[Section], results_dir: Path, synthetic_note:
 def build_report(experiments: Sequence, results_dir: Path) -> tuple[Path | None, list[Section]]:
     """Draw every experiment that has collected results; write REPORT.md."""
     from shepherd.core.artifacts import read_artifact
+    from shepherd.experiments.plotting import subset_note
     from shepherd.experiments.runner import results_path
 
     figures_dir = results_dir / "figures"
@@ -98,6 +99,8 @@ def build_report(experiments: Sequence, results_dir: Path) -> tuple[Path | None,
         art = read_artifact(path, "results")
         synthetic = synthetic or bool(art.extra.get("synthetic"))
         sections.append(_report_one(exp, art.frame, path, figures_dir))
+        if (note := subset_note(art.frame)) is not None:
+            sections[-1].notes.append(f"Real data, but a subset — {note}.")
     if not sections:
         return None, []
     note = ("Some workloads here are synthetic stand-ins (maf-synthetic), not the real Azure traces; "

@@ -139,3 +139,18 @@ def test_profile_bad_input(cli, tmp_path, args, needle):
     res = cli(*args, "-o", tmp_path / "p.parquet")
     assert_user_error(res, needle)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_seed_reaches_a_named_trace_in_simulate(cli, tmp_path):
+    import polars as pl
+
+    def goodput(seed):
+        out = tmp_path / f"s{seed}"
+        res = cli("simulate", "--trace", "maf-synthetic", "--gpus", "4", "--seed", seed, "--record", "requests",
+                  "-o", out)
+        assert res.code == 0, res.err
+        return pl.read_parquet(out / "requests.parquet")["arrival_us"]
+
+    a0, a0_again, a1 = goodput(0), goodput(0), goodput(1)
+    assert a0.equals(a0_again)
+    assert not a0.equals(a1)

@@ -159,7 +159,8 @@ def test_model_map_overrides_round_robin(tmp_path, cli):
     bad = tmp_path / "bad.csv"
     bad.write_text("function,model\nx,A\n")
     from conftest import assert_user_error
-    assert_user_error(cli("traces", "maf", "maf2019", "--path", src, "--model-map", bad, "-o", tmp_path / "o.parquet"),
+    assert_user_error(cli("traces", "maf", "maf2019", "--path", src, "--duration-min", "1", "--model-map", bad,
+                          "-o", tmp_path / "o.parquet"),
                       "HashFunction,model")
     assert not (tmp_path / "o.parquet").exists()
 

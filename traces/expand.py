@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.errors import UserError
+from shepherd.traces import checks
 
 MINUTE_US = 60_000_000
 MINUTE_S = 60.0
@@ -60,10 +61,10 @@ class BurstyParams:
     dwell_high_s: float = 0.1
 
     def validate(self) -> None:
-        if not np.isfinite(self.ratio) or self.ratio < 1:
-            raise UserError(f"MMPP high/low rate ratio must be ≥ 1, got {self.ratio}")
-        if not (self.dwell_low_s > 0 and self.dwell_high_s > 0):
-            raise UserError("MMPP dwell times must be positive")
+        """Ratio ≥ 1; sojourns of 1 ms to two weeks (see :mod:`shepherd.traces.checks`)."""
+        checks.number("--mmpp-ratio", self.ratio, low=1)
+        for option, value in (("--mmpp-dwell-low", self.dwell_low_s), ("--mmpp-dwell-high", self.dwell_high_s)):
+            checks.number(option, value, low=checks.MIN_DWELL_S, high=checks.MAX_DURATION_S, what="s")
 
     @property
     def p_high(self) -> float:

@@ -45,6 +45,7 @@ import subprocess
 import tarfile
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -166,8 +167,28 @@ def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+URL_SCHEMES = ("http", "https", "ftp", "file")
+
+
+def check_url(url: str) -> str:
+    """``url`` if urllib can fetch it: an http(s)/ftp URL with a host, or a file: URL."""
+    text = str(url).strip()
+    try:
+        text.encode("utf-8")
+        parts = urllib.parse.urlsplit(text)
+    except (UnicodeEncodeError, ValueError):
+        parts = None
+    if (parts is None or parts.scheme.lower() not in URL_SCHEMES or " " in text
+            or (parts.scheme.lower() != "file" and not parts.netloc)):
+        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise UserError(f"--url must be an http(s), ftp or file URL such as https://host/path/archive.tar.xz, "
+                        f"got '{shown}'")
+    return text
+
+
 def download(url: str, dest: Path, on_progress: Progress | None = None, timeout: float = 60.0) -> Path:
     """Download ``url`` to ``dest`` via ``dest.part``, resuming a previous partial file."""
+    url = check_url(url)
     part = dest.with_name(dest.name + ".part")
     dest.parent.mkdir(parents=True, exist_ok=True)
     have = part.stat().st_size if part.exists() else 0
@@ -198,7 +219,7 @@ def download(url: str, dest: Path, on_progress: Progress | None = None, timeout:
                     have += len(block)
                     if on_progress:
                         on_progress(have, total)
-    except (urllib.error.URLError, HTTPException, OSError, TimeoutError) as exc:
+    except (urllib.error.URLError, HTTPException, OSError, TimeoutError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
         raise UserError(f"download of {url} interrupted after {have:,} bytes ({reason}); run the "
                         f"same command again to resume, or download it yourself and run "
@@ -291,6 +312,10 @@ def fetch(name: str, url: str | None = None, sha256: str | None = None,
           on_progress: Progress | None = None, force: bool = False) -> FetchResult:
     """Download (resuming), verify, extract and register dataset ``name``."""
     ds = dataset(name)
+    if url is not None:
+        url = check_url(url)
+    if sha256 is not None and not _is_sha256(sha256):
+        raise UserError(f"--sha256 must be 64 hexadecimal digits, got '{sha256}'")
     registry = read_registry()
     entry = registry.get(name)
     if entry and not force and Path(entry["path"]).exists():
@@ -312,11 +337,46 @@ def fetch(name: str, url: str | None = None, sha256: str | None = None,
     return FetchResult(name, path, digest, how, archive.stat().st_size)
 
 
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _is_maf2019_file(path: Path) -> bool:
+    """Whether ``path`` has the header of a MAF 2019 invocation file (any name)."""
+    from shepherd.traces import maf2019  # local: keep this module light
+
+    try:
+        maf2019.read_header(path)
+    except UserError:
+        return False
+    return True
+
+
+def _register_maf2019_file(path: Path) -> tuple[str, Path]:
+    """Register one MAF 2019 invocation file (a sample's ``invocations.csv``, one day file)."""
+    from shepherd.traces import maf2019  # local: keep this module light
+
+    validate("maf2019", path)
+    subset = maf2019.subset_of(path)
+    register("maf2019", path, "imported", **({"subset": subset} if subset else {}))
+    return "maf2019", path
+
+
 def import_path(path: Path, name: str | None = None, sha256: str | None = None) -> tuple[str, Path]:
-    """Register a local copy: a data directory, one data file, or an archive (extracted into the cache)."""
+    """Register a local copy: a data directory, one data file, or an archive (extracted into the cache).
+
+    Besides the official layouts, a directory in the layout of the vHive samples
+    (``invocations.csv`` beside ``durations.csv`` and ``memory.csv``) or any
+    single CSV with the MAF 2019 invocation header is accepted as MAF 2019 (one
+    file, found by its header, not its name). Such data is registered with its
+    ``subset`` note (:func:`shepherd.traces.maf2019.subset_of`), and every trace
+    built from it is labelled a subset.
+    """
     path = Path(path).expanduser()
     if not path.exists():
         raise UserError(f"nothing to import: {path} does not exist")
+    if sha256 is not None and not _is_sha256(sha256):
+        raise UserError(f"--sha256 must be 64 hexadecimal digits, got '{sha256}'")
     candidates = [dataset(name)] if name else list(DATASETS.values())
     if path.is_dir():
         for ds in candidates:
@@ -325,13 +385,25 @@ def import_path(path: Path, name: str | None = None, sha256: str | None = None) 
                 validate(ds.name, target)
                 register(ds.name, target, "imported")
                 return ds.name, target
-        raise UserError(f"{path} holds no MAF data files "
-                        f"({' or '.join(d.marker for d in candidates)})")
+        if name in (None, "maf2019"):
+            found = [p for p in sorted(path.glob("*.csv")) if p.is_file() and _is_maf2019_file(p)]
+            if len(found) == 1:
+                return _register_maf2019_file(found[0])
+            if len(found) > 1:
+                names = ", ".join(p.name for p in found[:4])
+                raise UserError(f"{path} holds {len(found)} MAF 2019 invocation files ({names}): import one of "
+                                f"them, e.g. `shepherd traces import {found[0]} --as maf2019`, or rename them "
+                                f"invocations_per_function_md.anon.dNN.csv (NN = the day)")
+        raise UserError(f"{path} holds no MAF data files ({' or '.join(d.marker for d in candidates)}, "
+                        f"or a CSV with the MAF 2019 header HashOwner,HashApp,HashFunction,Trigger,1…1440): "
+                        f"import the data file itself with `shepherd traces import FILE --as maf2019|maf2021`")
     for ds in candidates:
         if path.match(ds.marker):
             validate(ds.name, path.parent)
             register(ds.name, path.parent, "imported")
             return ds.name, path.parent
+    if name in (None, "maf2019") and path.suffix.lower() == ".csv" and _is_maf2019_file(path):
+        return _register_maf2019_file(path)
     if tarfile.is_tarfile(path) or zipfile.is_zipfile(path) or path.suffix.lower() == ".rar":
         digest = sha256_of(path)
         if sha256 and digest != sha256.lower():

@@ -16,7 +16,17 @@ Reading rules (documented choices):
   columns must come first, spelled exactly as above — anything else is a
   "wrong header" :class:`UserError`.
 * A blank count means no invocation was recorded: it reads as 0. A
-  non-numeric or negative count is a :class:`UserError` naming the file.
+  non-numeric or negative count is a :class:`UserError` naming the file, and
+  so is a row with fewer or more fields than the header (a file cut mid-row
+  would otherwise read its missing minutes as silent zeros).
+* A requested window must lie inside the file's minutes: one that runs past
+  the file's first or last minute is a :class:`UserError` saying what the file
+  holds (never a shorter window silently divided by the requested length).
+* A single file holds one day: its day is known from an official name
+  (``…anon.dNN.csv``) and unknown otherwise (a sample's ``invocations.csv``);
+  :mod:`shepherd.traces.registry` refuses a ``--day`` it cannot honour.
+  Anything but official whole-day files is a *subset* (:func:`subset_of`),
+  and traces built from it carry that note in their config and label.
 * Only the selected minute columns are parsed (polars lazy scan with a
   declared schema and projection pushdown), so an 8-hour window of a 46k-row
   day costs a third of a full day.
@@ -28,6 +38,7 @@ Reading rules (documented choices):
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,12 +46,14 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.errors import UserError
+from shepherd.traces import checks
 
 KEY_COLUMNS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
 HASH_COLUMNS = KEY_COLUMNS[:3]
 MINUTES_PER_DAY = 1440
 DAYS = 14
 DAY_FILE = "invocations_per_function_md.anon.d{day:02d}.csv"
+_DAY_NAME = re.compile(r"invocations_per_function_md\.anon\.d(\d\d)\.csv")
 
 
 @dataclass
@@ -112,16 +125,35 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def file_day(path: Path) -> int | None:
+    """The day a file holds when its name says so (``…anon.dNN.csv``), else None (e.g. a sample's
+    ``invocations.csv``, whose day is not recorded)."""
+    match = _DAY_NAME.fullmatch(Path(path).name)
+    return int(match.group(1)) if match else None
+
+
 def read_day(path: Path, first: int | None = None, last: int | None = None) -> MafCounts:
-    """Read one day file, keeping the header minutes in ``[first, last]`` (1-based, inclusive)."""
+    """Read one day file, keeping the header minutes in ``[first, last]`` (1-based, inclusive).
+
+    The window must lie inside the file's minutes (documented choice): a
+    window that runs past the file's first or last minute is a
+    :class:`UserError` saying what the file has, never a silently shorter
+    window whose rate would then be divided by the requested length.
+    """
     path = Path(path)
     header_minutes = read_header(path)
-    lo = header_minutes[0] if first is None else first
-    hi = header_minutes[-1] if last is None else last
+    have_lo, have_hi = header_minutes[0], header_minutes[-1]
+    lo = have_lo if first is None else first
+    hi = have_hi if last is None else last
     chosen = [m for m in header_minutes if lo <= m <= hi]
     if not chosen:
         raise UserError(f"{path.name}: minutes {lo}–{hi} are not in the file "
-                        f"(it has minutes {header_minutes[0]}–{header_minutes[-1]})")
+                        f"(it has minutes {have_lo}–{have_hi})")
+    if lo < have_lo or hi > have_hi:
+        fit = have_hi - max(lo, have_lo) + 1
+        raise UserError(f"{path.name}: the window of minutes {lo}–{hi} runs past the file, which has minutes "
+                        f"{have_lo}–{have_hi}: use --start-minute ≥ {have_lo} and --duration-min ≤ {fit}")
+    checks.complete_rows(path, len(KEY_COLUMNS) + len(header_minutes), "MAF 2019")
     schema = {k: pl.String for k in KEY_COLUMNS} | {str(m): pl.Int64 for m in header_minutes}
     names = [str(m) for m in chosen]
     try:
@@ -158,8 +190,12 @@ def read_window(root: Path, day: int = 1, start_minute: int | None = None,
         raise UserError(f"duration must be at least one minute, got {duration_min}")
     if start_minute is None:
         start_minute = read_header(day_file(root, day))[0]
+    if duration_min is None:  # to the end of the day file's minutes
+        part = read_day(day_file(root, day), start_minute, None)
+        part.minutes = part.minutes + (day - 1) * MINUTES_PER_DAY
+        return part
     begin = (day - 1) * MINUTES_PER_DAY + start_minute - 1  # absolute, 0-based
-    end = begin + duration_min if duration_min is not None else day * MINUTES_PER_DAY
+    end = begin + duration_min
     last_day = (end - 1) // MINUTES_PER_DAY + 1
     if last_day > DAYS:
         raise UserError(f"the window runs past day {DAYS} of MAF 2019")
@@ -172,6 +208,29 @@ def read_window(root: Path, day: int = 1, start_minute: int | None = None,
         part.minutes = part.minutes + base
         parts.append(part)
     return parts[0] if len(parts) == 1 else merge_days(parts)
+
+
+def subset_of(path: Path) -> str | None:
+    """How a MAF 2019 dataset at ``path`` falls short of the full trace, or None when it is whole.
+
+    Documented rule: official day files (``…anon.dNN.csv``) whose minute
+    columns cover the whole day are the real trace (a directory of them, or
+    one of them); any other invocation file — e.g. the vHive sample's
+    ``invocations.csv`` — is a subset chosen by someone else, and every
+    trace built from it says so (``"100 functions, minutes 480–959
+    of invocations.csv"``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        return None
+    minutes = read_header(path)
+    if file_day(path) is not None and minutes[0] == 1 and minutes[-1] == MINUTES_PER_DAY:
+        return None
+    try:
+        rows = pl.scan_csv(path, has_header=True, infer_schema=False).select(pl.len()).collect().item()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise UserError(f"{path.name}: cannot read the MAF 2019 file ({_first_line(exc)})") from None
+    return f"{rows:,} functions, minutes {minutes[0]}–{minutes[-1]} of {path.name}"
 
 
 def merge_days(parts: list[MafCounts]) -> MafCounts:

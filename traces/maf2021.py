@@ -9,6 +9,8 @@ workload: arrival = end_timestamp − duration, one stream per function
 
 Documented choices:
 
+* Every row must have the header's four fields: a file cut mid-row is a
+  :class:`UserError`, not a silently blank duration.
 * Invocations whose computed arrival is negative (they started before the
   trace began) are dropped.
 * Streams are numbered by descending invocation count in the chosen window
@@ -30,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.errors import UserError
+from shepherd.traces import checks
 
 FILE = "AzureFunctionsInvocationTraceForTwoWeeksJan2021.txt"
 COLUMNS = ("app", "func", "end_timestamp", "duration")
@@ -55,6 +58,7 @@ def read_invocations(path: Path, start_s: float = 0.0, duration_s: float | None 
     check_header(path)
     if start_s < 0 or (duration_s is not None and duration_s <= 0):
         raise UserError("MAF 2021 window: start must be ≥ 0 and duration positive")
+    checks.complete_rows(path, len(COLUMNS), "MAF 2021")  # a row cut short would read as a blank duration
     schema = {"app": pl.String, "func": pl.String, "end_timestamp": pl.Float64, "duration": pl.Float64}
     arrival = pl.col("end_timestamp") - pl.col("duration")
     lazy = pl.scan_csv(path, schema=schema, has_header=True).with_columns(arrival.alias("arrival_s"))

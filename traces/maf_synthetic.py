@@ -45,6 +45,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.errors import UserError
+from shepherd.traces import checks
 from shepherd.traces.maf2019 import KEY_COLUMNS, MINUTES_PER_DAY, MafCounts
 
 TRIGGERS = ("http", "queue", "timer", "orchestration", "storage", "event", "others")
@@ -67,10 +68,8 @@ class SyntheticMafSpec:
     burst_shape_max: float = 10.0
 
     def validate(self) -> None:
-        if self.functions < 1:
-            raise UserError(f"maf-synthetic needs at least one function, got {self.functions}")
-        if not np.isfinite(self.rate_rps) or self.rate_rps <= 0:
-            raise UserError(f"maf-synthetic rate must be positive, got {self.rate_rps}")
+        checks.count("--functions", self.functions, 1, checks.MAX_FUNCTIONS)
+        checks.positive("--synthetic-rate", self.rate_rps, what="requests/s")
         if not 0 <= self.diurnal_amplitude < 1:
             raise UserError("diurnal amplitude must be in [0, 1)")
         if not 0 < self.burst_shape_min <= self.burst_shape_max:
@@ -96,6 +95,14 @@ def generate(spec: SyntheticMafSpec, rng: np.random.Generator, day: int = 1,
         duration_min = MINUTES_PER_DAY - start_minute + 1
     if duration_min < 1:
         raise UserError(f"duration must be at least one minute, got {duration_min}")
+    begin = start_minute - 1
+    end = begin + duration_min
+    n_days = (end - 1) // MINUTES_PER_DAY + 1
+    cells = spec.functions * n_days * MINUTES_PER_DAY
+    if cells > checks.MAX_COUNT_CELLS:
+        raise UserError(f"maf-synthetic would draw {spec.functions:,} functions × {n_days} whole days of "
+                        f"per-minute counts ({cells:,} cells), over the limit of {checks.MAX_COUNT_CELLS:,}: "
+                        f"use fewer --functions or a shorter --duration-min")
     f = spec.functions
     log_daily = np.clip(rng.normal(spec.log10_median_daily, spec.log10_sigma, f), 0.0, spec.log10_max_daily)
     daily = 10.0 ** log_daily
@@ -107,9 +114,6 @@ def generate(spec: SyntheticMafSpec, rng: np.random.Generator, day: int = 1,
     timer_offset = rng.integers(0, MINUTES_PER_DAY, f)
     is_timer = trigger == TRIGGERS.index("timer")
 
-    begin = start_minute - 1
-    end = begin + duration_min
-    n_days = (end - 1) // MINUTES_PER_DAY + 1
     per_minute = daily / MINUTES_PER_DAY
     days = []
     for d in range(n_days):

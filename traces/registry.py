@@ -25,7 +25,7 @@ Defaults (documented choices; Shepherd §7 unless noted):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +35,7 @@ import polars as pl
 from shepherd.core import profiles as prof
 from shepherd.core.errors import UserError
 from shepherd.core.units import ms_to_us
-from shepherd.traces import expand, fetch, maf2019, maf2021, maf_synthetic
+from shepherd.traces import checks, expand, fetch, maf2019, maf2021, maf_synthetic
 
 DEFAULT_MODEL_TABLE = "shepherd-v100"
 PROCESSES = ("stable", "bursty")
@@ -45,7 +45,7 @@ PROCESSES = ("stable", "bursty")
 class TraceOptions:
     """Every option a named trace accepts (all keyword, all defaulted)."""
 
-    day: int = 1
+    day: int | None = None  # None: day 1, or the one day a single file holds
     start_minute: int | None = None
     duration_min: int = 5
     streams: int | None = None
@@ -76,12 +76,24 @@ class TraceOptions:
         return cls(**given)  # type: ignore[arg-type]
 
     def validate(self) -> None:
-        if self.duration_min < 1:
-            raise UserError(f"duration must be at least one minute, got {self.duration_min}")
-        if not np.isfinite(self.slo_ms) or self.slo_ms <= 0:
-            raise UserError(f"SLO must be positive, got {self.slo_ms} ms")
-        if self.load is not None and (not np.isfinite(self.load) or self.load <= 0):
-            raise UserError(f"--load must be a positive rate in requests/s, got {self.load}")
+        """Every option in range (:mod:`shepherd.traces.checks`; named as the ``traces maf`` options)."""
+        if self.day is not None:
+            checks.count("--day", self.day, 1, checks.MAX_DAYS)
+        if self.start_minute is not None:
+            checks.count("--start-minute", self.start_minute, 1, checks.MINUTES_PER_DAY)
+        checks.count("--duration-min", self.duration_min, 1, checks.MAX_DURATION_MIN)
+        for option, value in (("--streams", self.streams), ("--sample", self.sample)):
+            if value is not None:
+                checks.count(option, value, 1)
+        if self.load is not None:
+            checks.positive("--load", self.load, what="requests/s")
+        checks.positive("--slo-ms", self.slo_ms, high=checks.MAX_SLO_MS, what="ms")
+        self.bursty().validate()
+        checks.count("--functions", self.functions, 1, checks.MAX_FUNCTIONS)
+        checks.positive("--synthetic-rate", self.synthetic_rate, what="requests/s")
+        checks.seed(self.seed)
+        for model in self.models or ():
+            checks.text("--models", model)
         if self.process is not None and self.process not in PROCESSES:
             raise UserError(f"unknown arrival process '{self.process}' (known: {', '.join(PROCESSES)})")
         if self.upscale not in maf2021.UPSCALE:
@@ -148,6 +160,9 @@ def counts_to_trace(data: maf2019.MafCounts, opts: TraceOptions, process: str,
         raise UserError(f"{data.source}: no invocations in the selected window")
     total = int(chosen.counts.sum())
     factor = expand.load_factor(total, chosen.window_s, opts.load)
+    checks.requests(total * factor, f"{data.source} over {chosen.minutes.size} minutes"
+                    + (f" at --load {opts.load:g}" if opts.load is not None else ""),
+                    "shorten --duration-min, lower --load or keep fewer --streams")
     if process == "stable":
         counts = expand.scale_counts(chosen.counts, factor, rng)
         arrival, stream = expand.expand_stable(counts, chosen.minutes, rng)
@@ -159,6 +174,7 @@ def counts_to_trace(data: maf2019.MafCounts, opts: TraceOptions, process: str,
         "functions": chosen.functions, "native_requests": total,
         "native_rate_rps": total / chosen.window_s, "load_factor": factor,
         "first_minute": int(chosen.minutes[0]), "minutes": int(chosen.minutes.size),
+        "span_us": int(round(chosen.window_s * 1e6)),
         "hash_functions_head": chosen.keys["HashFunction"].head(5).to_list(),
     }
     return frame, info
@@ -206,17 +222,32 @@ def _config(name: str, opts: TraceOptions, process: str | None, synthetic: bool,
     return cfg
 
 
+def _maf2019_where(opts: TraceOptions) -> Path:
+    return Path(opts.path) if opts.path else fetch.dataset_path("maf2019")
+
+
 def _maf2019_counts(opts: TraceOptions) -> maf2019.MafCounts:
-    where = Path(opts.path) if opts.path else fetch.dataset_path("maf2019")
+    """Counts of the window; a single file holds one day (documented choice): ``day`` must be that
+    day when the file's name says which (``…anon.dNN.csv``), and cannot be given at all when it
+    does not (a sample's ``invocations.csv``) — an error rather than day 1's data under another name."""
+    where = _maf2019_where(opts)
     if where.is_file():  # one invocation file (e.g. an imported subset): minutes from its header
+        held = maf2019.file_day(where)
+        if opts.day is not None and opts.day != held:
+            holds = f"holds day {held} only" if held else "is one day of MAF 2019 whose day is not recorded"
+            raise UserError(f"{where.name} {holds}, so --day {opts.day} cannot be honoured: drop --day, or "
+                            f"point --path (or `shepherd traces import`) at the directory of day files")
         first = opts.start_minute or maf2019.read_header(where)[0]
-        return maf2019.read_day(where, first, first + opts.duration_min - 1)
-    return maf2019.read_window(where, opts.day, opts.start_minute, opts.duration_min)
+        data = maf2019.read_day(where, first, first + opts.duration_min - 1)
+        if held:
+            data.minutes = data.minutes + (held - 1) * maf2019.MINUTES_PER_DAY
+        return data
+    return maf2019.read_window(where, opts.day or 1, opts.start_minute, opts.duration_min)
 
 
 def _synthetic_counts(opts: TraceOptions, rng: np.random.Generator) -> maf2019.MafCounts:
     spec = maf_synthetic.SyntheticMafSpec(functions=opts.functions, rate_rps=opts.synthetic_rate)
-    return maf_synthetic.generate(spec, rng, opts.day, opts.start_minute or 1, opts.duration_min)
+    return maf_synthetic.generate(spec, rng, opts.day or 1, opts.start_minute or 1, opts.duration_min)
 
 
 def load_counts(name: str, **options: object) -> maf2019.MafCounts:
@@ -227,11 +258,31 @@ def load_counts(name: str, **options: object) -> maf2019.MafCounts:
     entry = TRACES.get(name)
     if entry is None or entry.dataset == "maf2021":
         raise UserError(f"per-minute counts exist for maf2019* and maf-synthetic* traces, not '{name}'")
+    whole_day = options.get("duration_min") is None
     opts = TraceOptions.from_kwargs(**options)
+    if whole_day:  # default: the whole day, or every minute a single file holds from the start minute
+        minutes = maf2019.MINUTES_PER_DAY if entry.synthetic else _minutes_held(opts)
+        opts = replace(opts, duration_min=minutes)
     opts.validate()
     if entry.synthetic:
         return _synthetic_counts(opts, np.random.default_rng(opts.seed))
     return _maf2019_counts(opts)
+
+
+def _minutes_held(opts: TraceOptions) -> int:
+    """Minutes from the start minute to the last minute of the (single or day-``day``) file."""
+    where = _maf2019_where(opts)
+    header = maf2019.read_header(where if where.is_file() else maf2019.day_file(where, opts.day or 1))
+    return max(1, header[-1] - (opts.start_minute or header[0]) + 1)
+
+
+def maf2019_subset(path: Path | None = None) -> str | None:
+    """The subset note of the MAF 2019 data at ``path`` (default: the cache), see
+    :func:`shepherd.traces.maf2019.subset_of`; None when it is the full trace or is not there."""
+    try:
+        return maf2019.subset_of(Path(path) if path else fetch.dataset_path("maf2019"))
+    except UserError:
+        return None
 
 
 def _maf2019(default_process: str) -> Callable[[TraceOptions], Built]:
@@ -241,6 +292,7 @@ def _maf2019(default_process: str) -> Callable[[TraceOptions], Built]:
         rng = np.random.default_rng(opts.seed)
         frame, info = counts_to_trace(data, opts, process, rng)
         info["source_files"] = [p.name for p in data.inputs]
+        info["subset"] = maf2019.subset_of(_maf2019_where(opts))
         inputs = data.inputs + ([Path(opts.model_map)] if opts.model_map else [])
         return Built(frame, _config(f"maf2019-{process}", opts, process, False, info), inputs, False)
     return run
@@ -260,13 +312,15 @@ def _synthetic(default_process: str) -> Callable[[TraceOptions], Built]:
 
 def _maf2021(opts: TraceOptions) -> Built:
     where = Path(opts.path) if opts.path else fetch.dataset_path("maf2021")
-    start_s = (opts.day - 1) * 86400.0 + ((opts.start_minute or 1) - 1) * 60.0
+    start_s = ((opts.day or 1) - 1) * 86400.0 + ((opts.start_minute or 1) - 1) * 60.0
     out_s = opts.duration_min * 60.0
     rng = np.random.default_rng(opts.seed)
     models, slo = opts.model_list(), ms_to_us(opts.slo_ms)
     frame = maf2021.number_streams(maf2021.read_invocations(where, start_s, out_s), opts.streams)
     native = frame.height / out_s
     factor, scale = expand.load_factor(frame.height, out_s, opts.load), 1.0
+    checks.requests(frame.height * factor, f"maf2021 over {opts.duration_min} minutes at --load {opts.load}",
+                    "shorten --duration-min or lower --load")
     if opts.load is not None and opts.upscale == "compress":
         # Read factor × longer, then squeeze time by 1/factor (see maf2021 module doc).
         frame = maf2021.number_streams(maf2021.read_invocations(where, start_s, out_s * factor), opts.streams)
@@ -277,7 +331,7 @@ def _maf2021(opts: TraceOptions) -> Built:
         trace = maf2021.to_trace(frame, models, slo)
         if opts.load is not None:
             trace = expand.rescale_arrivals(trace, factor, rng, span_us=int(out_s * 1e6))
-    info = {"native_rate_rps": native, "load_factor": factor, "time_scale": scale,
+    info = {"native_rate_rps": native, "load_factor": factor, "time_scale": scale, "span_us": int(out_s * 1e6),
             "functions": int(trace["stream"].n_unique()) if trace.height else 0}
     inputs = [where / maf2021.FILE if where.is_dir() else where]
     return Built(trace, _config("maf2021", opts, None, False, info), inputs, False)

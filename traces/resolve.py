@@ -7,6 +7,8 @@ otherwise it is looked up in :mod:`shepherd.traces.registry` (names, options
 and their defaults are documented there). Options are keyword-only and all
 default: for a file only ``load`` (thinning / superposition, see
 :mod:`shepherd.traces.expand`) and ``seed`` apply; other options are ignored.
+``seed`` is an explicit keyword (default 0) so callers pass their ``--seed``
+through to named traces.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import polars as pl
 
 from shepherd.core.artifacts import read_artifact
 from shepherd.core.errors import UserError
-from shepherd.traces import expand, registry
+from shepherd.traces import checks, expand, registry
 
 
 @dataclass
@@ -34,13 +36,43 @@ class LoadedTrace:
     config: dict = field(default_factory=dict)
 
     @property
+    def subset(self) -> str | None:
+        """How the data falls short of the full real trace (e.g. ``"100 functions, minutes 480–959
+        of invocations.csv"``), or None; see :func:`shepherd.traces.maf2019.subset_of`."""
+        return self.config.get("subset") or None
+
+    @property
     def label(self) -> str:
-        """The name to print: synthetic traces say so."""
-        return f"{self.name} (synthetic)" if self.synthetic else self.name
+        """The name to print: synthetic traces and subsets of a real one say so."""
+        if self.synthetic:
+            return f"{self.name} (synthetic)"
+        return f"{self.name} (subset: {self.subset})" if self.subset else self.name
+
+    @property
+    def span_us(self) -> int | None:
+        """The trace's declared length in µs (``span_us``, ``duration_s`` or ``duration_min`` of its
+        config), or None when it does not say (then the statistics fall back as documented in
+        :func:`shepherd.traces.predictability.whole_windows`)."""
+        return declared_span_us(self.config)
 
 
-def load_trace(spec: str, **options: Any) -> LoadedTrace:
-    """Load ``spec``: a path to a trace artifact, or a named trace built with ``options``."""
+def declared_span_us(config: dict) -> int | None:
+    """Length a trace's config declares: ``span_us``, else ``duration_s``, else ``duration_min``."""
+    for key, scale in (("span_us", 1), ("duration_s", 1_000_000), ("duration_min", 60_000_000)):
+        value = config.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return int(round(value * scale))
+    return None
+
+
+def load_trace(spec: str, *, seed: int = 0, **options: Any) -> LoadedTrace:
+    """Load ``spec``: a path to a trace artifact, or a named trace built with ``options``.
+
+    ``seed`` seeds every random draw: a named trace's generator (``maf-synthetic``
+    counts, Poisson/MMPP expansion, ``--sample``, ``--load`` thinning) and the
+    rescaling of a file with ``load``; the same seed gives the same frame.
+    """
+    checks.seed(seed)
     path = Path(spec)
     if path.exists():
         art = read_artifact(path, "trace")
@@ -49,9 +81,11 @@ def load_trace(spec: str, **options: Any) -> LoadedTrace:
         frame = art.frame
         load = options.get("load")
         if load is not None:
-            span = int(frame["arrival_us"].max()) + 1 if frame.height else 0
+            checks.positive("--load", load, what="requests/s")
+            span = declared_span_us(config) or (int(frame["arrival_us"].max()) + 1 if frame.height else 0)
             factor = expand.load_factor(frame.height, span / 1e6, float(load))
-            rng = np.random.default_rng(int(options.get("seed") or 0))
+            checks.requests(frame.height * factor, f"{path.name} at --load {float(load):g}", "lower --load")
+            rng = np.random.default_rng(seed)
             frame = expand.rescale_arrivals(frame, factor, rng, span_us=span)
             config.update(load=float(load), load_factor=factor)
         return LoadedTrace(frame, path.name, [path], synthetic, config)
@@ -59,5 +93,5 @@ def load_trace(spec: str, **options: Any) -> LoadedTrace:
     if entry is None:
         raise UserError(f"trace '{spec}' is neither a file nor a known trace name "
                         f"(known: {', '.join(registry.TRACES)})")
-    built = registry.build(spec, **options)
+    built = registry.build(spec, seed=seed, **options)
     return LoadedTrace(built.frame, spec, built.inputs, built.synthetic, built.config)

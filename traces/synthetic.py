@@ -20,7 +20,7 @@ import polars as pl
 
 from shepherd.core.errors import UserError
 from shepherd.core.units import ms_to_us
-from shepherd.traces import arrivals
+from shepherd.traces import arrivals, checks
 
 PROCESSES = ("poisson", "gamma", "mmpp")
 
@@ -42,20 +42,27 @@ class SyntheticSpec:
     mmpp_dwell_high_s: float = 0.1
 
     def validate(self) -> None:
+        """Every field in range (see :mod:`shepherd.traces.checks`), the expected size under the limit."""
         if self.process not in PROCESSES:
             raise UserError(f"unknown arrival process '{self.process}' (known: {', '.join(PROCESSES)}, two-stream)")
-        if not np.isfinite(self.rate) or self.rate < 0:
-            raise UserError(f"--rate must be a non-negative number, got {self.rate}")
-        if not np.isfinite(self.duration_s) or self.duration_s <= 0:
-            raise UserError(f"--duration must be positive, got {self.duration_s}")
+        checks.number("--rate", self.rate, low=0, what="requests/s")
+        checks.positive("--duration", self.duration_s, high=checks.MAX_DURATION_S, what="s")
         if not self.models:
             raise UserError("at least one model is needed")
-        if self.streams is not None and self.streams < 1:
-            raise UserError(f"--streams must be ≥ 1, got {self.streams}")
-        if self.zipf_s < 0:
-            raise UserError(f"--zipf must be ≥ 0, got {self.zipf_s}")
-        if self.slo_ms <= 0:
-            raise UserError(f"--slo-ms must be positive, got {self.slo_ms}")
+        for model in self.models:
+            checks.text("--models", model)
+        if self.streams is not None:
+            checks.count("--streams", self.streams, 1, checks.MAX_STREAMS)
+        checks.number("--zipf", self.zipf_s, low=0)
+        checks.positive("--slo-ms", self.slo_ms, high=checks.MAX_SLO_MS, what="ms")
+        checks.number("--cv", self.cv, low=checks.MIN_CV, high=checks.MAX_CV)
+        checks.number("--mmpp-ratio", self.mmpp_ratio, low=1)
+        checks.number("--mmpp-dwell-low", self.mmpp_dwell_low_s, low=checks.MIN_DWELL_S,
+                      high=checks.MAX_DURATION_S, what="s")
+        checks.number("--mmpp-dwell-high", self.mmpp_dwell_high_s, low=checks.MIN_DWELL_S,
+                      high=checks.MAX_DURATION_S, what="s")
+        checks.requests(self.rate * self.duration_s, f"a {self.duration_s:g} s trace at {self.rate:g} req/s",
+                        "lower --rate or --duration")
 
 
 def zipf_weights(n: int, s: float) -> np.ndarray:
@@ -121,10 +128,10 @@ def two_stream(duration_s: float = 10.0, slo_ms: float = 250.0, burst: int = 102
     """Shepherd §7.2 / Fig. 11(a): stream A, bursts of 1024 ResNet18 requests every
     120 ms from t = 5 ms; stream B, one ResNeSt269 request every 1 ms from t = 0.
     Deterministic: no randomness is drawn."""
-    if duration_s <= 0:
-        raise UserError(f"--duration must be positive, got {duration_s}")
-    if slo_ms <= 0:
-        raise UserError(f"--slo-ms must be positive, got {slo_ms}")
+    checks.positive("--duration", duration_s, high=checks.MAX_DURATION_S, what="s")
+    checks.positive("--slo-ms", slo_ms, high=checks.MAX_SLO_MS, what="ms")
+    per_s = burst * 1000.0 / period_ms + 1000.0 / stable_period_ms
+    checks.requests(per_s * duration_s, f"a {duration_s:g} s two-stream trace", "lower --duration")
     end_us = int(round(duration_s * 1e6))
     a = arrivals.periodic(ms_to_us(period_ms), end_us, ms_to_us(first_burst_ms), burst)
     b = arrivals.periodic(ms_to_us(stable_period_ms), end_us, 0, 1)

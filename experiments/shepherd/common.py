@@ -6,7 +6,9 @@
   MAF-stable expands each minute with a Poisson process, MAF-bursty with an
   MMPP (§7 "Workloads"). When the real MAF 2019 trace is in the data cache
   (``shepherd traces fetch maf2019``) the experiments use it; otherwise the
-  synthetic stand-in ``maf-synthetic``, and every result says so.
+  synthetic stand-in ``maf-synthetic``, and every result says so. When the
+  cached MAF 2019 data is only a subset (an imported sample), figures and
+  REPORT.md say that too (:func:`shepherd.experiments.plotting.subset_note`).
 * Shepherd = Herd (Ḡ = 12, one affinity set; heavy streams split over
   sub-streams by the router, see :func:`shepherd_inputs`) + Flex; Clockwork and Nexus
   (60 s epochs, peak provisioning) serve all workers as one group.
@@ -193,5 +195,5 @@ def plot_per_workload(results: pl.DataFrame, x: str, figures_dir, stem: str) -> 
         plotting.lines(axes[0][i], data.filter(pl.col("workload") == w), x, "goodput (k req/s)", "System",
                        [LABELS[s] for s in SYSTEMS])
         axes[0][i].set_title(f"MAF-{w}")
-    plotting.synthetic_caption(fig, is_synthetic(results))
+    plotting.synthetic_caption(fig, is_synthetic(results), results)
     return save_figure(fig, figures_dir, stem)
