@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import hashlib
 import io
 import tarfile
@@ -170,3 +171,18 @@ def test_import_bad_header_writes_nothing(cli, tmp_path, data_dir):
 def test_import_missing_path(cli, tmp_path, data_dir):
     assert_user_error(cli("traces", "import", tmp_path / "nope"), "does not exist")
     assert _files(data_dir) == []
+
+
+def test_registry_and_fetched_data_get_the_umasks_permissions(cli, tmp_path, data_dir):
+    blob = _archive(tmp_path)
+    old = os.umask(0o022)
+    try:
+        with _Server(blob) as srv:
+            result = cli("traces", "fetch", "maf2019", "--url", srv.url, "--sha256", hashlib.sha256(blob).hexdigest())
+    finally:
+        os.umask(old)
+    assert result.code == 0, result.err
+    registry = data_dir / "registry.json"
+    assert registry.exists()
+    assert registry.stat().st_mode & 0o777 == 0o644
+    assert (data_dir / "maf2019").stat().st_mode & 0o777 == 0o755

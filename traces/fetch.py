@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Callable
 
 from shepherd.core.errors import UserError
+from shepherd.core.outputs import normal_mode, write_bytes_atomic
 
 Progress = Callable[[int, int | None], None]
 
@@ -128,10 +129,8 @@ def read_registry(root: Path | None = None) -> dict:
 
 def _write_registry(root: Path, registry: dict) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".registry.", suffix=".tmp", dir=root)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(registry, fh, indent=2, sort_keys=True)
-    os.replace(tmp, _registry_file(root))
+    # unique temp + rename, with the umask's permissions (a shared cache stays readable to the group)
+    write_bytes_atomic(_registry_file(root), json.dumps(registry, indent=2, sort_keys=True).encode())
 
 
 def register(name: str, path: Path, how: str, **info: object) -> dict:
@@ -292,6 +291,7 @@ def install_archive(ds: Dataset, archive: Path) -> Path:
         final = root / ds.name
         if final.exists():
             shutil.rmtree(final)
+        os.chmod(tmp, normal_mode(directory=True))  # mkdtemp makes it 0700
         tmp.replace(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
