@@ -11,7 +11,8 @@ import typer
 from shepherd.cli.common import progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
-from shepherd.core.errors import UserError, check_number
+from shepherd.core.checks import number
+from shepherd.core.errors import UserError
 from shepherd.solvers.backend import BACKENDS, SolverConfig, preflight
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
 from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
@@ -53,18 +54,18 @@ def plan(
     check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
     solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
-    check_number("--gpus", gpus, minimum=1, maximum=MAX_GPUS)
-    check_number("--group-limit", group_limit, minimum=1)
-    check_number("--affinity-k", affinity_k, above=0, allow_inf=True)
-    check_number("--gpu-memory-mb", gpu_memory_mb, above=0)
-    check_number("--reserve-mb", reserve_mb, minimum=0)
-    check_number("--epoch-s", epoch_s, above=0, maximum=86_400 * 366)
+    number("--gpus", gpus, low=1, high=MAX_GPUS)
+    number("--group-limit", group_limit, low=1)
+    number("--affinity-k", affinity_k, low=0, low_open=True, allow_inf=True)
+    number("--gpu-memory-mb", gpu_memory_mb, low=0, low_open=True)
+    number("--reserve-mb", reserve_mb, low=0)
+    number("--epoch-s", epoch_s, low=0, low_open=True, high=86_400 * 366)
     if time_step_ms is not None:
-        check_number("--time-step-ms", time_step_ms, above=0)
+        number("--time-step-ms", time_step_ms, low=0, low_open=True)
     if bandwidth_gbps is not None:
-        check_number("--bandwidth-gbps", bandwidth_gbps, above=0)
-    check_number("--slo-margin", slo_margin, minimum=0, maximum=0.99)
-    check_number("--slo-scale", slo_scale, above=0, maximum=1e6)
+        number("--bandwidth-gbps", bandwidth_gbps, low=0, low_open=True)
+    number("--slo-margin", slo_margin, low=0, high=0.99)
+    number("--slo-scale", slo_scale, low=0, low_open=True, high=1e6)
     preflight(solver)  # fail fast, before the trace is read or anything is solved
     loaded = load_trace(trace, seed=seed)
     pipeline = planner in PPIPE_PLANNERS

@@ -15,7 +15,8 @@ from shepherd.core import profiles as prof
 from shepherd.core.artifacts import artifact_kind, make_provenance, read_artifact, write_artifact
 from shepherd.core.artifacts import artifact_dir, check_output_dir
 from shepherd.core.engine import OverheadConfig, simulate as run_simulation
-from shepherd.core.errors import UserError, check_number
+from shepherd.core.checks import number
+from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
 from shepherd.core.policies import registry
 from shepherd.traces.resolve import load_trace
@@ -83,9 +84,9 @@ def simulate(
         raise UserError("give --gpus or --plan, not both")
     if gpus is None and plan is None:
         raise UserError("give --gpus N or --plan P")
-    check_number("--load", load, above=0, maximum=1e6)
+    number("--load", load, low=0, low_open=True, high=1e6)
     if slo is not None:
-        check_number("--slo", slo, above=0, maximum=1e9)
+        number("--slo", slo, low=0, low_open=True, high=1e9)
     config = registry.make_config(policy, parse_options(policy, options or []))
     if hasattr(config, "validate"):
         config.validate()
