@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from shepherd.core.engine import simulate
+from shepherd.core.engine import EngineConfig, simulate
 from shepherd.core.pipelines import blocks
 from shepherd.core.pipelines.cluster import make_cluster
 from shepherd.core.profiles import load_builtin
@@ -117,12 +117,10 @@ def pipeline_case(name: str):
 
 def run_pipeline(plan, profs, trace, policy: str):
     """``policy`` is ppipe, reactive, or ppipe-direct (stages recorded at dispatch: the fast fidelity)."""
-    from shepherd.core.pipelines.runtime import simulate_plan
-
-    config = None
+    engine = EngineConfig()
     if policy == "ppipe-direct":
-        policy, config = "ppipe", {"execute": "direct"}
-    return simulate_plan(plan, profs, trace, policy, config=config)
+        policy, engine = "ppipe", EngineConfig(reserved="record")
+    return simulate(trace, profs, policy, plan=plan, engine=engine)
 
 
 PIPE_GOLDEN = {

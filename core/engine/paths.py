@@ -1,0 +1,117 @@
+"""Reserved paths: batches a reserving policy has scheduled exactly at dispatch (PPipe §5.4, Appendix A.3).
+
+A policy that reserves every resource ahead of time (probe/reserve over
+vGPUs and NIC links) knows at dispatch when each batch of a request's path
+will run: :meth:`Paths.book_path` takes the path as ``(worker, start,
+duration)`` slots, run in turn, the last one final. What the engine does with
+it is the recorder's mode (``EngineConfig.reserved``, :mod:`.recorder`):
+
+* ``events`` (the reference) — each batch of the path is a row of the batch
+  table at dispatch and a completion event at its end, at which
+  :meth:`Paths.complete` checks that the worker was not double-booked
+  (against every batch of that worker, started or booked), adds its busy
+  time and — final batch — buffers its requests' outcomes. With ``notify``
+  each completion also calls the policy's ``on_completion`` (and so bounds
+  the run of arrivals, like any event a policy sees); without it the
+  completions are *quiet* events (:mod:`.clock`) drained by
+  :meth:`Paths.drain` in time order, invisible to the policy. A booked batch
+  does not hold the worker's one-batch slot (``busy()`` stays False): a
+  reservation may sit in a gap *before* batches already booked on the same
+  worker (Algorithm 2 inserts into gaps).
+* ``record`` (the fast fidelity) — the recorder writes the path at dispatch,
+  no event, the same tables (``tests/test_engine_golden.py``).
+
+The reservation is the policy's: the group's scheduler-overhead clock is
+charged for the decision, and a booked start before the decision takes
+effect is a policy error.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+
+from shepherd.core.engine.clock import COMPLETION, NEVER, Clock
+from shepherd.core.engine.recorder import Recorder
+from shepherd.core.engine.resources import Resources
+
+
+class Paths:
+    """Booking reserved paths, and their completions in ``events`` mode (module docstring)."""
+
+    __slots__ = ("res", "rec", "clock", "record", "sched", "decide_emulated")
+
+    def __init__(self, res: Resources, rec: Recorder, clock: Clock, record: bool,
+                 decide_emulated) -> None:
+        self.res, self.rec, self.clock, self.record = res, rec, clock, record
+        #: ``decide_emulated(group)``: whether that group's overhead is measured (no start check then)
+        self.decide_emulated = decide_emulated
+
+    def book_path(self, model: int, rids: list[int], slots: list[tuple[int, int, int]], now: int,
+                  final: bool = True, notify: bool = False) -> int:
+        """Book ``rids`` (all of ``model``) on batches ``(worker, start, duration)`` run in turn;
+        returns the last batch id. ``final``: the last batch writes the requests' outcomes.
+
+        A completion event's target is ``~(2·batch id + final)`` and its
+        argument the slot ``(worker, start, duration)`` itself, or
+        ``(worker, start, rids)`` for a final batch (no new tuple per
+        intermediate stage).
+        """
+        res = self.res
+        if res.sched_active:
+            g = res.w_group[slots[0][0]]
+            disp = res.decide(g, now, len(rids))
+            if disp > slots[0][1] and not self.decide_emulated(g):
+                raise RuntimeError(f"batch booked at {slots[0][1]} before the scheduler decides it ({disp})")
+        for w, start, dur in slots:
+            if start < now or dur <= 0:
+                raise RuntimeError(f"worker {w}: cannot book [{start}, {start + dur}) at {now}")
+        if self.record and final:
+            return self.rec.record_path(model, rids, slots)
+        clock = self.clock
+        heap, seq = (clock.heap if notify else clock.quiet), clock.seq
+        bid = self.rec.book_rows(model, len(rids), slots)
+        k = len(slots)
+        first = NEVER
+        last = k - 1 if final else k
+        for j in range(k):
+            slot = slots[j]
+            end = slot[1] + slot[2]
+            if end < first:
+                first = end
+            seq += 1
+            if j < last:
+                heappush(heap, (end, COMPLETION, seq, ~(2 * bid), slot))
+            else:  # the final batch: its completion writes the requests' outcomes
+                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (slot[0], slot[1], rids)))
+            bid += 1
+        clock.seq = seq
+        if not notify:  # a run of arrivals goes at most quiet_lag past a quiet event (see .clock)
+            first += clock.quiet_lag
+        if first < clock.until:
+            clock.until = first
+        return bid - 1
+
+    def complete(self, code: int, now: int, arg: tuple) -> int:
+        """A booked batch (event target ``~code``) ends at ``now``: check, account; returns its worker.
+
+        Batches of one worker complete in end order; they are disjoint iff
+        each starts no earlier than the previous completion on that worker and
+        no started batch is running across it (one check per completion).
+        """
+        w, start, rids = arg
+        res = self.res
+        if start < res.w_free[w] or (res.w_batch[w] >= 0 and res.w_start[w] < now):
+            raise RuntimeError(f"worker {w}: booked batch {code >> 1} [{start}, {now}) overlaps another batch")
+        res.w_free[w] = now
+        self.rec.booked_done(w, start, now, rids if code & 1 else None, code >> 1)
+        return w
+
+    def drain(self, limit: tuple) -> None:
+        """Complete the quiet events (booked batches without ``notify``) that sort before ``limit``."""
+        quiet = self.clock.quiet
+        complete = self.complete
+        t = self.clock.now
+        while quiet and quiet[0] < limit:
+            t, _, _, who, arg = heappop(quiet)
+            complete(~who, t, arg)
+        self.clock.now = t
