@@ -98,7 +98,7 @@ def simulate(
     if pipeline and (load != 1.0 or slo is not None):
         raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
-    prof_obj, plan_obj = _read_inputs(profiles, plan, loaded.frame)
+    prof_obj, plan_obj = _read_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
     with progress() as bar:
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
@@ -112,9 +112,10 @@ def simulate(
                    seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
 
 
-def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace):
+def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin: bool):
     """The profiles and plan artifacts as ``simulate()`` takes them, by artifact kind (the policy
-    says which kinds it requires): profiles frame or block profiles; plan frame or pipeline plan."""
+    says which kinds it requires): profiles frame or block profiles; plan frame or pipeline plan.
+    Without ``--profiles`` the built-in tables stand in when the policy requires ``profiles``."""
     from shepherd.core.pipelines import blocks
     from shepherd.core.pipelines.plan import from_frame
 
@@ -125,6 +126,8 @@ def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace):
         if set(models) - known:
             raise UserError(f"profiles have no model '{sorted(set(models) - known)[0]}'")
         prof_obj = blocks.from_frame(block_frame, models)
+    elif profiles is None and not builtin:
+        prof_obj = None
     else:
         prof_obj = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin(DEFAULT_PROFILES)
         missing = sorted(set(models) - set(prof_obj["model"].unique().to_list()))

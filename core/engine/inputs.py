@@ -99,9 +99,6 @@ def whole_model_runtime(inputs: Inputs) -> Runtime:
     ``lat[hardware][model][b]`` from α/β profiles (``core.profiles.latency_table_us``)."""
     from shepherd.core.profiles import latency_table_us
 
-    if "pipeline_plan" in inputs.artifacts:
-        raise UserError("a pipeline plan runs on a pipeline data plane (--policy ppipe or reactive); "
-                        "this policy serves whole models on --gpus or a plan of kind 'plan'")
     profiles = inputs.get("profiles")
     models = inputs.models
     hw_default = _hardware_for(profiles, models, inputs.hardware)

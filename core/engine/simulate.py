@@ -101,6 +101,10 @@ def simulate(
     trace = prepare_trace(trace, load, slo_ms)
     models = sorted(trace["model"].unique().to_list()) if trace.height else []
     inputs = Inputs(trace, models, classify(profiles, plan), gpus, cluster, hardware, max_batch, eng_cfg)
+    if "pipeline_plan" in inputs.kinds() and "pipeline_plan" not in spec.cls.requires:
+        takers = [n for n in registry.names() if "pipeline_plan" in registry.get(n).cls.requires]
+        raise UserError(f"a pipeline plan runs on a pipeline data plane ({' or '.join(takers)}), "
+                        f"not on policy '{policy}'")
     missing = [k for k in spec.cls.requires if k not in inputs.kinds()]
     if missing:
         raise UserError(f"policy '{policy}' requires {KIND_HINTS.get(missing[0], missing[0])}")
