@@ -27,8 +27,8 @@ tables (``EngineConfig.reserved``; ``tests/test_engine_golden.py``):
 
 Buffers hold plain ints, never tuples: ints are not tracked by the cyclic
 garbage collector, so buffering does not trigger collections.
-Per-epoch windows (:meth:`Recorder.windows`, Symphony §4.4's autoscaling
-signals) are computed from these tables.
+Per-epoch windows (:mod:`.windows`, Symphony §4.4's autoscaling signals) are
+computed from these tables.
 """
 
 from __future__ import annotations
@@ -263,46 +263,7 @@ class Recorder:
         }).sort("batch_id", "start_us", "worker")
 
     def windows(self, epoch_us: int, end_us: int | None = None) -> pl.DataFrame:
-        """Per-epoch signals (Symphony §4.4 autoscaling), one row per window ``[k·epoch, (k+1)·epoch)``.
+        """Per-epoch signals from these tables (:func:`.windows.windows`)."""
+        from shepherd.core.engine.windows import windows
 
-        * ``arrivals``, ``bad`` (of those, finished late or dropped), ``bad_rate`` = bad / arrivals;
-          requests not decided yet (mid-run) count as not bad;
-        * ``busy_us`` — worker time spent on batches and allocation segments (preempted ones
-          included) inside the window; ``capacity_us`` — worker time the workers existed in it;
-          ``idle_fraction`` = 1 − busy / capacity; ``occupancy`` = busy / epoch (mean busy workers);
-        * ``active_requests`` — requests arrived by the window's end and finished after it
-          (served or late; queued or in service at that moment).
-        """
-        self.flush()
-        if epoch_us <= 0:
-            raise ValueError("epoch must be positive")
-        seg = self.segments()
-        horizon = end_us
-        if horizon is None:
-            horizon = max(int(self.arrival.max()) + 1 if len(self.arrival) else 1,
-                          int(seg["end_us"].max() or 0) if seg.height else 0)
-        n = max(1, -(-horizon // epoch_us))
-        lo = np.arange(n, dtype=np.int64) * epoch_us
-        hi = lo + epoch_us
-        arr_win = self.arrival // epoch_us
-        arrivals = np.bincount(arr_win[arr_win < n], minlength=n)
-        bad_mask = ((self.r_outcome == LATE) | (self.r_outcome == DROPPED)) & (arr_win < n)
-        bad = np.bincount(arr_win[bad_mask], minlength=n)
-        s, e = seg["start_us"].to_numpy(), seg["end_us"].to_numpy()
-        busy = np.clip(np.minimum(e[None, :], hi[:, None]) - np.maximum(s[None, :], lo[:, None]), 0, None).sum(1)
-        added = np.array(self.w_added, dtype=np.int64)
-        removed = np.array(self.w_removed, dtype=np.int64)
-        removed = np.where(removed < 0, np.iinfo(np.int64).max // 2, removed)
-        cap = np.clip(np.minimum(removed[None, :], hi[:, None]) - np.maximum(added[None, :], lo[:, None]),
-                      0, None).sum(1)
-        done = self.r_finish >= 0
-        fin, arr = self.r_finish[done], self.arrival[done]
-        active = np.array([int(((arr < h) & (fin > h - 1)).sum()) for h in hi], dtype=np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            bad_rate = np.where(arrivals > 0, bad / np.maximum(arrivals, 1), 0.0)
-            idle = np.where(cap > 0, 1.0 - busy / np.maximum(cap, 1), 0.0)
-        return pl.DataFrame({"window": np.arange(n, dtype=np.int64), "start_us": lo, "end_us": hi,
-                             "arrivals": arrivals.astype(np.int64), "bad": bad.astype(np.int64),
-                             "bad_rate": bad_rate, "busy_us": busy.astype(np.int64),
-                             "capacity_us": cap.astype(np.int64), "idle_fraction": idle,
-                             "occupancy": busy / epoch_us, "active_requests": active})
+        return windows(self, epoch_us, end_us)
