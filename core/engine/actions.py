@@ -19,6 +19,7 @@ methods (no extra call per action).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -64,6 +65,9 @@ class Actions:
         self.book_path = engine.paths.book_path
         self.drop = self._drop
         self.cancel_timer = engine.clock.cancel
+        #: ``decision_time(now)``: when a decision made at ``now`` takes effect (the group's scheduler
+        #: clock, ≥ now; :mod:`.overhead`)
+        self.decision_time = partial(engine.admission.decision_time, group)
 
     @property
     def hardware(self) -> list[int]:
@@ -87,10 +91,6 @@ class Actions:
     def set_timer(self, at: int, payload: Any = None) -> Timer:
         """Call this policy's ``on_timer(at, payload)`` at ``at``; returns a handle for :meth:`cancel_timer`."""
         return self._clock.set_timer(self.group, at, payload)
-
-    def decision_time(self, now: int) -> int:
-        """When a decision made at ``now`` takes effect (the group's scheduler clock, ≥ now)."""
-        return self._engine.admission.decision_time(self.group, now)
 
     def add_worker(self, hardware: str, now: int, node: int | None = None, name: str = "") -> int:
         """A new idle worker in this group from ``now`` (autoscaling); returns its id."""

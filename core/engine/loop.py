@@ -150,15 +150,16 @@ class Engine:
                 drain(heap[0] if heap else _LAST)
             if not heap:
                 break
-            t, prio, _, who, arg = heappop(heap)
+            entry = heappop(heap)
+            t, prio, _, who, arg = entry
             clock.now = t
             if prio == ARRIVAL:
                 self._arrivals(who)
                 continue
             if prio == COMPLETION:
                 if who < 0:  # a booked batch with notify (see .paths)
+                    w = complete_booked(entry)
                     clock.until = horizon()
-                    w = complete_booked(~who, t, arg)
                 else:
                     if w_batch[who] != arg:
                         continue  # a preempted batch's stale completion

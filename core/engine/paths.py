@@ -31,7 +31,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 
 from shepherd.core.engine.clock import COMPLETION, NEVER, Clock
-from shepherd.core.engine.recorder import Recorder
+from shepherd.core.engine.recorder import DONE_CHUNK, Recorder
 from shepherd.core.engine.resources import Resources
 
 
@@ -52,9 +52,8 @@ class Paths:
         returns the last batch id. ``final``: the last batch writes the requests' outcomes.
 
         A completion event's target is ``~(2·batch id + final)`` and its
-        argument the slot ``(worker, start, duration)`` itself, or
-        ``(worker, start, rids)`` for a final batch (no new tuple per
-        intermediate stage).
+        argument ``(worker, start, rids)`` (``rids`` only read for a final batch, so an
+        intermediate stage's argument is its slot itself: no new tuple).
         """
         res = self.res
         if res.sched_active:
@@ -62,10 +61,10 @@ class Paths:
             disp = res.decide(g, now, len(rids))
             if disp > slots[0][1] and not self.decide_emulated(g):
                 raise RuntimeError(f"batch booked at {slots[0][1]} before the scheduler decides it ({disp})")
-        for w, start, dur in slots:
-            if start < now or dur <= 0:
-                raise RuntimeError(f"worker {w}: cannot book [{start}, {start + dur}) at {now}")
         if self.record and final:
+            for w, start, dur in slots:
+                if start < now or dur <= 0:
+                    raise RuntimeError(f"worker {w}: cannot book [{start}, {start + dur}) at {now}")
             return self.rec.record_path(model, rids, slots)
         clock = self.clock
         heap, seq = (clock.heap if notify else clock.quiet), clock.seq
@@ -75,14 +74,17 @@ class Paths:
         last = k - 1 if final else k
         for j in range(k):
             slot = slots[j]
-            end = slot[1] + slot[2]
+            w, start, dur = slot
+            end = start + dur
+            if start < now or dur <= 0:
+                raise RuntimeError(f"worker {w}: cannot book [{start}, {end}) at {now}")
             if end < first:
                 first = end
             seq += 1
             if j < last:
                 heappush(heap, (end, COMPLETION, seq, ~(2 * bid), slot))
             else:  # the final batch: its completion writes the requests' outcomes
-                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (slot[0], slot[1], rids)))
+                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (w, start, rids)))
             bid += 1
         clock.seq = seq
         if not notify:  # a run of arrivals goes at most quiet_lag past a quiet event (see .clock)
@@ -91,27 +93,39 @@ class Paths:
             clock.until = first
         return bid - 1
 
-    def complete(self, code: int, now: int, arg: tuple) -> int:
-        """A booked batch (event target ``~code``) ends at ``now``: check, account; returns its worker.
+    def complete(self, entry: tuple) -> int:
+        """A booked batch with ``notify`` (a main-heap event ``entry``, just popped) completes; returns
+        its worker. It goes through :meth:`drain`, the one implementation of a booked completion."""
+        heappush(self.clock.quiet, entry)
+        self.drain((entry[0], entry[1], entry[2] + 1))
+        return entry[4][0]
+
+    def drain(self, limit: tuple) -> None:
+        """Complete the booked batches on the quiet heap that sort before ``limit``: check, account.
 
         Batches of one worker complete in end order; they are disjoint iff
         each starts no earlier than the previous completion on that worker and
         no started batch is running across it (one check per completion).
+        A final batch's requests are buffered for the recorder (``done``).
         """
-        w, start, rids = arg
-        res = self.res
-        if start < res.w_free[w] or (res.w_batch[w] >= 0 and res.w_start[w] < now):
-            raise RuntimeError(f"worker {w}: booked batch {code >> 1} [{start}, {now}) overlaps another batch")
-        res.w_free[w] = now
-        self.rec.booked_done(w, start, now, rids if code & 1 else None, code >> 1)
-        return w
-
-    def drain(self, limit: tuple) -> None:
-        """Complete the quiet events (booked batches without ``notify``) that sort before ``limit``."""
         quiet = self.clock.quiet
-        complete = self.complete
+        res, rec = self.res, self.rec
+        w_free, w_batch, w_start, w_busy = res.w_free, res.w_batch, res.w_start, rec.w_busy
+        done_rids, done_bids = rec.done_rids, rec.done_bids
         t = self.clock.now
         while quiet and quiet[0] < limit:
-            t, _, _, who, arg = heappop(quiet)
-            complete(~who, t, arg)
+            t, _, _, who, (w, start, rids) = heappop(quiet)
+            if start < w_free[w] or (w_batch[w] >= 0 and w_start[w] < t):
+                raise RuntimeError(f"worker {w}: booked batch {~who >> 1} [{start}, {t}) overlaps another batch")
+            w_free[w] = t
+            w_busy[w] += t - start
+            if who & 1 == 0:  # ~who odd: a final batch
+                if len(rids) == 1:
+                    done_rids.append(rids[0])
+                    done_bids.append(~who >> 1)
+                else:
+                    done_rids += rids
+                    done_bids += [~who >> 1] * len(rids)
+                if len(done_rids) >= DONE_CHUNK:
+                    rec.flush_done()
         self.clock.now = t

@@ -19,9 +19,9 @@ step (before any other row, so batch ids stay in call order, every
 tables (``EngineConfig.reserved``; ``tests/test_engine_golden.py``):
 
 * ``events`` — the reference: each booked batch's completion is an event, at
-  which :meth:`Recorder.booked_done` adds its busy time and buffers its
-  requests' outcomes (``done``), written from the batch table by
-  :meth:`Recorder.flush`;
+  which its busy time is added and its requests buffered (``done_rids``,
+  ``done_bids``: :meth:`.paths.Paths.drain`), their outcomes written from the
+  batch table by :meth:`Recorder.flush_done`;
 * ``record`` — the fast fidelity: :meth:`Recorder.record_path` writes a whole
   path's rows, busy times and outcomes at dispatch, no event.
 
@@ -163,19 +163,6 @@ class Recorder:
         if len(self.paths) >= 3 * RECORD_CHUNK:
             self.flush_rows()
         return bid
-
-    def booked_done(self, w: int, start: int, now: int, rids: list[int] | None, bid: int) -> None:
-        """A booked batch ran on ``w`` over ``[start, now)``; ``rids`` if it was the path's final batch."""
-        self.w_busy[w] += now - start
-        if rids is not None:
-            if len(rids) == 1:
-                self.done_rids.append(rids[0])
-                self.done_bids.append(bid)
-            else:
-                self.done_rids += rids
-                self.done_bids += [bid] * len(rids)
-            if len(self.done_rids) >= DONE_CHUNK:
-                self.flush_done()
 
     def record_path(self, model: int, rids: list[int], slots: list[tuple[int, int, int]]) -> int:
         """``record`` mode: ``rids`` ran the path of batches ``(worker, start, duration)``, the last final;

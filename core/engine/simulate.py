@@ -25,7 +25,11 @@ from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.engine.result import SimulationResult
 from shepherd.core.engine.router import Router, default_router
 from shepherd.core.errors import UserError
+from shepherd.core.policies import registry
+from shepherd.core.profiles import DEFAULT_MAX_BATCH
 from shepherd.core.units import ms_to_us
+
+import shepherd.core.policies  # noqa: E402,F401 - registers the built-in policies (before any timed call)
 
 #: how to give each artifact kind, for the error of a policy that lacks one
 KIND_HINTS = {
@@ -87,13 +91,9 @@ def simulate(
     policy's own overhead model; ``engine`` holds the speed switches.
     Deterministic for a given seed unless ``overhead.mode == "emulation"``.
     """
-    from shepherd.core.policies import registry
-
     spec = registry.get(policy)
     cfg = registry.make_config(policy, config)
     if max_batch is None:
-        from shepherd.core.profiles import DEFAULT_MAX_BATCH
-
         max_batch = DEFAULT_MAX_BATCH
     if max_batch < 1:
         raise UserError(f"max batch must be ≥ 1, got {max_batch}")

@@ -45,7 +45,6 @@ from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, reserve
-from shepherd.core.pipelines.runtime import prepare_pipelines
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 
@@ -66,6 +65,8 @@ class PPipePolicy(Policy):
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:
+        from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
+
         return prepare_pipelines(inputs)
 
     def __init__(self, act: Actions, config: PPipeDataPlaneConfig) -> None:
@@ -87,17 +88,19 @@ class PPipePolicy(Policy):
     def on_arrivals(self, ts: list[int], ds: list[int], ms: list[int], ss: list[int],
                     rs: list[int], lo: int, hi: int) -> int:
         act = self.act
+        until = act.until
         queue, wait_until, wait_need = self.queue, self.wait_until, self.wait_need
         i = lo
         while i < hi:
             t = ts[i]
-            if t >= act.until:
+            if t >= until:
                 return i
             m = ms[i]
             q = queue[m]
             q.append((rs[i], ds[i]))
             if not (t < wait_until[m] and len(q) < wait_need[m]):
                 self.schedule(m, t)
+                until = act.until  # an action may have ended the run earlier
             i += 1
         return hi
 

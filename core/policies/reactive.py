@@ -38,7 +38,6 @@ from typing import Any
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
-from shepherd.core.pipelines.runtime import prepare_pipelines
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 
@@ -52,6 +51,8 @@ class ReactivePolicy(Policy):
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: Any) -> Runtime:
+        from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
+
         return prepare_pipelines(inputs)
 
     def __init__(self, act: Actions, config: Any) -> None:
