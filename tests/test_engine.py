@@ -44,6 +44,19 @@ def test_arrival_horizon_lets_arrivals_pass_other_arrivals_but_not_completions()
     assert q.arrival_horizon() == 100  # but not before a completion at 100
 
 
+def test_a_cancelled_timer_is_skipped_by_the_horizon_and_lifts_the_run_end():
+    q = Clock(0)
+    q.push(100, ARRIVAL, 0)
+    early = q.set_timer(0, 40, "early")
+    late = q.set_timer(0, 70, "late")
+    assert q.until == 40 and q.arrival_horizon() == 40
+    q.cancel(early)
+    assert q.until == 70 and q.arrival_horizon() == 70  # the run now ends at the next live event
+    q.cancel(late)
+    assert q.arrival_horizon() == 101
+    assert [e[4] for e in (q.pop(),)] == [None] and len(q) == 0  # cancelled timers were discarded
+
+
 def test_arrival_at_completion_time_sees_the_freed_worker():
     """A request arriving exactly when the only worker finishes starts at once (completion first)."""
     l1 = lat_us("ResNet50", 1)

@@ -45,10 +45,11 @@ batch, worker, start, end; per worker busy and wasted time and lifetime.
 Parts, one concept per module: :mod:`.clock` (events, tie order, cancellable
 timers, quiet events), :mod:`.resources` (workers and one-worker batches),
 :mod:`.allocations` (multi-worker, resizable), :mod:`.paths` (reserved paths),
-:mod:`.recorder`, :mod:`.router`, :mod:`.admission` + :mod:`.overhead` (the
-scheduler as a single server), :mod:`.feed` (arrival chunks), :mod:`.loop`
-(the loop), :mod:`.actions`, :mod:`.inputs`, :mod:`.config`
-(``EngineConfig``: every speed switch), :mod:`.cluster`, :mod:`.result`.
+:mod:`.recorder` + :mod:`.windows` (per-epoch signals), :mod:`.router`,
+:mod:`.admission` + :mod:`.overhead` (the scheduler as a single server),
+:mod:`.feed` (arrival chunks), :mod:`.loop` (the loop), :mod:`.actions`,
+:mod:`.inputs`, :mod:`.config` (``EngineConfig``: every speed switch),
+:mod:`.cluster`, :mod:`.result`.
 """
 
 from shepherd.core.engine.actions import Actions
