@@ -136,7 +136,4 @@ class Allocations:
             res.w_final[w] = a.final
 
     def _schedule(self, a: Allocation) -> None:
-        clock = self.res.clock
-        clock.push(a.end, COMPLETION, a.workers[0], a.bid)
-        if a.end < clock.until:
-            clock.until = a.end
+        self.res.clock.push(a.end, COMPLETION, a.workers[0], a.bid)

@@ -34,8 +34,9 @@ event cannot change what the policy decides; a run still stops
 the quiet heap holds little more than the batches in flight.
 
 ``until`` is the end of the current run of arrivals: the policy handles
-arrivals strictly before it. Every action that queues an event earlier
-lowers it (:meth:`Clock.push`, :meth:`Clock.set_timer`).
+arrivals strictly before it. Queuing an event earlier lowers it
+(:meth:`Clock.push`, :meth:`Clock.set_timer`; a quiet event lowers it to its
+time plus the lag, :mod:`.paths`); the loop sets it afresh before each hand-over.
 """
 
 from __future__ import annotations

@@ -103,10 +103,7 @@ class Resources:
         self.w_end[worker] = end
         self.w_model[worker] = model
         self.w_reqs[worker] = rids
-        clock = self.clock
-        clock.push(end, COMPLETION, worker, bid)
-        if end < clock.until:
-            clock.until = end
+        self.clock.push(end, COMPLETION, worker, bid)  # ends the run of arrivals at ``end`` if earlier
         return end
 
     def book(self, worker: int, model: int, rids: list[int], now: int, *,
@@ -180,8 +177,6 @@ class Resources:
         self.w_model[worker] = model
         self.w_reqs[worker] = rids
         self.clock.push(end, COMPLETION, worker, bid)
-        if end < self.clock.until:
-            self.clock.until = end
 
     # ------------------------------------------------------------------ workers added / removed
 
