@@ -10,12 +10,12 @@ deterministic. At equal time the order is
 3. ``ARRIVAL`` — requests arriving at ``t``, in trace order.
 
 Events of equal time and priority pop in insertion (``seq``) order. The
-``target`` of an event names what it is about, by kind (documented once,
-here): a completion's target is a worker id ≥ 0 (a started batch or
-allocation; ``arg`` its batch id) or, for a batch booked on a reserved path
-(:mod:`.paths`), ``~code`` < 0 with ``code = 2·batch id + final``; a timer's
-target is its serving group and ``arg`` a :class:`Timer`; an arrival's target
-is its serving group.
+``target`` of an event names what it is about (documented once, here): a
+completion's target is a worker id ≥ 0 (a started batch or allocation;
+``arg`` its batch id) or :data:`BOOKED` for a batch booked on a reserved path
+(:mod:`.paths`; ``arg`` = ``(worker, start, request ids or None, batch id)``);
+a timer's target is its serving group and ``arg`` a :class:`Timer`; an
+arrival's target is its serving group.
 
 *Timers* (:meth:`Clock.set_timer`) return a :class:`Timer` handle;
 :meth:`Clock.cancel` marks it cancelled. A cancelled timer never fires and
@@ -49,6 +49,7 @@ TIMER = 1
 ARRIVAL = 2
 
 NEVER = 1 << 62  #: a time later than any simulated time (µs)
+BOOKED = -1  #: the target of a booked batch's completion (:mod:`.paths`)
 
 Entry = tuple[int, int, int, int, Any]
 

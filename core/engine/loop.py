@@ -29,7 +29,7 @@ import numpy as np
 
 from shepherd.core.engine.admission import Admission
 from shepherd.core.engine.allocations import Allocations
-from shepherd.core.engine.clock import ARRIVAL, COMPLETION, NEVER, Clock
+from shepherd.core.engine.clock import ARRIVAL, BOOKED, COMPLETION, NEVER, Clock
 from shepherd.core.engine.config import EngineConfig
 from shepherd.core.engine.feed import Feed
 from shepherd.core.engine.outcomes import DROPPED, LATE, OUTCOMES, PENDING, SERVED
@@ -157,7 +157,7 @@ class Engine:
                 self._arrivals(who)
                 continue
             if prio == COMPLETION:
-                if who < 0:  # a booked batch with notify (see .paths)
+                if who == BOOKED:  # a booked batch with notify (see .paths)
                     w = complete_booked(entry)
                     clock.until = horizon()
                 else:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from shepherd.core.engine.clock import COMPLETION, NEVER, Clock
+from shepherd.core.engine.clock import BOOKED, COMPLETION, NEVER, Clock
 from shepherd.core.engine.recorder import DONE_CHUNK, Recorder
 from shepherd.core.engine.resources import Resources
 
@@ -51,9 +51,8 @@ class Paths:
         """Book ``rids`` (all of ``model``) on batches ``(worker, start, duration)`` run in turn;
         returns the last batch id. ``final``: the last batch writes the requests' outcomes.
 
-        A completion event's target is ``~(2·batch id + final)`` and its
-        argument ``(worker, start, rids)`` (``rids`` only read for a final batch, so an
-        intermediate stage's argument is its slot itself: no new tuple).
+        A completion event's target is :data:`~.clock.BOOKED` and its argument
+        ``(worker, start, rids, batch id)``, ``rids`` None for an intermediate stage.
         """
         res = self.res
         if res.sched_active:
@@ -81,10 +80,8 @@ class Paths:
             if end < first:
                 first = end
             seq += 1
-            if j < last:
-                heappush(heap, (end, COMPLETION, seq, ~(2 * bid), slot))
-            else:  # the final batch: its completion writes the requests' outcomes
-                heappush(heap, (end, COMPLETION, seq, ~(2 * bid + 1), (w, start, rids)))
+            # the final batch's completion writes the requests' outcomes
+            heappush(heap, (end, COMPLETION, seq, BOOKED, (w, start, rids if j == last else None, bid)))
             bid += 1
         clock.seq = seq
         if not notify:  # a run of arrivals goes at most quiet_lag past a quiet event (see .clock)
@@ -114,18 +111,18 @@ class Paths:
         done_rids, done_bids = rec.done_rids, rec.done_bids
         t = self.clock.now
         while quiet and quiet[0] < limit:
-            t, _, _, who, (w, start, rids) = heappop(quiet)
+            t, _, _, _, (w, start, rids, bid) = heappop(quiet)
             if start < w_free[w] or (w_batch[w] >= 0 and w_start[w] < t):
-                raise RuntimeError(f"worker {w}: booked batch {~who >> 1} [{start}, {t}) overlaps another batch")
+                raise RuntimeError(f"worker {w}: booked batch {bid} [{start}, {t}) overlaps another batch")
             w_free[w] = t
             w_busy[w] += t - start
-            if who & 1 == 0:  # ~who odd: a final batch
+            if rids is not None:  # a final batch
                 if len(rids) == 1:
                     done_rids.append(rids[0])
-                    done_bids.append(~who >> 1)
+                    done_bids.append(bid)
                 else:
                     done_rids += rids
-                    done_bids += [~who >> 1] * len(rids)
+                    done_bids += [bid] * len(rids)
                 if len(done_rids) >= DONE_CHUNK:
                     rec.flush_done()
         self.clock.now = t
