@@ -123,6 +123,30 @@ def test_a_batch_booked_on_a_busy_worker_starts_the_moment_it_frees(register):
     assert res.workers_frame()["busy_us"].to_list() == [2_500]
 
 
+def test_batches_booked_on_an_allocations_workers_start_when_it_lets_them_go(register):
+    """Worker 1 leaves the allocation at the shrink (1000), worker 0 at its completion: each starts the
+    batch booked on it at that moment."""
+
+    class BookAfterAlloc(Policy):
+        def on_start(self, now):
+            self.act.set_timer(1_000, None)
+
+        def on_arrival(self, now, rid, model, deadline, stream):
+            if rid == 0:
+                self.alloc = self.act.allocate([0, 1], model, [rid], now, 2_000)  # 4000 worker-µs
+            else:
+                self.act.book(rid - 1, model, [rid], now, duration_us=300)
+
+        def on_timer(self, now, payload):
+            self.act.resize(self.alloc, [0], now)  # 2000 done, 2000 left on one worker: ends at 3000
+
+    register("book-after-alloc", BookAfterAlloc)
+    res = simulate(one_stream([0, 10, 20]), PROF, "book-after-alloc", gpus=2, overhead=FREE)
+    req = res.requests_frame().sort("request")
+    assert req.select("worker", "start_us", "finish_us").rows() == [(0, 0, 3_000), (0, 3_000, 3_300),
+                                                                    (1, 1_000, 1_300)]
+
+
 # --------------------------------------------------------------------------- 3. an allocation shrunk mid-run
 
 class Malleable(Policy):
@@ -343,3 +367,23 @@ def test_per_epoch_bad_rate_and_idle_fraction_match_a_hand_computation(register)
     mid = res.engine.policies[0].mid  # what the policy saw at 2000: the same first two windows
     assert mid["bad_rate"].to_list() == pytest.approx([1 / 3, 0.0])
     assert mid["idle_fraction"].to_list() == pytest.approx([0.4, 0.8])
+
+
+# --------------------------------------------------------------------------- trace columns a policy may read
+
+def test_a_policy_reads_the_traces_instances_column(register):
+    """Accordion's queries carry many inference instances (trace column ``instances``): a policy reads
+    it through ``act.column`` — here each query runs 100 µs per instance."""
+
+    class PerInstance(Policy):
+        def on_arrival(self, now, rid, model, deadline, stream):
+            n = int(self.act.column("instances")[rid])
+            self.act.book(0, model, [rid], now, duration_us=100 * n)
+
+    register("per-instance", PerInstance)
+    trace = one_stream([0, 0, 50]).with_columns(instances=pl.Series([3, 1, 5], dtype=pl.Int32))
+    res = simulate(trace, PROF, "per-instance", gpus=1, overhead=FREE)
+    assert res.requests_frame().sort("request").select("start_us", "finish_us").rows() == [
+        (0, 300), (300, 400), (400, 900)]
+    plain = simulate(one_stream([0]), PROF, "flex", gpus=1)
+    assert plain.engine.columns == {}  # no such column: act.column gives None

@@ -14,8 +14,9 @@ mid-run, "resuming from instance X+1": the work already done is kept. An
   set from ``t`` (``ceil(remaining / k′)`` µs, or ``remaining_us``). Workers
   leaving the set are free at ``t``; workers joining must be idle;
 * completion — the last segment is recorded, the requests' outcomes written
-  (worker = the set's first worker), every worker freed, and the policy's
-  ``on_completion`` called once with the set's first worker.
+  (worker = the set's first worker), every worker freed (a batch booked on
+  one of them starts), and the policy's ``on_completion`` called once with
+  the set's first worker.
 
 Each segment is a row of the recorder's segment table (so the busy time of a
 worker is the sum of its segments: no work lost or counted twice), and the
@@ -89,12 +90,12 @@ class Allocations:
                 res.rec.segment(a.bid, w, a.seg_start, t)
         a.work -= (t - a.seg_start) * k
         new = set(workers)
-        for w in a.workers:
-            if w not in new:
-                res.w_batch[w] = -1
-                res.w_alloc[w] = None
-                res.w_reqs[w] = None
-                res.w_free[w] = t
+        leaving = [w for w in a.workers if w not in new]
+        for w in leaving:
+            res.w_batch[w] = -1
+            res.w_alloc[w] = None
+            res.w_reqs[w] = None
+            res.w_free[w] = t
         a.workers = list(workers)
         a.seg_start = t
         a.end = t + (remaining_us if remaining_us is not None else -(-a.work // len(workers)))
@@ -105,6 +106,9 @@ class Allocations:
             res.w_end[w] = a.end
         res.rec.end_batch(a.bid, a.end)
         self._schedule(a)
+        for w in leaving:  # a batch booked on a worker that left starts now
+            if res.w_next[w]:
+                res.start_booked(w, t)
         return a.end
 
     def complete(self, a: Allocation, who: int, now: int) -> bool:
@@ -122,6 +126,8 @@ class Allocations:
             res.w_alloc[w] = None
             res.w_reqs[w] = None
             res.w_free[w] = now
+            if res.w_next[w]:  # a batch booked on a worker of the set starts now
+                res.start_booked(w, now)
         return True
 
     def _hold(self, a: Allocation, workers: list[int], start: int) -> None:

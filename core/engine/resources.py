@@ -159,14 +159,13 @@ class Resources:
         self.w_batch[worker] = -1
         self.w_reqs[worker] = None
         self.w_free[worker] = now
-        nxt = self.w_next[worker]
-        if nxt:
-            model, rids, duration, final, at = nxt.popleft()
-            self._start_booked(worker, model, rids, now, duration, final, at)
+        if self.w_next[worker]:
+            self.start_booked(worker, now)
 
-    def _start_booked(self, worker: int, model: int, rids: list[int], now: int, duration: int | None,
-                      final: bool, at: int) -> None:
-        """Start a booked batch at ``max(now, at)`` (its decision was charged when it was booked)."""
+    def start_booked(self, worker: int, now: int) -> None:
+        """Start the worker's next booked batch at ``max(now, at)`` (its decision was charged when it
+        was booked); the worker has just freed."""
+        model, rids, duration, final, at = self.w_next[worker].popleft()
         start = now if now >= at else at
         end = start + (self.lat[self.w_hw[worker]][model][len(rids)] if duration is None else duration)
         self.w_final[worker] = final
