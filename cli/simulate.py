@@ -98,12 +98,12 @@ def simulate(
     if pipeline and (load != 1.0 or slo is not None):
         raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
-    prof_obj, plan_obj = _read_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
+    prof_obj, plan_obj, extra = _read_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
     with progress() as bar:
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
         result = run_simulation(
-            loaded.frame, prof_obj, policy, config, gpus=gpus, plan=plan_obj, seed=seed, load=load,
+            loaded.frame, prof_obj, policy, config, gpus=gpus, plan=plan_obj, artifacts=extra, seed=seed, load=load,
             slo_ms=slo, overhead=ovh, max_batch=max_batch, hardware=hardware,
             progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)),
         )
@@ -115,12 +115,18 @@ def simulate(
 def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin: bool):
     """The profiles and plan artifacts as ``simulate()`` takes them, by artifact kind (the policy
     says which kinds it requires): profiles frame or block profiles; plan frame or pipeline plan.
-    Without ``--profiles`` the built-in tables stand in when the policy requires ``profiles``."""
+    Without ``--profiles`` the built-in tables stand in when the policy requires ``profiles``; a
+    ``--profiles`` artifact of another kind is handed over under its kind (``simulate(artifacts=…)``)."""
     from shepherd.core.pipelines import blocks
     from shepherd.core.pipelines.plan import from_frame
 
     models = sorted(trace["model"].unique().to_list())
-    if profiles is not None and artifact_kind(profiles) == "block_profiles":
+    extra = {}
+    kind = artifact_kind(profiles) if profiles is not None and Path(profiles).is_file() else None
+    if kind not in (None, "profiles", "block_profiles"):
+        extra[kind] = read_artifact(profiles, kind).frame
+        prof_obj = None
+    elif kind == "block_profiles":
         block_frame = read_artifact(profiles, "block_profiles").frame
         known = set(block_frame["model"].unique().to_list())
         if set(models) - known:
@@ -140,7 +146,7 @@ def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin:
         plan_obj = from_frame(art.frame, art.extra)
     elif plan is not None:
         plan_obj = read_artifact(plan, "plan").frame
-    return prof_obj, plan_obj
+    return prof_obj, plan_obj, extra
 
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,

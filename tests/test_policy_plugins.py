@@ -18,7 +18,7 @@ import pytest
 
 from conftest import assert_user_error
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
-from shepherd.core.engine import simulate
+from shepherd.core.engine import OverheadConfig, simulate
 from shepherd.core.policies import registry
 from shepherd.core.policies.base import Policy
 from shepherd.core.profiles import load_builtin
@@ -142,3 +142,33 @@ def test_an_installed_entry_point_registers_the_policy(cli, trace_file, tmp_path
     finally:
         registry.unregister("newest-first")
         sys.modules.pop("toy_newest_first", None)
+
+
+class TableDriven(Policy):
+    """Requires an artifact kind the engine has never heard of and builds its runtime from it alone."""
+
+    requires = ("toy_table",)
+    default_overhead = OverheadConfig(mode="none")
+
+    @classmethod
+    def prepare(cls, inputs, config):
+        from shepherd.core.engine import Runtime, uniform_cluster
+
+        table = inputs.get("toy_table")  # model → µs per request
+        return Runtime(uniform_cluster(inputs.gpus, "toy"), ["toy"],
+                       tables={"us": [table[m] for m in inputs.models]})
+
+    def on_arrival(self, now, rid, model, deadline, stream):
+        self.act.book(self.act.workers[0], model, [rid], now, duration_us=self.act.runtime.tables["us"][model])
+
+
+def test_a_policy_prepares_its_runtime_from_its_own_artifact_kind(monkeypatch):
+    from shepherd.core.errors import UserError
+
+    monkeypatch.setitem(registry.POLICIES, "table", registry.PolicySpec("table", TableDriven, registry.NoOptions, ""))
+    trace = assemble([np.array([0, 0], dtype=np.int64), np.array([10], dtype=np.int64)], ["A", "B"], [10**6, 10**6])
+    with pytest.raises(UserError, match="requires toy_table"):
+        simulate(trace, None, "table", gpus=1)
+    res = simulate(trace, None, "table", gpus=1, artifacts={"toy_table": {"A": 100, "B": 7}})
+    assert res.requests_frame().sort("request")["finish_us"].to_list() == [100, 200, 207]
+    assert res.workers_frame()["hardware"].to_list() == ["toy"]

@@ -72,6 +72,7 @@ def simulate(
     plan: Any = None,
     cluster: Cluster | None = None,
     router: Router | None = None,
+    artifacts: dict[str, Any] | None = None,
     seed: int = 0,
     load: float = 1.0,
     slo_ms: float | None = None,
@@ -84,7 +85,9 @@ def simulate(
     """Simulate ``policy`` serving ``trace``.
 
     ``profiles`` is a profiles frame or block profiles by model; ``plan`` a
-    plan frame or a pipeline plan; the policy says which it ``requires``.
+    plan frame or a pipeline plan; ``artifacts`` any other inputs by artifact
+    kind (e.g. a later paper's configuration table); the policy says which it
+    ``requires``.
     The cluster is ``cluster``, else the plan's, else ``gpus`` identical
     workers in one group. ``config`` is the policy's typed config (or a dict
     of its fields, or None for defaults); ``overhead`` defaults to the
@@ -100,7 +103,8 @@ def simulate(
     eng_cfg = engine if engine is not None else EngineConfig()
     trace = prepare_trace(trace, load, slo_ms)
     models = sorted(trace["model"].unique().to_list()) if trace.height else []
-    inputs = Inputs(trace, models, classify(profiles, plan), gpus, cluster, hardware, max_batch, eng_cfg)
+    inputs = Inputs(trace, models, classify(profiles, plan) | dict(artifacts or {}), gpus, cluster, hardware,
+                    max_batch, eng_cfg)
     if "pipeline_plan" in inputs.kinds() and "pipeline_plan" not in spec.cls.requires:
         takers = [n for n in registry.names() if "pipeline_plan" in registry.get(n).cls.requires]
         raise UserError(f"a pipeline plan runs on a pipeline data plane ({' or '.join(takers)}), "
