@@ -38,11 +38,13 @@ from shepherd.core.engine.resources import Resources
 class Paths:
     """Booking reserved paths, and their completions in ``events`` mode (module docstring)."""
 
-    __slots__ = ("res", "rec", "clock", "record", "sched", "decide_emulated")
+    __slots__ = ("res", "rec", "clock", "record", "sched_active", "decide_emulated", "record_path")
 
     def __init__(self, res: Resources, rec: Recorder, clock: Clock, record: bool,
                  decide_emulated) -> None:
         self.res, self.rec, self.clock, self.record = res, rec, clock, record
+        self.sched_active = res.sched_active
+        self.record_path = rec.record_path
         #: ``decide_emulated(group)``: whether that group's overhead is measured (no start check then)
         self.decide_emulated = decide_emulated
 
@@ -54,17 +56,14 @@ class Paths:
         A completion event's target is :data:`~.clock.BOOKED` and its argument
         ``(worker, start, rids, batch id)``, ``rids`` None for an intermediate stage.
         """
-        res = self.res
-        if res.sched_active:
+        if self.sched_active:
+            res = self.res
             g = res.w_group[slots[0][0]]
             disp = res.decide(g, now, len(rids))
             if disp > slots[0][1] and not self.decide_emulated(g):
                 raise RuntimeError(f"batch booked at {slots[0][1]} before the scheduler decides it ({disp})")
         if self.record and final:
-            for w, start, dur in slots:
-                if start < now or dur <= 0:
-                    raise RuntimeError(f"worker {w}: cannot book [{start}, {start + dur}) at {now}")
-            return self.rec.record_path(model, rids, slots)
+            return self.record_path(model, rids, slots, now)
         clock = self.clock
         heap, seq = (clock.heap if notify else clock.quiet), clock.seq
         bid = self.rec.book_rows(model, len(rids), slots)

@@ -164,18 +164,23 @@ class Recorder:
             self.flush_rows()
         return bid
 
-    def record_path(self, model: int, rids: list[int], slots: list[tuple[int, int, int]]) -> int:
-        """``record`` mode: ``rids`` ran the path of batches ``(worker, start, duration)``, the last final;
-        returns the last batch id. Written with the next flush."""
-        self.paths += (model, len(rids), len(slots))
+    def record_path(self, model: int, rids: list[int], slots: list[tuple[int, int, int]], now: int) -> int:
+        """``record`` mode: ``rids`` ran the path of batches ``(worker, start, duration)``, the last final,
+        booked at ``now``; returns the last batch id. Written with the next flush."""
         flat = self.slots
         for slot in slots:
+            if slot[1] < now or slot[2] <= 0:
+                raise RuntimeError(f"worker {slot[0]}: cannot book [{slot[1]}, {slot[1] + slot[2]}) at {now}")
             flat += slot
+        k = len(slots)
+        paths = self.paths
+        paths += (model, len(rids), k)
         self.rids += rids
-        self.rows += len(slots)
-        if len(self.paths) >= 3 * RECORD_CHUNK:
+        rows = self.rows = self.rows + k
+        last = len(self.b_worker) + rows - 1
+        if len(paths) >= 3 * RECORD_CHUNK:
             self.flush_rows()
-        return len(self.b_worker) + self.rows - 1
+        return last
 
     def flush_rows(self) -> None:
         """Write every buffered path's batch rows (and, in ``record`` mode, busy times and outcomes)."""
