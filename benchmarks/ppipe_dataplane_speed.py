@@ -5,8 +5,9 @@ a Poisson trace at load factor 1.0 (the plan's throughput) for ``--seconds``
 simulated seconds, and runs the reservation-based data plane (Appendix A.3)
 on the reference engine twice: with every stage executed as an engine batch
 ("engine", the reference fidelity: each stage booked at dispatch with
-``Engine.book_path``, its completion an event at its reserved end) and with
-stages recorded at dispatch ("direct", identical outcomes). Prints requests, wall time, requests per
+``act.book_path``, its completion an event at its reserved end:
+``EngineConfig(reserved="events")``) and with stages recorded at dispatch
+("direct", identical outcomes: ``EngineConfig(reserved="record")``). Prints requests, wall time, requests per
 wall-clock second, probe() calls per dispatched batch (paper: 3.58) and SLO
 attainment; the target is ≥ 100,000 req/s (the authors' Java simulator does
 about 30,000 on this machine, per the issue). After one untimed warm-up run, each mode runs ``--repeats``
@@ -14,7 +15,7 @@ times (interleaved) and the median wall time is reported, with the spread,
 and the median CPU time of the process (``time.process_time``: what the run
 costs its core, less sensitive than wall time to other work on the machine).
 A mode suffixed ``:scan`` (e.g. ``--modes engine,engine:scan``) runs probe()
-without its per-pool index (``index=False``: every vGPU of a pool tried in
+without its per-pool index (``EngineConfig(pool_index=False)``: every vGPU of a pool tried in
 pool order) — identical outcomes; it shows what the index saves (it is not
 the code before the index, which inlined the scan). Not a test: never fails
 on timing.
@@ -29,8 +30,8 @@ import argparse
 import statistics
 import time
 
+from shepherd.core.engine import EngineConfig, simulate
 from shepherd.core.pipelines.cluster import make_cluster
-from shepherd.core.pipelines.runtime import simulate_plan
 from shepherd.experiments.ppipe import common as c
 
 
@@ -54,21 +55,21 @@ def main() -> None:
     walls: dict[str, list[float]] = {m: [] for m in modes}
     cpus: dict[str, list[float]] = {m: [] for m in modes}
     last: dict[str, tuple] = {}
-    simulate_plan(plan, c.profiles(), trace, "ppipe")  # warm-up (imports, caches): not timed
+    simulate(trace, c.profiles(), "ppipe", plan=plan)  # warm-up (imports, caches): not timed
     for _ in range(max(args.repeats, 1)):
         for mode in modes:  # interleaved, so background load hits both modes alike
-            stats: dict = {}
             t0, c0 = time.perf_counter(), time.process_time()
             execute, _, variant = mode.partition(":")
-            config = {"execute": execute, "index": variant != "scan", "stats": stats}
-            res = simulate_plan(plan, c.profiles(), trace, "ppipe", config=config)
+            engine = EngineConfig(reserved="record" if execute == "direct" else "events", pool_index=variant != "scan")
+            res = simulate(trace, c.profiles(), "ppipe", plan=plan, engine=engine)
+            stats = res.extra["policy_stats"]
             walls[mode].append(time.perf_counter() - t0)
             cpus[mode].append(time.process_time() - c0)
             last[mode] = (res, stats)
     for mode in modes:
         res, stats = last[mode]
         wall = statistics.median(walls[mode])
-        att = float((res.engine.r_outcome == 1).mean())
+        att = float((res.recorder.r_outcome == 1).mean())
         per = stats["probes"] / max(stats["dispatched"], 1)
         spread = f"{trace.height / max(walls[mode]):,.0f}–{trace.height / min(walls[mode]):,.0f}"
         cpu = statistics.median(cpus[mode])

@@ -97,24 +97,16 @@ def simulate(
     loaded = load_trace(trace, seed=seed)
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
-    if plan is not None and artifact_kind(plan) == "pipeline_plan":
-        if load != 1.0 or slo is not None:
-            raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
-                            "rescale the trace itself")
-        result, prof_frame = _pipeline_simulation(plan, profiles, loaded.frame, policy, seed, options or [])
-        _write_outputs(result, out, record, policy, loaded, profiles, plan, None, load, slo, max_batch, hardware,
-                       seed, config=dict(options=list(options or [])), overhead=None)
-        return
-    prof_frame = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin(DEFAULT_PROFILES)
-    missing = sorted(set(loaded.frame["model"].unique().to_list()) - set(prof_frame["model"].unique().to_list()))
-    if missing:
-        raise UserError(f"profiles have no model '{missing[0]}' ({len(missing)} model(s) of the trace are unprofiled)")
-    plan_frame = read_artifact(plan, "plan").frame if plan else None
+    pipeline = plan is not None and artifact_kind(plan) == "pipeline_plan"
+    if pipeline and (load != 1.0 or slo is not None):
+        raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
+                        "rescale the trace itself")
+    prof_obj, plan_obj, extra = _read_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
     with progress() as bar:
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
         result = run_simulation(
-            loaded.frame, prof_frame, policy, config, gpus=gpus, plan=plan_frame, seed=seed, load=load,
+            loaded.frame, prof_obj, policy, config, gpus=gpus, plan=plan_obj, artifacts=extra, seed=seed, load=load,
             slo_ms=slo, overhead=ovh, max_batch=max_batch, hardware=hardware,
             progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)),
         )
@@ -123,29 +115,41 @@ def simulate(
                    seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
 
 
-def _pipeline_simulation(plan: Path, profiles: Optional[Path], trace, policy: str, seed: int, options: list[str]):
-    """A pooled-pipeline plan (PPipe, NP, DART-r) on the ``ppipe`` or ``reactive`` data plane (PPipe §5.4, §7.4)."""
+def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin: bool):
+    """The profiles and plan artifacts as ``simulate()`` takes them, by artifact kind (the policy
+    says which kinds it requires): profiles frame or block profiles; plan frame or pipeline plan.
+    Without ``--profiles`` the built-in tables stand in when the policy requires ``profiles``; a
+    ``--profiles`` artifact of another kind is handed over under its kind (``simulate(artifacts=…)``)."""
     from shepherd.core.pipelines import blocks
     from shepherd.core.pipelines.plan import from_frame
-    from shepherd.core.pipelines.runtime import simulate_plan
 
-    if policy not in ("ppipe", "reactive"):
-        raise UserError(f"a pipeline plan runs on --policy ppipe or reactive, not '{policy}'")
-    if options:
-        raise UserError("--set is not supported with pipeline plans")
-    if profiles is None:
-        raise UserError("a pipeline plan needs --profiles (the block_profiles artifact it was planned with)")
-    art = read_artifact(plan, "pipeline_plan")
-    block_frame = read_artifact(profiles, "block_profiles").frame
     models = sorted(trace["model"].unique().to_list())
-    known = set(block_frame["model"].unique().to_list())
-    if set(models) - known:
-        raise UserError(f"profiles have no model '{sorted(set(models) - known)[0]}'")
-    with progress() as bar:
-        bar.add_task(f"simulating {policy} over pooled pipelines", total=None)
-        result = simulate_plan(from_frame(art.frame, art.extra), blocks.from_frame(block_frame, models), trace,
-                               policy, seed=seed)
-    return result, block_frame
+    extra = {}
+    kind = artifact_kind(profiles) if profiles is not None and Path(profiles).is_file() else None
+    if kind not in (None, "profiles", "block_profiles"):
+        extra[kind] = read_artifact(profiles, kind).frame
+        prof_obj = None
+    elif kind == "block_profiles":
+        block_frame = read_artifact(profiles, "block_profiles").frame
+        known = set(block_frame["model"].unique().to_list())
+        if set(models) - known:
+            raise UserError(f"profiles have no model '{sorted(set(models) - known)[0]}'")
+        prof_obj = blocks.from_frame(block_frame, models)
+    elif profiles is None and not builtin:
+        prof_obj = None
+    else:
+        prof_obj = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin(DEFAULT_PROFILES)
+        missing = sorted(set(models) - set(prof_obj["model"].unique().to_list()))
+        if missing:
+            raise UserError(f"profiles have no model '{missing[0]}' ({len(missing)} model(s) of the trace are "
+                            "unprofiled)")
+    plan_obj = None
+    if plan is not None and artifact_kind(plan) == "pipeline_plan":
+        art = read_artifact(plan, "pipeline_plan")
+        plan_obj = from_frame(art.frame, art.extra)
+    elif plan is not None:
+        plan_obj = read_artifact(plan, "plan").frame
+    return prof_obj, plan_obj, extra
 
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,

@@ -100,13 +100,13 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
 
 def summarize(result: "SimulationResult") -> pl.DataFrame:
     """Summary of a :class:`SimulationResult` without building the full per-request table."""
-    e = result.engine
+    r = result.recorder
     requests = pl.DataFrame({  # never-served rows keep finish_us = -1 (filtered as such)
-        "arrival_us": e.arrival,
-        "start_us": e.r_start,
-        "finish_us": e.r_finish,
+        "arrival_us": result.engine.arrival,
+        "start_us": r.r_start,
+        "finish_us": r.r_finish,
         "outcome": result._outcome_series(),
-        "preemptions": e.r_preempt,
+        "preemptions": r.r_preempt,
     })
     return summarize_tables(requests, result.batches_frame(), result.workers_frame(), result.policy,
                             {"seed": result.seed})

@@ -21,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shepherd.core.engine import DROPPED, OverheadConfig, simulate
-from shepherd.core.engine import loop as loop_mod
+from shepherd.core.engine import DROPPED, EngineConfig, OverheadConfig, simulate
 from shepherd.core.errors import UserError
 from shepherd.core.policies import registry
 from shepherd.core.policies.base import Policy
@@ -51,7 +50,7 @@ class Probe(Policy):
     def __init__(self, ctx, config):
         super().__init__(ctx, config)
         self.queue: deque[int] = deque()
-        self.idle = list(range(len(ctx.workers)))
+        self.idle = list(range(len(self.act.workers)))
         self.log: list[tuple] = []
 
     def on_arrival(self, now, rid, model, deadline, stream):
@@ -61,8 +60,8 @@ class Probe(Policy):
             self._decide(now, rid + 1)
 
     def on_completion(self, now, worker):
-        self.idle.append(self.ctx.workers.index(worker))
-        arrival = self.engine.arrival
+        self.idle.append(self.act.workers.index(worker))
+        arrival, _, _, _ = self.act.arrivals()
         self._decide(now, bisect_left(arrival.tolist(), now))  # after every arrival before ``now``
 
     def _decide(self, now, position):
@@ -70,9 +69,9 @@ class Probe(Policy):
             return
         k = self.idle.pop()
         rids = [self.queue.popleft() for _ in range(min(self.config.batch, len(self.queue)))]
-        w = self.ctx.workers[k]
-        self.engine.start_batch(w, 0, rids, now)
-        self.log.append(("d", now, len(rids), self.engine.w_start[w], position))
+        w = self.act.workers[k]
+        self.act.start(w, 0, rids, now)
+        self.log.append(("d", now, len(rids), self.act.running(w)[0], position))
 
 
 @pytest.fixture
@@ -120,12 +119,13 @@ def reference(arrival, log, c, dec, per_req, bound):
     return shed, starts, free
 
 
-def probe_case(draw_times, c_ns, dec_ns, per_req_ns, bound_ns, flags, batch):
+def probe_case(draw_times, c_ns, dec_ns, per_req_ns, bound_ns, flags, batch, chunk=1 << 15):
     arrival = np.array(sorted(draw_times), dtype=np.int64)
     trace = assemble([arrival], [MODEL], [10**9])
     ovh = OverheadConfig(mode="model", base_us=dec_ns / 1000, per_worker_us=0.0, per_request_us=per_req_ns / 1000,
                          arrival_us=c_ns / 1000, max_lag_us=bound_ns / 1000)
-    res = simulate(trace, PROF, "adm-probe", ProbeConfig(tuple(flags), batch), gpus=N_PROBE_WORKERS, overhead=ovh)
+    res = simulate(trace, PROF, "adm-probe", ProbeConfig(tuple(flags), batch), gpus=N_PROBE_WORKERS, overhead=ovh,
+                   engine=EngineConfig(chunk=chunk))
     return arrival, res
 
 
@@ -140,7 +140,8 @@ def check_against_reference(arrival, res, c_ns, dec_ns, per_req_ns, bound_ns):
         assert e.sched[0].free_ns == free
     assert e.sched[0].shed == len(shed)
     if shed:
-        assert (e.r_outcome[sorted(shed)] == DROPPED).all() and (e.r_start[sorted(shed)] == -1).all()
+        r = res.recorder
+        assert (r.r_outcome[sorted(shed)] == DROPPED).all() and (r.r_start[sorted(shed)] == -1).all()
 
 
 COSTS = dict(c_ns=st.integers(0, 4_000), dec_ns=st.integers(0, 6_000), per_req_ns=st.integers(0, 2_000),
@@ -162,8 +163,8 @@ def test_engine_matches_the_recursion_across_feed_chunks(probe, monkeypatch, gap
                                                          bound_ns, flags, batch):
     """Small feed chunks; distinct arrival times (at a chunk's end its arrivals are all charged,
     the one documented approximation, which only ties can expose)."""
-    monkeypatch.setattr(loop_mod, "CHUNK", chunk)
-    arrival, res = probe_case(np.cumsum(gaps).tolist(), c_ns, dec_ns, per_req_ns, bound_ns, flags, batch)
+    arrival, res = probe_case(np.cumsum(gaps).tolist(), c_ns, dec_ns, per_req_ns, bound_ns, flags, batch,
+                              chunk=chunk)
     check_against_reference(arrival, res, c_ns, dec_ns, per_req_ns, bound_ns)
 
 
@@ -197,13 +198,13 @@ def test_shedding_is_exactly_removing_the_shed_requests(seed, policy, workers, a
     bounded = simulate(trace, PROF, policy, gpus=workers, overhead=dataclasses.replace(base, max_lag_us=lag_us))
     e = bounded.engine
     kept = np.ones(trace.height, bool)
-    kept[np.frombuffer(e.shed_ids, dtype=np.int64)] = False
+    kept[np.frombuffer(e.admission.shed_ids, dtype=np.int64)] = False
     assert e.sched[0].shed == int((~kept).sum())
-    assert (e.r_outcome[~kept] == DROPPED).all()
+    assert (bounded.recorder.r_outcome[~kept] == DROPPED).all()
     ref = simulate(trace.filter(kept), PROF, policy, gpus=workers, overhead=dataclasses.replace(base, max_lag_us=math.inf))
     r = ref.engine
     for col in ("r_start", "r_finish", "r_worker", "r_batch", "r_outcome", "r_preempt"):
-        assert np.array_equal(getattr(e, col)[kept], getattr(r, col)), col
+        assert np.array_equal(getattr(bounded.recorder, col)[kept], getattr(ref.recorder, col)), col
     assert bounded.batches_frame().equals(ref.batches_frame())
     assert e.sched[0].free_ns == r.sched[0].free_ns and e.sched[0].busy_ns == r.sched[0].busy_ns
 
@@ -219,7 +220,7 @@ def test_a_bound_that_never_bites_changes_nothing(seed, policy, workers):
     huge = simulate(trace, PROF, policy, gpus=workers, overhead=dataclasses.replace(base, max_lag_us=1e9))
     assert huge.engine.sched[0].shed == 0
     for col in ("r_start", "r_finish", "r_worker", "r_batch", "r_outcome", "r_preempt"):
-        assert np.array_equal(getattr(off.engine, col), getattr(huge.engine, col)), col
+        assert np.array_equal(getattr(off.recorder, col), getattr(huge.recorder, col)), col
     assert off.batches_frame().equals(huge.batches_frame())
 
 

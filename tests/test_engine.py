@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shepherd.core.engine import (
-    ARRIVAL, COMPLETION, TIMER, EventQueue, OverheadConfig, cluster_from_plan, simulate,
+    ARRIVAL, COMPLETION, TIMER, Clock, OverheadConfig, cluster_from_plan, simulate,
 )
 from shepherd.core.errors import UserError
 from shepherd.core.profiles import load_builtin
@@ -24,7 +24,7 @@ def lat_us(model: str, b: int) -> int:
 
 
 def test_event_queue_tie_order_is_completion_timer_arrival_then_fifo():
-    q = EventQueue()
+    q = Clock(0)
     q.push(10, ARRIVAL, 0, "a1")
     q.push(10, TIMER, 0, "t1")
     q.push(5, ARRIVAL, 0, "early")
@@ -36,12 +36,25 @@ def test_event_queue_tie_order_is_completion_timer_arrival_then_fifo():
 
 
 def test_arrival_horizon_lets_arrivals_pass_other_arrivals_but_not_completions():
-    q = EventQueue()
+    q = Clock(0)
     assert q.arrival_horizon() > 10**15
     q.push(100, ARRIVAL, 1)
     assert q.arrival_horizon() == 101  # an arrival at 100 may go before another group's arrival at 100
     q.push(100, COMPLETION, 0)
     assert q.arrival_horizon() == 100  # but not before a completion at 100
+
+
+def test_a_cancelled_timer_is_skipped_by_the_horizon_and_lifts_the_run_end():
+    q = Clock(0)
+    q.push(100, ARRIVAL, 0)
+    early = q.set_timer(0, 40, "early")
+    late = q.set_timer(0, 70, "late")
+    assert q.until == 40 and q.arrival_horizon() == 40
+    q.cancel(early)
+    assert q.until == 70 and q.arrival_horizon() == 70  # the run now ends at the next live event
+    q.cancel(late)
+    assert q.arrival_horizon() == 101
+    assert [e[4] for e in (q.pop(),)] == [None] and len(q) == 0  # cancelled timers were discarded
 
 
 def test_arrival_at_completion_time_sees_the_freed_worker():
@@ -137,17 +150,16 @@ def test_profile_missing_a_model_is_a_user_error():
         simulate(trace, PROF, "flex", gpus=1)
 
 
-def test_arrivals_are_streamed_in_chunks(monkeypatch):
-    """Chunked feeding (CHUNK boundaries inside a run of arrivals) changes nothing."""
-    from shepherd.core.engine import loop
+def test_arrivals_are_streamed_in_chunks():
+    """Chunked feeding (chunk boundaries inside a run of arrivals) changes nothing."""
+    from shepherd.core.engine import EngineConfig
 
     rng = np.random.default_rng(3)
     a = np.sort(rng.integers(0, 2_000_000, 3000)).astype(np.int64)
     b = np.sort(rng.integers(0, 2_000_000, 3000)).astype(np.int64)
     trace = assemble([a, b], ["ResNet18", "ResNet50"], [60_000, 80_000])
     whole = simulate(trace, PROF, "flex", gpus=2).requests_frame()
-    monkeypatch.setattr(loop, "CHUNK", 7)
-    chunked = simulate(trace, PROF, "flex", gpus=2).requests_frame()
+    chunked = simulate(trace, PROF, "flex", gpus=2, engine=EngineConfig(chunk=7)).requests_frame()
     assert whole.equals(chunked)
 
 
@@ -172,20 +184,20 @@ def test_a_new_policy_module_can_pipeline_stages_and_use_timers(monkeypatch):
 
         def on_arrival(self, now, rid, model, deadline, stream):
             self.pending.append((rid, model))
-            self.engine.set_timer(self.ctx.group, now + self.config.wait_us, None)
+            self.act.set_timer(now + self.config.wait_us, None)
 
         def on_timer(self, now, payload):
-            if self.pending and not self.engine.busy(0):
+            if self.pending and not self.act.busy(0):
                 batch = [r for r, _ in self.pending]
                 model = self.pending[0][1]
                 self.pending = []
-                self.engine.start_batch(0, model, batch, now, duration_us=1_000, final=False)
+                self.act.start(0, model, batch, now, duration_us=1_000, final=False)
                 self.stage2[0] = (model, batch)
 
         def on_completion(self, now, worker):
             if worker == 0 and 0 in self.stage2:
                 model, batch = self.stage2.pop(0)
-                self.engine.start_batch(1, model, batch, now, duration_us=2_000, at=now + 300)
+                self.act.start(1, model, batch, now, duration_us=2_000, at=now + 300)
 
     monkeypatch.setitem(registry.POLICIES, "two-stage", registry.PolicySpec("two-stage", TwoStage, TwoStageConfig, ""))
     trace = assemble([np.array([0, 100], dtype=np.int64)], ["ResNet18"], [10_000])

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shepherd.core.engine.loop import DROPPED, LATE, SERVED
+from shepherd.core.engine import DROPPED, LATE, SERVED, EngineConfig, simulate
 from shepherd.core.pipelines import blocks
 from shepherd.core.pipelines.cluster import make_cluster
 from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, reserve
-from shepherd.core.pipelines.runtime import simulate_plan
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.ppipe_milp import PPipePlanConfig, solve_pipelines
 from shepherd.traces.arrivals import poisson
@@ -169,11 +168,11 @@ MODELS = ["fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "efficientnet-b8_3rdpa
 def test_every_dispatched_batch_meets_its_deadline(model, load, seed):
     plan, profs = small_plan(model)
     trace = trace_for(plan, profs, load, 0.5, seed)
-    res = simulate_plan(plan, profs, trace, "ppipe")
-    out = res.engine.r_outcome
+    res = simulate(trace, profs, "ppipe", plan=plan)
+    out = res.recorder.r_outcome
     assert (out != LATE).all()  # execution matches the profile: nothing finishes late
     served = out == SERVED
-    assert (res.engine.r_finish[served] <= res.engine.deadline[served]).all()
+    assert (res.recorder.r_finish[served] <= res.engine.deadline[served]).all()
     assert ((out == SERVED) | (out == DROPPED)).all()
     b = res.batches_frame().sort("worker", "start_us")
     overlap = b.with_columns(prev_end=pl.col("end_us").shift(1).over("worker")).filter(
@@ -186,18 +185,18 @@ def test_every_dispatched_batch_meets_its_deadline(model, load, seed):
 def test_light_load_is_fully_served_and_deterministic():
     plan, profs = small_plan(MODELS[0])
     trace = trace_for(plan, profs, 0.3, 1.0, 7)
-    a = simulate_plan(plan, profs, trace, "ppipe")
-    b = simulate_plan(plan, profs, trace, "ppipe")
-    assert (a.engine.r_outcome == SERVED).mean() == 1.0
-    assert np.array_equal(a.engine.r_finish, b.engine.r_finish)
+    a = simulate(trace, profs, "ppipe", plan=plan)
+    b = simulate(trace, profs, "ppipe", plan=plan)
+    assert (a.recorder.r_outcome == SERVED).mean() == 1.0
+    assert np.array_equal(a.recorder.r_finish, b.recorder.r_finish)
 
 
 @needs_data
 def test_overload_drops_but_never_serves_late():
     plan, profs = small_plan(MODELS[1])
     trace = trace_for(plan, profs, 3.0, 0.5, 3)
-    res = simulate_plan(plan, profs, trace, "ppipe")
-    out = res.engine.r_outcome
+    res = simulate(trace, profs, "ppipe", plan=plan)
+    out = res.recorder.r_outcome
     assert (out == DROPPED).any() and (out == SERVED).any() and not (out == LATE).any()
 
 
@@ -205,12 +204,12 @@ def test_overload_drops_but_never_serves_late():
 def test_reactive_serves_light_load_and_never_beats_reservations_at_high_load():
     plan, profs = small_plan(MODELS[1], "HC2-S")
     light = trace_for(plan, profs, 0.3, 1.0, 11)
-    r = simulate_plan(plan, profs, light, "reactive")
-    assert (r.engine.r_outcome == SERVED).mean() > 0.9
+    r = simulate(light, profs, "reactive", plan=plan)
+    assert (r.recorder.r_outcome == SERVED).mean() > 0.9
     heavy = trace_for(plan, profs, 1.0, 1.0, 12)
-    rr = simulate_plan(plan, profs, heavy, "reactive")
-    rp = simulate_plan(plan, profs, heavy, "ppipe")
-    att = lambda res: (res.engine.r_outcome == SERVED).mean()  # noqa: E731
+    rr = simulate(heavy, profs, "reactive", plan=plan)
+    rp = simulate(heavy, profs, "ppipe", plan=plan)
+    att = lambda res: (res.recorder.r_outcome == SERVED).mean()  # noqa: E731
     assert att(rp) >= att(rr)
     b = rr.batches_frame().sort("worker", "start_us")
     assert b.with_columns(p=pl.col("end_us").shift(1).over("worker")).filter(pl.col("p") > pl.col("start_us")).height == 0
@@ -223,10 +222,10 @@ def test_direct_execution_agrees_with_engine_execution(model, load, seed):
     """The fast fidelity (stages recorded at dispatch) gives exactly the reference outcomes."""
     plan, profs = small_plan(model)
     trace = trace_for(plan, profs, load, 0.4, seed)
-    ref = simulate_plan(plan, profs, trace, "ppipe")
-    fast = simulate_plan(plan, profs, trace, "ppipe", config={"execute": "direct"})
+    ref = simulate(trace, profs, "ppipe", plan=plan)
+    fast = simulate(trace, profs, "ppipe", plan=plan, engine=EngineConfig(reserved="record"))
     for name in ("r_outcome", "r_start", "r_finish", "r_worker"):
-        assert np.array_equal(getattr(ref.engine, name), getattr(fast.engine, name)), name
+        assert np.array_equal(getattr(ref.recorder, name), getattr(fast.recorder, name)), name
     cols = ["worker", "size", "start_us", "end_us"]
     assert ref.batches_frame().select(cols).sort(cols).equals(fast.batches_frame().select(cols).sort(cols))
     assert ref.workers_frame()["busy_us"].to_list() == fast.workers_frame()["busy_us"].to_list()
@@ -239,10 +238,10 @@ def test_pool_index_does_not_change_outcomes(model, hc, load, seed):
     """probe() with the per-pool index and with the plain scan of every vGPU serve a real plan identically."""
     plan, profs = small_plan(model, hc)
     trace = trace_for(plan, profs, load, 0.4, seed)
-    fast = simulate_plan(plan, profs, trace, "ppipe", config={"execute": "direct"})
-    plain = simulate_plan(plan, profs, trace, "ppipe", config={"execute": "direct", "index": False})
+    fast = simulate(trace, profs, "ppipe", plan=plan, engine=EngineConfig(reserved="record"))
+    plain = simulate(trace, profs, "ppipe", plan=plan, engine=EngineConfig(reserved="record", pool_index=False))
     for name in ("r_outcome", "r_start", "r_finish", "r_worker"):
-        assert np.array_equal(getattr(fast.engine, name), getattr(plain.engine, name)), name
+        assert np.array_equal(getattr(fast.recorder, name), getattr(plain.recorder, name)), name
     cols = ["worker", "size", "start_us", "end_us"]
     assert fast.batches_frame().select(cols).equals(plain.batches_frame().select(cols))
 
@@ -257,4 +256,4 @@ def test_engine_execution_catches_a_broken_reservation(monkeypatch):
     trace = trace_for(plan, profs, 1.5, 0.3, 5)
     monkeypatch.setattr(ppipe_policy, "reserve", lambda res, resv, now: None)
     with pytest.raises(RuntimeError, match="overlaps"):
-        simulate_plan(plan, profs, trace, "ppipe")
+        simulate(trace, profs, "ppipe", plan=plan)

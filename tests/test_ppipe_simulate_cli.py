@@ -50,3 +50,33 @@ def test_pipeline_plan_needs_a_pipeline_policy(cli, planned, tmp_path):
     assert_user_error(cli("simulate", "--policy", "flex", "--trace", tp, "--plan", pp, "--profiles", bp,
                           "-o", tmp_path / "x"), "ppipe or reactive")
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("policy", ["ppipe", "reactive"])
+def test_a_pipeline_policy_without_a_pipeline_plan_is_one_line_exit_2(cli, planned, tmp_path, policy):
+    """The data planes declare ``requires = (pipeline_plan, block_profiles)``: simulate() says what is missing."""
+    bp, tp, _, _ = planned
+    assert_user_error(cli("simulate", "--policy", policy, "--trace", tp, "--gpus", "2", "-o", tmp_path / "x"),
+                      policy, "pipeline plan")
+    assert_user_error(cli("simulate", "--policy", policy, "--trace", tp, "--gpus", "2", "--profiles", bp,
+                          "-o", tmp_path / "x"), policy, "pipeline plan")
+    assert not (tmp_path / "x").exists()
+
+
+def test_simulate_a_pipeline_plan_through_the_api_is_the_cli_run(cli, planned, tmp_path):
+    """``shepherd simulate --plan pp.parquet --policy ppipe`` is ``simulate(trace, blocks, "ppipe", plan=…)``."""
+    from shepherd.core.engine import simulate
+    from shepherd.core.pipelines.plan import from_frame
+
+    bp, tp, pp, _ = planned
+    out = tmp_path / "cli"
+    assert cli("simulate", "--policy", "ppipe", "--trace", tp, "--plan", pp, "--profiles", bp, "--set", "wait=false",
+               "-o", out).code == 0
+    art = read_artifact(pp, "pipeline_plan")
+    trace = read_artifact(tp, "trace").frame
+    models = sorted(trace["model"].unique().to_list())
+    profs = blocks.from_frame(read_artifact(bp, "block_profiles").frame, models)
+    res = simulate(trace, profs, "ppipe", {"wait": False}, plan=from_frame(art.frame, art.extra))
+    cli_req = read_artifact(out / "requests.parquet", "requests").frame
+    assert cli_req["finish_us"].to_list() == res.requests_frame()["finish_us"].to_list()
+    assert cli_req["outcome"].cast(str).to_list() == res.requests_frame()["outcome"].cast(str).to_list()

@@ -1,4 +1,4 @@
-"""The discrete-event engine (DESIGN.md "The engine").
+"""The discrete-event engine (DESIGN.md "The engine"; the seam: docs/ENGINE.md).
 
 Programmatic API — what planners, experiments and the CLI call::
 
@@ -12,41 +12,61 @@ Programmatic API — what planners, experiments and the CLI call::
     res.batches_frame()      # per-batch table    (kind "batches")
     res.workers_frame()      # per-worker busy / wasted time (kind "workers")
     res.summary_frame()      # one-row summary    (kind "summary", core.metrics)
+    res.windows(1_000_000)   # per-epoch bad rate, idle fraction, occupancy, active requests
 
-``simulate(trace, profiles, policy, config=None, *, gpus=N | plan=frame |
-cluster=Cluster, seed, load, slo_ms, overhead, max_batch, hardware, progress)``:
+``simulate(trace, profiles, policy, config=None, *, gpus | plan | cluster,
+router, seed, load, slo_ms, overhead, engine, max_batch, hardware, progress)``
+is the one entry point for every policy; a pipeline data plane is
+``simulate(trace, block_profiles, "ppipe", plan=pipeline_plan)``.
 
-* ``trace`` — a trace frame (``core.artifacts`` kind "trace"); ``profiles`` — a
-  profiles frame (``core.profiles.load_builtin`` or a profiles artifact).
-* ``policy`` — a registered name (``core.policies.registry.names()``:
-  flex, flex-np, clockwork, nexus); ``config`` — its typed config dataclass,
-  a dict of its fields, or None for the defaults.
-* the cluster — ``gpus`` identical workers in one serving group, or a plan
-  frame (kind "plan": rows group/role/name, ``hardware`` on worker rows; one
-  scheduler instance per group; requests routed by stream rows, else by model
-  rows; a stream in no group is an error), or a ready :class:`Cluster`.
-* ``overhead`` — the scheduler-overhead model (:class:`OverheadConfig`,
-  default: the policy's own, deterministic ``model`` mode).
+**The seam.** A policy (``core.policies.base.Policy``) is registered by name
+(``core.policies.registry``; third-party packages through the
+``shepherd.policies`` entry-point group). It declares the artifact kinds it
+``requires`` and builds its tables in ``prepare(inputs, config) -> Runtime``
+(:mod:`.inputs`). One instance per serving group is constructed with an
+:class:`~.actions.Actions` — everything it may see and call:
 
-Building blocks: :mod:`.events` (heap, tie order, quiet events), :mod:`.loop`
-(engine state, the loop, drop/timer actions), :mod:`.started` (a worker's
-current batch: start, preempt, complete), :mod:`.reserved` (batches a reserving
-policy scheduled exactly: ``book_path`` — engine-executed — and
-``record_batch``/``record_path``), :mod:`.feed` (arrival chunks),
-:mod:`.context` (``GroupContext``), :mod:`.outcomes`, :mod:`.cluster`
-(workers, groups, routing), :mod:`.overhead` (the scheduler as a single server),
-:mod:`.admission` (shedding what an overloaded scheduler cannot take), :mod:`.result`.
+* called with: ``on_start(now)``; ``on_arrivals(ts, ds, ms, ss, rs, lo, hi)``
+  — a run of this group's arrivals (times, deadlines, model indices, streams,
+  request ids), to be handled from ``lo`` while ``ts[i] < act.until``,
+  returning the first index not handled (the default calls
+  ``on_arrival(now, rid, model, deadline, stream)`` per request);
+  ``on_completion(now, worker)``; ``on_timer(now, payload)``; ``on_finish(now)``;
+* may call: ``start``, ``book``, ``preempt``, ``busy``, ``running`` (one
+  worker); ``allocate``, ``resize`` (several workers); ``book_path`` (a
+  reserved path); ``drop``; ``set_timer`` → handle, ``cancel_timer``;
+  ``decision_time``; ``add_worker``, ``remove_worker``; ``windows``.
+
+**What the recorder writes** (:mod:`.recorder`, the only writer): per request
+start, finish, worker, batch, outcome (served / late / dropped), preemptions;
+per batch worker, model, size, start, end, preempted; per allocation segment
+batch, worker, start, end; per worker busy and wasted time and lifetime.
+
+Parts, one concept per module: :mod:`.clock` (events, tie order, cancellable
+timers, quiet events), :mod:`.resources` (workers and one-worker batches),
+:mod:`.allocations` (multi-worker, resizable), :mod:`.paths` (reserved paths),
+:mod:`.recorder` + :mod:`.windows` (per-epoch signals), :mod:`.router`,
+:mod:`.admission` + :mod:`.overhead` (the scheduler as a single server),
+:mod:`.feed` (arrival chunks), :mod:`.loop` (the loop), :mod:`.actions`,
+:mod:`.inputs`, :mod:`.config` (``EngineConfig``: every speed switch),
+:mod:`.cluster`, :mod:`.result`.
 """
 
+from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.clock import ARRIVAL, COMPLETION, TIMER, Clock, Timer
 from shepherd.core.engine.cluster import Cluster, Worker, cluster_from_plan, uniform_cluster
-from shepherd.core.engine.events import ARRIVAL, COMPLETION, TIMER, EventQueue
-from shepherd.core.engine.loop import DROPPED, LATE, PENDING, SERVED, Engine, GroupContext
+from shepherd.core.engine.config import EngineConfig
+from shepherd.core.engine.inputs import Inputs, Runtime
+from shepherd.core.engine.loop import Engine
+from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.engine.result import SimulationResult
+from shepherd.core.engine.router import ByModel, ByStream, OneGroup, RoundRobinFrontends, Router
 from shepherd.core.engine.simulate import prepare_trace, simulate
 
 __all__ = [
     "ARRIVAL", "COMPLETION", "TIMER", "DROPPED", "LATE", "PENDING", "SERVED",
-    "Cluster", "Engine", "EventQueue", "GroupContext", "OverheadConfig", "SimulationResult",
-    "Worker", "cluster_from_plan", "prepare_trace", "simulate", "uniform_cluster",
+    "Actions", "ByModel", "ByStream", "Clock", "Cluster", "Engine", "EngineConfig", "Inputs", "OneGroup",
+    "OverheadConfig", "RoundRobinFrontends", "Router", "Runtime", "SimulationResult", "Timer", "Worker",
+    "cluster_from_plan", "prepare_trace", "simulate", "uniform_cluster",
 ]

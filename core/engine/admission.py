@@ -23,12 +23,12 @@ reaching it. The engine gets there without per-arrival work in the common case:
   whatever comes before it — the run is handed to the policy up to there
   (``feed.lim``).
 * *Decisions inside the run* raise ``free``: after each one,
-  :meth:`Admission._recheck` applies the same bound from the decision time
+  :meth:`Admission.recheck` applies the same bound from the decision time
   to the rest of the handed run and, if it no longer holds, lowers
-  ``engine.until`` to the decision's time so that the policy returns at the
+  the clock's ``until`` to the decision's time so that the policy returns at the
   next arrival and the engine examines the rest again (stopping a run early is
   always safe: :mod:`.events`).
-* *Only when the bound fails* does :meth:`Admission._admit` walk arrivals one
+* *Only when the bound fails* does :meth:`Admission.admit` walk arrivals one
   by one (at most :data:`ADMIT_WINDOW` per call) with the exact recursion,
   shedding the first arrival of the run if its backlog exceeds ``B`` and
   handing the admitted ones before the next shed.
@@ -42,28 +42,65 @@ times to be charged.
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
+
+from shepherd.core.engine.clock import Clock
 from shepherd.core.engine.feed import Feed
 from shepherd.core.engine.outcomes import DROPPED
+from shepherd.core.engine.overhead import SchedulerClock
 
-#: arrivals examined one by one per call of :meth:`Admission._admit` (bounds the work between
+#: arrivals examined one by one per call of :meth:`Admission.admit` (bounds the work between
 #: hand-overs when the O(1) test fails but little is shed)
 ADMIT_WINDOW = 64
 
 
 class Admission:
-    """Frontend admission control (mixed into :class:`~shepherd.core.engine.loop.Engine`)."""
+    """Each group's scheduler-overhead clock fed with its arrivals, and frontend admission control."""
 
-    def _admit(self, g: int, feed: Feed) -> int:
+    __slots__ = ("sched", "feeds", "clock", "outcome", "shed_ids")
+
+    def __init__(self, sched: list[SchedulerClock], feeds: list[Feed], clock: Clock, outcome) -> None:
+        self.sched, self.feeds, self.clock, self.outcome = sched, feeds, clock, outcome
+        self.shed_ids = array("q")  #: requests shed by admission control, in order
+
+    def charge_until(self, g: int, now: int) -> None:
+        """Charge the group's scheduler for the arrivals before ``now`` not yet charged."""
+        feed = self.feeds[g]
+        upto = bisect_left(feed.t, now, feed.charged, feed.hi)
+        if upto > feed.charged:
+            self.sched[g].charge_arrivals(feed.tn[feed.charged:upto])
+            feed.charged = upto
+
+    def decide(self, g: int, now: int, size: int) -> int:
+        """Charge group ``g``'s scheduler for a decision about a batch of ``size`` made at ``now``
+        (the arrivals before it first, then the admission re-check); returns when it takes effect, µs."""
+        sched = self.sched[g]
+        if sched.arrival_ns:
+            self.charge_until(g, now)
+        disp = sched.decide(now, size)
+        if sched.admit:
+            self.recheck(g, now)
+        return disp
+
+    def decision_time(self, g: int, now: int) -> int:
+        """The scheduler's own clock for a decision made at ``now`` (≥ now; see overhead)."""
+        sched = self.sched[g]
+        if sched.arrival_ns:
+            self.charge_until(g, now)
+        return sched.ready_us(now)
+
+    def admit(self, g: int, feed: Feed) -> int:
         """Examine the arrivals from ``feed.pos`` one by one: shed those at the head of the run whose
         backlog exceeds the bound, stop before the next one; returns the index the policy may be
         handed arrivals up to (``feed.pos`` when nothing before ``until`` is left)."""
         sched = self.sched[g]
         t = feed.t
         c, bound = sched.arrival_ns, sched.max_lag_ns
-        until = self.until
+        until = self.clock.until
         pos = feed.pos
         if c:
-            self._charge_until(g, t[pos])  # exact: no later job comes before t[pos]
+            self.charge_until(g, t[pos])  # exact: no later job comes before t[pos]
             a0 = t[pos] * 1000
             # the admitted arrivals not yet charged all arrive at t[pos]
             f = max(sched.free_ns, a0) + (pos - feed.charged) * c
@@ -71,7 +108,7 @@ class Admission:
             f = sched.free_ns
         stop = min(feed.hi, pos + ADMIT_WINDOW)
         k = pos
-        outcome, rids = self.r_outcome, feed.r
+        outcome, rids = self.outcome, feed.r
         while k < stop:
             tk = t[k]
             if tk >= until:
@@ -82,7 +119,7 @@ class Admission:
                     return k  # hand the admitted ones first: their decisions come before k
                 if c:  # shed k: charge what came before a_k, then skip one arrival at a_k
                     if feed.charged < k:
-                        self._charge_until(g, tk)
+                        self.charge_until(g, tk)
                     feed.charged += 1
                 outcome[rids[k]] = DROPPED
                 self.shed_ids.append(rids[k])
@@ -95,11 +132,12 @@ class Admission:
             k += 1
         return k
 
-    def _recheck(self, g: int, now: int) -> None:
+    def recheck(self, g: int, now: int) -> None:
         """After a decision at ``now``: if an arrival of the handed run might now find a backlog
         above the bound, end the run at the next arrival (see module docstring)."""
         sched = self.sched[g]
         feed = self.feeds[g]
+        clock = self.clock
         if (sched.free_ns - now * 1000 + (feed.lim - 1 - feed.charged) * sched.arrival_ns > sched.max_lag_ns
-                and now < self.until):
-            self.until = now
+                and now < clock.until):
+            clock.until = now

@@ -5,7 +5,7 @@ its own scheduler instance and the streams routed to it. Without a plan all
 workers form one group serving every stream. A plan artifact (``core.artifacts``
 kind ``plan``) lists per group its ``worker`` rows (``name`` = worker id,
 optional ``hardware``), its ``stream`` rows and/or its ``model`` rows; requests
-are routed by stream when the plan has stream rows, else by model.
+are routed by stream when the plan has stream rows, else by model (:mod:`.router`).
 
 Every worker is its own node (``node = worker index``) unless a later planner
 says otherwise; the column exists for PPipe's link reservations.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import polars as pl
 
 from shepherd.core.errors import UserError
@@ -44,27 +43,6 @@ class Cluster:
 
     def group_workers(self, group: int) -> list[int]:
         return [w.id for w in self.workers if w.group == group]
-
-    def route(self, streams: np.ndarray, models: list[str], model_idx: np.ndarray) -> np.ndarray:
-        """Group index (position in ``groups``) of every request."""
-        pos = {g: i for i, g in enumerate(self.groups)}
-        if self.stream_group is not None:
-            uniq = np.unique(streams)
-            missing = [int(s) for s in uniq if int(s) not in self.stream_group]
-            if missing:
-                raise UserError(f"plan assigns no group to stream {missing[0]} "
-                                f"({len(missing)} stream(s) of the trace are in no group)")
-            lut = {int(s): pos[self.stream_group[int(s)]] for s in uniq}
-            keys = np.array(sorted(lut), dtype=np.int64)
-            vals = np.array([lut[k] for k in keys], dtype=np.int32)
-            return vals[np.searchsorted(keys, streams)]
-        if self.model_group is not None:
-            missing = [m for m in models if m not in self.model_group]
-            if missing:
-                raise UserError(f"plan assigns no group to model '{missing[0]}'")
-            per_model = np.array([pos[self.model_group[m]] for m in models], dtype=np.int32)
-            return per_model[model_idx]
-        return np.zeros(len(streams), dtype=np.int32)
 
 
 def uniform_cluster(gpus: int, hardware: str) -> Cluster:
@@ -122,6 +100,4 @@ def cluster_from_plan(plan: pl.DataFrame, default_hardware: str | None) -> Clust
             if name in model_group and model_group[name] != g:
                 raise UserError(f"plan assigns model '{name}' to two groups")
             model_group[str(name)] = int(g)
-    if stream_group is None and model_group is None and len(groups) > 1:
-        raise UserError("plan has several groups but no stream or model rows to route requests")
     return Cluster(tuple(workers), tuple(groups), stream_group, model_group)

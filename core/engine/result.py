@@ -1,4 +1,8 @@
-"""The outcome of a simulation as tables (artifact kinds requests/batches/workers/summary)."""
+"""The outcome of a simulation as tables (artifact kinds requests/batches/workers/summary).
+
+Everything here is read from the run's :class:`~.recorder.Recorder` (the
+only writer of rows) and its worker table (:class:`~.resources.Resources`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,9 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.engine.cluster import Cluster
-from shepherd.core.engine.loop import DROPPED, LATE, PENDING, SERVED, Engine
+from shepherd.core.engine.loop import Engine
+from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
+from shepherd.core.engine.recorder import Recorder
 
 OUTCOME_ENUM = pl.Enum(["served", "late", "dropped"])
 
@@ -30,16 +36,21 @@ class SimulationResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def recorder(self) -> Recorder:
+        """The run's tables (per-request arrays ``r_outcome``, ``r_start``, ``r_finish`` …)."""
+        return self.engine.rec
+
+    @property
     def n_requests(self) -> int:
         return len(self.engine.arrival)
 
     def _outcome_series(self) -> pl.Series:
-        return pl.Series("outcome", self.engine.r_outcome).replace_strict(
+        return pl.Series("outcome", self.recorder.r_outcome).replace_strict(
             {PENDING: "dropped", SERVED: "served", LATE: "late", DROPPED: "dropped"}, return_dtype=OUTCOME_ENUM)
 
     def requests_frame(self) -> pl.DataFrame:
         """One row per request (kind ``requests``); start/finish/worker/batch null if never served."""
-        e = self.engine
+        e, r = self.engine, self.recorder
         nullable = ("start_us", "finish_us", "worker", "batch_id")
         models = pl.Series("model", self.models, dtype=pl.String)
         frame = pl.DataFrame({
@@ -48,52 +59,58 @@ class SimulationResult:
             "model": models.gather(e.model) if self.n_requests else pl.Series([], dtype=pl.String),
             "arrival_us": e.arrival,
             "deadline_us": e.deadline,
-            "start_us": e.r_start,
-            "finish_us": e.r_finish,
-            "worker": e.r_worker,
-            "batch_id": e.r_batch,
+            "start_us": r.r_start,
+            "finish_us": r.r_finish,
+            "worker": r.r_worker,
+            "batch_id": r.r_batch,
             "outcome": self._outcome_series(),
-            "preemptions": e.r_preempt.astype(np.int32),
+            "preemptions": r.r_preempt.astype(np.int32),
         })
         done = pl.col("finish_us") >= 0
         return frame.with_columns([pl.when(done).then(pl.col(c)).alias(c) for c in nullable])
 
+    def _group_labels(self) -> np.ndarray:
+        """The plan's group label of every worker (workers added mid-run included)."""
+        labels = np.array(self.cluster.groups, dtype=np.int32)
+        return labels[np.array(self.engine.res.w_group, dtype=np.int64)]
+
     def batches_frame(self) -> pl.DataFrame:
-        """One row per batch (kind ``batches``), preempted ones included."""
-        e = self.engine
-        worker = np.frombuffer(e.b_worker, dtype=np.int64) if len(e.b_worker) else np.empty(0, np.int64)
-        group_of_worker = np.array([self.cluster.workers[i].group for i in range(len(self.cluster.workers))],
-                                   dtype=np.int32)
-        model = np.frombuffer(e.b_model, dtype=np.int64) if len(e.b_model) else np.empty(0, np.int64)
-
-        def col(a):
-            return np.frombuffer(a, dtype=np.int64) if len(a) else np.empty(0, np.int64)
-
+        """One row per batch (kind ``batches``), preempted ones included; an allocation's row names its
+        first worker (its pieces: :meth:`segments_frame`)."""
+        b = self.recorder.batch_columns()
+        worker, model = b["worker"], b["model"]
         return pl.DataFrame({
             "batch_id": np.arange(len(worker), dtype=np.int64),
             "worker": worker.astype(np.int32),
-            "group": group_of_worker[worker] if len(worker) else np.empty(0, np.int32),
+            "group": self._group_labels()[worker] if len(worker) else np.empty(0, np.int32),
             "model": pl.Series("model", np.array(self.models, dtype=object)[model] if len(model) else [],
                                dtype=pl.String),
-            "size": col(e.b_size).astype(np.int32),
-            "start_us": col(e.b_start),
-            "end_us": col(e.b_end),
-            "preempted": col(e.b_pre).astype(bool),
+            "size": b["size"].astype(np.int32),
+            "start_us": b["start"],
+            "end_us": b["end"],
+            "preempted": b["preempted"].astype(bool),
         })
+
+    def segments_frame(self) -> pl.DataFrame:
+        """Every (batch, worker, start, end) piece of work (:meth:`.Recorder.segments`)."""
+        return self.recorder.segments()
 
     def workers_frame(self) -> pl.DataFrame:
         """One row per worker (kind ``workers``): busy time and preempted waste."""
-        e = self.engine
-        ws = self.cluster.workers
+        res, rec = self.engine.res, self.recorder
         return pl.DataFrame({
-            "worker": np.array([w.id for w in ws], dtype=np.int32),
-            "group": np.array([w.group for w in ws], dtype=np.int32),
-            "hardware": [w.hardware for w in ws],
-            "node": np.array([w.node for w in ws], dtype=np.int32),
-            "busy_us": np.array(e.w_busy, dtype=np.int64),
-            "wasted_us": np.array(e.w_waste, dtype=np.int64),
-            "name": [w.name for w in ws],
+            "worker": np.arange(len(res.w_group), dtype=np.int32),
+            "group": self._group_labels(),
+            "hardware": [self.hardware[h] for h in res.w_hw],
+            "node": np.array(res.w_node, dtype=np.int32),
+            "busy_us": np.array(rec.w_busy, dtype=np.int64),
+            "wasted_us": np.array(rec.w_waste, dtype=np.int64),
+            "name": list(res.w_name),
         })
+
+    def windows(self, epoch_us: int, end_us: int | None = None) -> pl.DataFrame:
+        """Per-epoch bad rate, idle fraction, occupancy and active requests (:meth:`.Recorder.windows`)."""
+        return self.recorder.windows(epoch_us, end_us)
 
     def summary_frame(self) -> pl.DataFrame:
         """The one-row summary (kind ``summary``), computed by :mod:`shepherd.core.metrics`."""
@@ -104,12 +121,12 @@ class SimulationResult:
     # cheap scalar views for programmatic users (e.g. planners comparing to an optimum)
     @property
     def good(self) -> int:
-        return int((self.engine.r_outcome == SERVED).sum())
+        return int((self.recorder.r_outcome == SERVED).sum())
 
     @property
     def late(self) -> int:
-        return int((self.engine.r_outcome == LATE).sum())
+        return int((self.recorder.r_outcome == LATE).sum())
 
     @property
     def dropped(self) -> int:
-        return int((self.engine.r_outcome == DROPPED).sum())
+        return int((self.recorder.r_outcome == DROPPED).sum())

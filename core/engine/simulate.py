@@ -1,9 +1,11 @@
-"""``simulate()``: trace + profiles + policy + cluster → :class:`SimulationResult`.
+"""``simulate()``: the one entry point — trace + artifacts + policy → :class:`SimulationResult`.
 
-This is the programmatic entry point (the CLI is a thin wrapper). It prepares
-the trace (``load`` time-compression, ``slo_ms`` override), builds the dense
-latency tables (``core.profiles.latency_table_us``), one policy instance per
-serving group, runs the engine and returns the raw outcome arrays.
+Every policy goes through it (the CLI is a thin wrapper): it prepares the
+trace (``load`` time-compression, ``slo_ms`` override), checks that the
+artifacts the policy ``requires`` were given, lets the policy ``prepare``
+its runtime (cluster and dense tables), routes the requests to serving groups
+(:mod:`.router`), makes one policy instance per group with its
+:class:`~.actions.Actions`, runs the engine and returns the tables.
 """
 
 from __future__ import annotations
@@ -14,15 +16,28 @@ from typing import Any, Callable
 import numpy as np
 import polars as pl
 
-from shepherd.core import policies as _policies  # noqa: F401 - registers the policies
-from shepherd.core.engine.cluster import Cluster, cluster_from_plan, uniform_cluster
-from shepherd.core.engine.loop import Engine, GroupContext
+from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.cluster import Cluster
+from shepherd.core.engine.config import EngineConfig
+from shepherd.core.engine.inputs import Inputs, classify, model_index
+from shepherd.core.engine.loop import Engine
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.engine.result import SimulationResult
+from shepherd.core.engine.router import Router, default_router
 from shepherd.core.errors import UserError
 from shepherd.core.policies import registry
-from shepherd.core.profiles import DEFAULT_MAX_BATCH, latency_table_us
+from shepherd.core.profiles import DEFAULT_MAX_BATCH
 from shepherd.core.units import ms_to_us
+
+import shepherd.core.policies  # noqa: E402,F401 - registers the built-in policies (before any timed call)
+
+#: how to give each artifact kind, for the error of a policy that lacks one
+KIND_HINTS = {
+    "profiles": "a profiles frame (--profiles, or the built-in tables)",
+    "block_profiles": "block profiles (--profiles PATH of kind block_profiles)",
+    "pipeline_plan": "a pipeline plan (--plan PATH of kind pipeline_plan, from `shepherd plan`)",
+    "plan": "a plan frame (--plan PATH of kind plan)",
+}
 
 
 def prepare_trace(trace: pl.DataFrame, load: float = 1.0, slo_ms: float | None = None) -> pl.DataFrame:
@@ -47,101 +62,93 @@ def prepare_trace(trace: pl.DataFrame, load: float = 1.0, slo_ms: float | None =
     return out
 
 
-def _hardware_for(profiles: pl.DataFrame, models: list[str], hardware: str | None) -> str:
-    if hardware is not None:
-        return hardware
-    kinds = profiles.filter(pl.col("model").is_in(models))["hardware"].unique().sort().to_list()
-    if len(kinds) == 1:
-        return kinds[0]
-    if not kinds:
-        return "unknown"
-    raise UserError(f"profiles cover several hardware ({', '.join(kinds)}); choose one with --hardware")
-
-
 def simulate(
     trace: pl.DataFrame,
-    profiles: pl.DataFrame,
+    profiles: Any = None,
     policy: str = "flex",
     config: Any = None,
     *,
     gpus: int | None = None,
-    plan: pl.DataFrame | None = None,
+    plan: Any = None,
     cluster: Cluster | None = None,
+    router: Router | None = None,
+    artifacts: dict[str, Any] | None = None,
     seed: int = 0,
     load: float = 1.0,
     slo_ms: float | None = None,
     overhead: OverheadConfig | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    engine: EngineConfig | None = None,
+    max_batch: int | None = None,
     hardware: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SimulationResult:
-    """Simulate ``policy`` serving ``trace`` on a cluster.
+    """Simulate ``policy`` serving ``trace``.
 
-    The cluster is ``cluster``, else built from ``plan`` (a plan artifact
-    frame), else ``gpus`` identical workers in one group. ``config`` is the
-    policy's typed config (or a dict of its fields, or None for defaults);
-    ``overhead`` defaults to the policy's own overhead model. Deterministic
-    for a given seed unless ``overhead.mode == "emulation"``.
+    ``profiles`` is a profiles frame or block profiles by model; ``plan`` a
+    plan frame or a pipeline plan; ``artifacts`` any other inputs by artifact
+    kind (e.g. a later paper's configuration table); the policy says which it
+    ``requires``.
+    The cluster is ``cluster``, else the plan's, else ``gpus`` identical
+    workers in one group. ``config`` is the policy's typed config (or a dict
+    of its fields, or None for defaults); ``overhead`` defaults to the
+    policy's own overhead model; ``engine`` holds the speed switches.
+    Deterministic for a given seed unless ``overhead.mode == "emulation"``.
     """
     spec = registry.get(policy)
     cfg = registry.make_config(policy, config)
+    if max_batch is None:
+        max_batch = DEFAULT_MAX_BATCH
     if max_batch < 1:
         raise UserError(f"max batch must be ≥ 1, got {max_batch}")
+    eng_cfg = engine if engine is not None else EngineConfig()
     trace = prepare_trace(trace, load, slo_ms)
     models = sorted(trace["model"].unique().to_list()) if trace.height else []
-    hw_default = _hardware_for(profiles, models, hardware)
-    if cluster is None:
-        if plan is not None:
-            cluster = cluster_from_plan(plan, hw_default)
-        elif gpus is not None:
-            cluster = uniform_cluster(gpus, hw_default)
-        else:
-            raise UserError("give the number of GPUs or a plan")
-    hw_names = sorted({w.hardware for w in cluster.workers})
-    lat = [[latency_table_us(profiles, m, h, max_batch).tolist() for m in models] for h in hw_names]
-    for h, per_hw in zip(hw_names, lat):
-        for m, row in zip(models, per_hw):
-            if any(x <= 0 for x in row[1:]):
-                raise UserError(f"profile of '{m}' on {h} has non-positive latencies")
-    exits = _exit_points(profiles, models)
+    inputs = Inputs(trace, models, classify(profiles, plan) | dict(artifacts or {}), gpus, cluster, hardware,
+                    max_batch, eng_cfg)
+    if "pipeline_plan" in inputs.kinds() and "pipeline_plan" not in spec.cls.requires:
+        takers = [n for n in registry.names() if "pipeline_plan" in registry.get(n).cls.requires]
+        raise UserError(f"a pipeline plan runs on a pipeline data plane ({' or '.join(takers)}), "
+                        f"not on policy '{policy}'")
+    missing = [k for k in spec.cls.requires if k not in inputs.kinds()]
+    if missing:
+        raise UserError(f"policy '{policy}' requires {KIND_HINTS.get(missing[0], missing[0])}")
+    runtime = spec.cls.prepare(inputs, cfg)
+    cluster = runtime.cluster
 
     arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
     deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
     stream = trace["stream"].to_numpy()
-    # model index = position in ``models`` (the Enum's physical code; no per-row hashing copies)
-    model_idx = (trace["model"].cast(pl.Enum(models)).to_physical().to_numpy()
-                 if trace.height else np.empty(0, np.int32))
-    routed = cluster.stream_group is not None or cluster.model_group is not None
-    group_of = cluster.route(stream, models, model_idx) if routed else None  # checks every stream has a group
+    model_idx = model_index(trace, models)
+    rng = np.random.default_rng(seed)
+    route = router if router is not None else default_router(cluster)
+    routed = (len(cluster.groups) > 1 or router is not None or cluster.stream_group is not None
+              or cluster.model_group is not None)  # routing also checks that every stream has a group
+    group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
 
     ovh = overhead if overhead is not None else spec.cls.default_overhead
-    hw_pos = {h: i for i, h in enumerate(hw_names)}
-    engine = Engine(arrival, deadline, model_idx, stream, group_of, cluster,
-                    [hw_pos[w.hardware] for w in cluster.workers], lat, ovh)
+    hw_pos = {h: i for i, h in enumerate(runtime.hardware)}
+    gpos = {g: i for i, g in enumerate(cluster.groups)}
+    ws = cluster.workers
+    eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), [gpos[w.group] for w in ws],
+                 [hw_pos[w.hardware] for w in ws], [w.node for w in ws], [w.name for w in ws], runtime.lat,
+                 ovh, eng_cfg)
     for name in ("instances", "priority"):
         if name in trace.columns:
-            engine.columns[name] = trace[name].to_numpy()
-    rng = np.random.default_rng(seed)
+            eng.columns[name] = trace[name].to_numpy()
     for gi, gid in enumerate(cluster.groups):
-        wids = cluster.group_workers(gid)
-        ctx = GroupContext(engine, gi, gid, wids, [engine.w_hw[w] for w in wids], lat, models,
-                           exits, max_batch, rng, engine.group_ids[gi] if len(engine.group_ids) > 1 else None)
-        pol = spec.cls(ctx, cfg)
-        engine.policies.append(pol)
-    engine.policy_of = [engine.policies[g] for g in engine.w_group]
+        eng.policies.append(spec.cls(Actions(eng, gi, gid, runtime, models, max_batch, rng), cfg))
     if trace.height:
-        engine.run(progress)
+        eng.run(progress)
+    stats: dict[str, Any] = {}
+    for p in eng.policies:
+        for k, v in p.stats().items():
+            stats[k] = stats.get(k, 0) + v if isinstance(v, (int, float)) else v
     return SimulationResult(
-        policy=policy, config=dataclasses.asdict(cfg), overhead=dataclasses.asdict(ovh),
-        seed=seed, models=models, hardware=hw_names, cluster=cluster, engine=engine,
-        trace_stream=stream,
+        policy=policy, config=_asdict(cfg), overhead=dataclasses.asdict(ovh),
+        seed=seed, models=models, hardware=runtime.hardware, cluster=cluster, engine=eng,
+        trace_stream=stream, extra={"policy_stats": stats} if stats else {},
     )
 
 
-def _exit_points(profiles: pl.DataFrame, models: list[str]) -> list[int]:
-    if "exit_points" not in profiles.columns:
-        return [0] * len(models)
-    per = (profiles.filter(pl.col("model").is_in(models)).group_by("model")
-           .agg(pl.col("exit_points").max()))
-    lut = {m: (int(e) if e is not None else 0) for m, e in per.iter_rows()}
-    return [lut.get(m, 0) for m in models]
+def _asdict(cfg: Any) -> dict[str, Any]:
+    return dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else {}

@@ -205,26 +205,6 @@ def from_frame(frame: pl.DataFrame, models: list[str] | None = None) -> dict[str
     return out
 
 
-def whole_model_frame(profiles: list[BlockProfile], source: str = "ppipe") -> pl.DataFrame:
-    """Whole-model latency at MPS level 1 as a ``profiles`` frame (Fig. 2; the engine's lookup tables)."""
-    from shepherd.core.profiles import fit_linear
-
-    rows = []
-    for p in profiles:
-        for (hw, k), arr in sorted(p.lat.items()):
-            if k != 1:
-                continue
-            tot = arr.sum(axis=0).astype(np.float64) / 1000.0
-            bs = np.arange(1, tot.size + 1)
-            fit = fit_linear(bs, tot)
-            for b, v in zip(bs, tot):
-                rows.append(dict(model=p.model, hardware=hw, batch=int(b), latency_ms=float(v),
-                                 alpha_ms=fit.alpha, beta_ms=fit.beta, r2=fit.r2, source=source))
-    return pl.DataFrame(rows, schema={"model": pl.String, "hardware": pl.String, "batch": pl.Int32,
-                                      "latency_ms": pl.Float64, "alpha_ms": pl.Float64, "beta_ms": pl.Float64,
-                                      "r2": pl.Float64, "source": pl.String})
-
-
 # --------------------------------------------------------------------------- §5.2 pre-partitioning
 
 def prepartition(layer_us: np.ndarray, n_blocks: int) -> np.ndarray:

@@ -1,24 +1,22 @@
-"""From a pooled-pipeline plan to a running engine: vGPU workers, pipelines, policies (PPipe §5.1 "Data plane").
+"""From a pooled-pipeline plan to a running engine: vGPU workers, pipelines (PPipe §5.1 "Data plane").
 
 :func:`build` places the plan's virtual GPUs on physical GPUs and servers
 (:func:`.plan.place`), makes one engine worker per vGPU (node = its server,
 so NIC reservations are shared by the GPUs of a server) in one serving group,
 and precomputes every stage's latency and inbound transfer per batch size
-(STYLE.md pattern 6). :func:`simulate_plan` runs a data-plane policy
-(``ppipe``, ``reactive``) over a trace with the reference engine.
+(STYLE.md pattern 6). :func:`prepare_pipelines` is the ``prepare`` step of
+the data-plane policies (``ppipe``, ``reactive``), which run through
+``simulate(trace, block_profiles, policy, plan=pipeline_plan)``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
-
-import polars as pl
 
 from shepherd.core.engine.cluster import Cluster, Worker
-from shepherd.core.engine.result import SimulationResult
-from shepherd.core.engine.simulate import simulate
-from shepherd.core.pipelines.blocks import BlockProfile, whole_model_frame
+from shepherd.core.engine.inputs import Inputs, Runtime
+from shepherd.core.errors import UserError
+from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.plan import PipelinePlan, place
 from shepherd.core.pipelines.reservations import PipeRuntime
 
@@ -56,16 +54,14 @@ def build(plan: PipelinePlan, profiles: dict[str, BlockProfile],
     return Cluster(workers, (0,)), pipes, nodes
 
 
-def simulate_plan(plan: PipelinePlan, profiles: dict[str, BlockProfile], trace: pl.DataFrame,
-                  policy: str = "ppipe", seed: int = 0, config: dict[str, Any] | None = None,
-                  progress: Callable[[int], None] | None = None) -> SimulationResult:
-    """Serve ``trace`` with ``plan`` under data-plane ``policy`` (``ppipe`` or ``reactive``)."""
-    models = sorted(trace["model"].unique().to_list()) if trace.height else []
-    cluster, pipes, nodes = build(plan, profiles, models)
-    whole = whole_model_frame([profiles[m] for m in models if m in profiles])
-    cfg = dict(config or {}) | {"pipelines": tuple(pipes), "nodes": nodes}
-    from shepherd.core.policies import registry
-
-    typed = registry.get(policy).config_cls(**cfg)
-    return simulate(trace, whole, policy, typed, cluster=cluster, seed=seed, progress=progress,
-                    hardware=plan.cluster.hardware[0])
+def prepare_pipelines(inputs: Inputs) -> Runtime:
+    """The runtime of a data-plane policy: the plan's vGPU cluster and its pipelines
+    (``runtime.tables``: ``pipelines``, ``nodes``)."""
+    plan: PipelinePlan = inputs.get("pipeline_plan")
+    profiles: dict[str, BlockProfile] = inputs.get("block_profiles")
+    missing = [m for m in inputs.models if m not in profiles]
+    if missing:
+        raise UserError(f"profiles have no model '{missing[0]}'")
+    cluster, pipes, nodes = build(plan, profiles, inputs.models)
+    hw_names = sorted({w.hardware for w in cluster.workers})
+    return Runtime(cluster, hw_names, tables={"pipelines": tuple(pipes), "nodes": nodes})

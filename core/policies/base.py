@@ -1,37 +1,52 @@
-"""The :class:`Policy` interface: react to events by calling engine actions.
+"""The :class:`Policy` interface: declare inputs, prepare tables, react to events through ``Actions``.
+
+A policy class declares the artifact kinds it ``requires`` and builds its own
+dense tables before the run in :meth:`Policy.prepare` (default: whole-model
+latency tables from α/β profiles on ``--gpus`` or a plan; see
+``core.engine.inputs``). ``simulate()`` makes one instance per serving group,
+``cls(act, config)``, where ``act`` is the group's
+:class:`~shepherd.core.engine.actions.Actions` (what it may see and call).
 
 Events: ``on_arrivals`` (a run of arrivals that all happen before the next
-queued event), ``on_completion`` (a worker finished its batch and is idle),
-``on_timer`` (a wake-up the policy asked for with ``engine.set_timer``).
-Actions: ``engine.start_batch``, ``engine.preempt``, ``engine.drop``,
-``engine.set_timer`` (see :mod:`shepherd.core.engine.loop`).
+queued event), ``on_completion`` (a worker finished its batch), ``on_timer``
+(a timer set with ``act.set_timer`` fired and was not cancelled).
 
 Contract of ``on_arrivals(ts, ds, ms, ss, rs, lo, hi)``: the lists hold the
 arrival time, deadline, model index, stream and global request id of a chunk
 of this group's arrivals; handle them from index ``lo`` while
-``ts[i] < engine.until`` and return the first index not handled. Any action
-may lower ``engine.until`` (a batch that completes, a timer) — re-read it after
-acting. The default implementation calls :meth:`Policy.on_arrival` per request.
+``ts[i] < act.until`` and return the first index not handled. An action may
+lower ``act.until`` (a batch that completes before the next arrival, a
+timer): a policy overriding ``on_arrivals`` reads it again after acting. The
+default implementation does so and calls :meth:`Policy.on_arrival` per request.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from shepherd.core.engine.loop import GroupContext
+from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.inputs import Inputs, Runtime, whole_model_runtime
 from shepherd.core.engine.overhead import OverheadConfig
 
 
 class Policy:
     """Base class of every online policy (one instance per serving group)."""
 
+    #: artifact kinds ``simulate()`` must be given for this policy (``core.artifacts`` kinds)
+    requires: ClassVar[tuple[str, ...]] = ("profiles",)
     #: default scheduler-overhead model of this policy (see core.engine.overhead)
     default_overhead: ClassVar[OverheadConfig] = OverheadConfig()
 
-    def __init__(self, ctx: GroupContext, config: Any) -> None:
-        self.ctx = ctx
-        self.engine = ctx.engine
+    def __init__(self, act: Actions, config: Any) -> None:
+        self.act = act
         self.config = config
+
+    @classmethod
+    def prepare(cls, inputs: Inputs, config: Any) -> Runtime:
+        """The cluster and tables of a run (once, before any instance is made)."""
+        if hasattr(config, "validate"):
+            config.validate()
+        return whole_model_runtime(inputs)
 
     # events ---------------------------------------------------------------
     def on_start(self, now: int) -> None:
@@ -39,10 +54,10 @@ class Policy:
 
     def on_arrivals(self, ts: list[int], ds: list[int], ms: list[int], ss: list[int],
                     rs: list[int], lo: int, hi: int) -> int:
-        eng = self.engine
+        act = self.act
         for i in range(lo, hi):
             t = ts[i]
-            if t >= eng.until:
+            if t >= act.until:
                 return i
             self.on_arrival(t, rs[i], ms[i], ds[i], ss[i])
         return hi
@@ -51,10 +66,14 @@ class Policy:
         raise NotImplementedError
 
     def on_completion(self, now: int, worker: int) -> None:
-        """``worker`` finished its batch and is idle."""
+        """``worker`` finished its batch (an allocation's: its first worker)."""
 
     def on_timer(self, now: int, payload: Any) -> None:
-        """A timer set with ``engine.set_timer`` fired."""
+        """A timer set with ``act.set_timer`` fired."""
 
     def on_finish(self, now: int) -> None:
         """No events left; requests still queued end as dropped (the engine marks them)."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters of the run (summed over groups into ``result.extra["policy_stats"]``)."""
+        return {}

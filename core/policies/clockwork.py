@@ -27,7 +27,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from shepherd.core.engine.loop import GroupContext
+from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -58,19 +58,18 @@ class Clockwork(Policy):
     default_overhead = OverheadConfig(base_us=2.0, per_worker_us=0.1, worker_exponent=1.5,
                                       arrival_us=0.5, arrival_per_worker_us=0.05)
 
-    def __init__(self, ctx: GroupContext, config: ClockworkConfig) -> None:
-        super().__init__(ctx, config)
-        self.q = DeadlineQueues(len(ctx.models))
-        self.maxb = ctx.max_batch
-        self.workers = ctx.workers
-        self.local = {w: k for k, w in enumerate(ctx.workers)}
-        self.hw_of = ctx.hardware
-        self.lat = ctx.lat
-        hws = sorted(set(ctx.hardware))
-        self.lat1 = [min(ctx.lat[h][m][1] for h in hws) for m in range(len(ctx.models))]
-        self.idle = list(range(len(ctx.workers)))
-        self.models = range(len(ctx.models))
-        config.validate()
+    def __init__(self, act: Actions, config: ClockworkConfig) -> None:
+        super().__init__(act, config)
+        self.q = DeadlineQueues(len(act.models))
+        self.maxb = act.max_batch
+        self.workers = list(act.workers)
+        self.local = {w: k for k, w in enumerate(self.workers)}
+        self.hw_of = act.hardware
+        self.lat = act.lat
+        hws = sorted(set(self.hw_of))
+        self.lat1 = [min(act.lat[h][m][1] for h in hws) for m in range(len(act.models))]
+        self.idle = list(range(len(self.workers)))
+        self.models = range(len(act.models))
         self.slack = config.urgency == "slack"
 
     def pick(self, now: int, hw: int) -> tuple[int, int]:
@@ -82,7 +81,7 @@ class Clockwork(Policy):
                 continue
             dead = q.expire(m, now + self.lat[hw][m][1])
             if dead:
-                self.engine.drop(dead, now)
+                self.act.drop(dead, now)
             d = q.head_deadline(m)
             if d is None:
                 continue
@@ -96,16 +95,16 @@ class Clockwork(Policy):
         return best_m, min(b, q.length(best_m))
 
     def _run(self, k: int, now: int) -> bool:
-        m, b = self.pick(self.engine.decision_time(self.ctx.group, now), self.hw_of[k])
+        m, b = self.pick(self.act.decision_time(now), self.hw_of[k])
         if b == 0:
             return False
-        self.engine.start_batch(self.workers[k], m, self.q.take(m, self.q.h[m], b), now)
+        self.act.start(self.workers[k], m, self.q.take(m, self.q.h[m], b), now)
         return True
 
     def on_arrivals(self, ts: list[int], ds: list[int], ms: list[int], ss: list[int],
                     rs: list[int], lo: int, hi: int) -> int:
-        eng = self.engine
-        until = eng.until
+        act = self.act
+        until = act.until
         q = self.q
         qd_all, qr_all = q.d, q.r
         idle = self.idle
@@ -126,7 +125,7 @@ class Clockwork(Policy):
             if idle:
                 while idle and self._run(idle[0], t):
                     idle.pop(0)
-                until = eng.until
+                until = act.until
         return hi
 
     def on_completion(self, now: int, worker: int) -> None:

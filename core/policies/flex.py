@@ -38,7 +38,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from shepherd.core.engine.loop import GroupContext
+from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -84,31 +85,34 @@ class Flex(Policy):
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.1, worker_exponent=1.0,
                                       arrival_us=0.2, arrival_per_worker_us=0.05)
 
-    def __init__(self, ctx: GroupContext, config: FlexConfig) -> None:
-        super().__init__(ctx, config)
-        config.validate()
-        self.q = DeadlineQueues(len(ctx.models))
-        self.maxb = ctx.max_batch
+    @classmethod
+    def prepare(cls, inputs: Inputs, config: FlexConfig) -> Runtime:
+        """Whole-model tables; with ``exit_overhead`` every batch latency is stretched (Fig. 12) — the
+        tables the engine charges, so Flex's decisions and the batches' run times agree."""
+        runtime = super().prepare(inputs, config)
+        if config.exit_overhead:
+            runtime.lat = [[[int(round(x * (1 + config.exit_overhead))) for x in per_m] for per_m in per_hw]
+                           for per_hw in runtime.lat]
+        return runtime
+
+    def __init__(self, act: Actions, config: FlexConfig) -> None:
+        super().__init__(act, config)
+        self.q = DeadlineQueues(len(act.models))
+        self.maxb = act.max_batch
         self.lam = config.lam
         self.preemption = config.preemption
-        self.workers = ctx.workers
-        self.group = ctx.group
-        self.local = {w: k for k, w in enumerate(ctx.workers)}
-        self.run_size = [0] * len(ctx.workers)  # 0 = idle
-        self.idle = list(range(len(ctx.workers)))  # local ids, kept sorted
-        if config.exit_overhead:
-            self.lat_by_hw = [[[int(round(x * (1 + config.exit_overhead))) for x in per_m] for per_m in per_hw]
-                              for per_hw in ctx.lat]
-            # the engine charges the stretched latency too
-            self.engine.lat = self.lat_by_hw
-        else:
-            self.lat_by_hw = ctx.lat
-        self.hw_of = ctx.hardware
-        hws = sorted(set(ctx.hardware))
+        self.workers = list(act.workers)
+        self.group = act.group
+        self.local = {w: k for k, w in enumerate(self.workers)}
+        self.run_size = [0] * len(self.workers)  # 0 = idle
+        self.idle = list(range(len(self.workers)))  # local ids, kept sorted
+        self.lat_by_hw = act.lat
+        self.hw_of = act.hardware
+        hws = sorted(set(self.hw_of))
         #: smallest ℓ(1) per model over the group's hardware: the expiry cutoff
-        self.lat1 = [min(self.lat_by_hw[h][m][1] for h in hws) for m in range(len(ctx.models))]
-        self.exits = [config.exit_points or e or DEFAULT_EXIT_POINTS for e in ctx.exit_points]
-        self.models = range(len(ctx.models))
+        self.lat1 = [min(self.lat_by_hw[h][m][1] for h in hws) for m in range(len(act.models))]
+        self.exits = [config.exit_points or e or DEFAULT_EXIT_POINTS for e in act.exit_points]
+        self.models = range(len(act.models))
         self.thresh = INF if not self.preemption else 0
 
     # ------------------------------------------------------------------ BATCHGEN
@@ -124,7 +128,7 @@ class Flex(Policy):
                 continue
             dead = q.expire(m, now + self.lat1[m])
             if dead:
-                self.engine.drop(dead, now)
+                self.act.drop(dead, now)
             b, i0 = q.largest_feasible(m, now, lat[m], self.maxb)
             if b > best_b or (b == best_b and b and qd_all[m][i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd_all[m][i0]
@@ -133,10 +137,10 @@ class Flex(Policy):
     def _run(self, k: int, now: int) -> bool:
         """Start BATCHGEN's batch on local worker k; False if nothing is feasible."""
         w = self.workers[k]
-        m, b, i0 = self.batchgen(self.engine.decision_time(self.group, now), self.hw_of[k])
+        m, b, i0 = self.batchgen(self.act.decision_time(now), self.hw_of[k])
         if b == 0:
             return False
-        self.engine.start_batch(w, m, self.q.take(m, i0, b), now)
+        self.act.start(w, m, self.q.take(m, i0, b), now)
         self.run_size[k] = b
         return True
 
@@ -144,8 +148,8 @@ class Flex(Policy):
 
     def on_arrivals(self, ts: list[int], ds: list[int], ms: list[int], ss: list[int],
                     rs: list[int], lo: int, hi: int) -> int:
-        eng = self.engine
-        until = eng.until
+        act = self.act
+        until = act.until
         q = self.q
         qd_all, qr_all, heads = q.d, q.r, q.h
         idle = self.idle
@@ -165,10 +169,10 @@ class Flex(Policy):
                 q.push(m, d, rs[i])
             if idle:
                 self._fill_idle(t)
-                until = eng.until
+                until = act.until
             elif len(qd) - heads[m] >= self.thresh:
                 self._check_preempt(t, m)
-                until = eng.until
+                until = act.until
         return hi
 
     def _fill_idle(self, now: int) -> None:
@@ -193,12 +197,10 @@ class Flex(Policy):
 
     def _delay(self, k: int, now: int) -> int | None:
         """Time from ``now`` to the running batch's next exit point; None after the last."""
-        eng = self.engine
-        w = self.workers[k]
-        start, end = eng.w_start[w], eng.w_end[w]
+        start, end, model = self.act.running(self.workers[k])
         if now <= start:
             return 0
-        e = self.exits[eng.w_model[w]]
+        e = self.exits[model]
         span = end - start
         nxt = (now - start) * (e + 1) // span  # exit point k sits at start + k·span // (e+1)
         while start + nxt * span // (e + 1) < now:
@@ -210,7 +212,7 @@ class Flex(Policy):
     def _check_preempt(self, now: int, m_arrived: int) -> None:
         full = self.thresh == 0
         rs = self.run_size
-        eng = self.engine
+        act = self.act
         while True:
             k = min(range(len(rs)), key=rs.__getitem__)
             small = rs[k]
@@ -225,7 +227,7 @@ class Flex(Policy):
             if delay is None:  # past its last exit point: it finishes shortly
                 self.thresh = need
                 return
-            t_eff = max(now + delay, eng.decision_time(self.group, now))
+            t_eff = max(now + delay, act.decision_time(now))
             hw = self.hw_of[k]
             if full:
                 m, b, i0 = self.batchgen(t_eff, hw)
@@ -236,11 +238,11 @@ class Flex(Policy):
                 self.thresh = need
                 return
             w = self.workers[k]
-            stop, victims = eng.preempt(w, now, delay)
-            eng.start_batch(w, m, self.q.take(m, i0, b), now)
+            stop, victims = act.preempt(w, now, delay)
+            act.start(w, m, self.q.take(m, i0, b), now)
             rs[k] = b
             dropped = []
-            lat1, vmodel, vdeadline = self.lat1, eng.model, eng.deadline
+            lat1, vmodel, vdeadline = self.lat1, act.model_of, act.deadlines
             for r in victims:
                 mr = int(vmodel[r])
                 d = int(vdeadline[r])
@@ -248,7 +250,7 @@ class Flex(Policy):
                     self.q.push(mr, d, r)  # line 19: treated as a new arrival
                 else:
                     dropped.append(r)
-            eng.drop(dropped, now)
+            act.drop(dropped, now)
             full = True  # re-entered requests and a new running set: rescan all queues
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from shepherd.core.engine.loop import GroupContext
+from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -123,20 +123,19 @@ class Nexus(Policy):
     #: per-GPU backends decide locally: a constant cost, no per-worker term; frontends route arrivals
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.0, arrival_us=0.5)
 
-    def __init__(self, ctx: GroupContext, config: NexusConfig) -> None:
-        super().__init__(ctx, config)
-        config.validate()
+    def __init__(self, act: Actions, config: NexusConfig) -> None:
+        super().__init__(act, config)
         self.epoch_us = max(1, int(round(config.epoch_s * 1e6)))
-        arrival, deadline, model, stream = ctx.arrivals()
+        arrival, deadline, model, stream = act.arrivals()
         self.peaks = epoch_peaks(arrival, stream, self.epoch_us,
                                  max(1, int(round(config.peak_window_s * 1e6))))
         self.stream_model, self.stream_slo = stream_info(arrival, deadline, model, stream)
-        self.hw = ctx.hardware[0]
-        self.lat = ctx.lat[self.hw]
-        self.tables = {ctx.models[m]: np.asarray(self.lat[m], dtype=np.int64) for m in range(len(ctx.models))}
-        self.workers = ctx.workers
-        self.local = {w: k for k, w in enumerate(ctx.workers)}
-        n = len(ctx.workers)
+        self.hw = act.hardware[0]
+        self.lat = act.lat[self.hw]
+        self.tables = {act.models[m]: np.asarray(self.lat[m], dtype=np.int64) for m in range(len(act.models))}
+        self.workers = list(act.workers)
+        self.local = {w: k for k, w in enumerate(act.workers)}
+        n = len(act.workers)
         self.slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # per worker: (stream, batch)
         self.queues: list[list[deque]] = [[] for _ in range(n)]  # per worker, per slot
         self.rr = [0] * n
@@ -152,7 +151,7 @@ class Nexus(Policy):
         return self.peaks.get(src, {})
 
     def _plan(self, peaks: dict[int, float]) -> tuple[list[dict], float]:
-        names = self.ctx.models
+        names = self.act.models
         rows = [(s, names[self.stream_model[s]], self.stream_slo[s], r) for s, r in sorted(peaks.items())
                 if r > 0 and s in self.stream_model and self.lat[self.stream_model[s]][1] <= self.stream_slo[s]]
         if not rows:
@@ -222,7 +221,7 @@ class Nexus(Policy):
                 self._enqueue(s, d, r)
             else:
                 dropped.append(r)
-        self.engine.drop(dropped, now)
+        self.act.drop(dropped, now)
         for kk in sorted(self.idle):
             self._dispatch(kk, now)
 
@@ -230,12 +229,12 @@ class Nexus(Policy):
 
     def on_start(self, now: int) -> None:
         self._configure(now, 0)
-        self.engine.set_timer(self.ctx.group, self.epoch_us, 1)
+        self.act.set_timer(self.epoch_us, 1)
 
     def on_timer(self, now: int, payload: Any) -> None:
         self._configure(now, int(payload))
         if self.peaks and int(payload) < max(self.peaks):
-            self.engine.set_timer(self.ctx.group, (int(payload) + 1) * self.epoch_us, int(payload) + 1)
+            self.act.set_timer((int(payload) + 1) * self.epoch_us, int(payload) + 1)
 
     def _enqueue(self, s: int, d: int, r: int) -> int:
         """Smooth weighted round-robin over the stream's allocations; returns the worker."""
@@ -257,13 +256,13 @@ class Nexus(Policy):
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         b = self.bucket.get(stream)
         if b is None:
-            self.engine.drop([rid], now)
+            self.act.drop([rid], now)
             return
         tokens = b[0] + (now - b[1]) * b[2]
         b[0] = tokens if tokens < b[3] else b[3]
         b[1] = now
         if b[0] < 1.0:
-            self.engine.drop([rid], now)
+            self.act.drop([rid], now)
             return
         b[0] -= 1.0
         k = self._enqueue(stream, deadline, rid)
@@ -272,7 +271,7 @@ class Nexus(Policy):
 
     def _dispatch(self, k: int, now: int) -> None:
         slots, queues = self.slots[k], self.queues[k]
-        t = self.engine.decision_time(self.ctx.group, now)
+        t = self.act.decision_time(now)
         n = len(slots)
         for step in range(n):
             j = (self.rr[k] + step) % n
@@ -284,11 +283,11 @@ class Nexus(Policy):
             # the batch is at most ``cap``; drop heads that would miss their deadline in it
             while q and q[0][0] < t + lat[min(cap, len(q))]:
                 dead.append(q.popleft()[1])
-            self.engine.drop(dead, now)
+            self.act.drop(dead, now)
             if not q:
                 continue
             take = [q.popleft()[1] for _ in range(min(cap, len(q)))]
-            self.engine.start_batch(self.workers[k], m, take, now)
+            self.act.start(self.workers[k], m, take, now)
             self.rr[k] = (j + 1) % n
             self.idle.discard(k)
             return

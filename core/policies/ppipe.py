@@ -16,7 +16,7 @@ and the pooled pipelines the plan gave it. Whenever a DNN's queue changes
    ``reserve`` the path and dispatch the first ``bs`` requests (15–21).
 
 Execution: each stage's reserved GPU interval becomes an engine batch booked
-at dispatch (``engine.book_path``): it runs over its reserved interval, its
+at dispatch (``act.book_path``): it runs over its reserved interval, its
 completion is an event (a quiet one: this policy needs no ``on_completion``)
 at which the engine checks that the vGPU was not double-booked and writes the
 outcomes of the last stage, so the engine's own
@@ -27,10 +27,10 @@ reserve a later batch into a gap *before* one already reserved on the same
 vGPU, so the reserved start is final at dispatch and the vGPU's order of
 batches is the reservation table's, not the dispatch order.) Feedback
 correction (§5.4) is not needed in that case and not modelled.
-``execute="direct"`` records each stage at dispatch instead
-(``engine.record_batch``; ``engine.record_path`` for a single request's whole
-path): the same outcomes with no event per stage — the fast fidelity, checked
-against the reference by ``tests/test_ppipe_dataplane.py``. Waiting-state
+``EngineConfig(reserved="record")`` has the engine record each path at
+dispatch instead: the same outcomes with no event per stage — the fast
+fidelity, checked against the reference by ``tests/test_ppipe_dataplane.py``
+(a speed switch of the engine, not of this policy). Waiting-state
 arrivals that cannot complete a batch skip re-probing until the timer (documented shortcut; Algorithm 1 would
 re-probe and reach the same wait unless another DNN booked shared links).
 """
@@ -38,9 +38,11 @@ re-probe and reach the same wait unless another DNN booked shared links).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, reserve
 from shepherd.core.policies.base import Policy
@@ -49,61 +51,56 @@ from shepherd.core.policies.registry import register
 
 @dataclass(frozen=True)
 class PPipeDataPlaneConfig:
-    """The pooled pipelines to serve (built by ``core.pipelines.runtime.build``)."""
+    """PPipe data-plane options (the pipelines come from the plan: ``prepare``)."""
 
-    pipelines: tuple[PipeRuntime, ...] = ()
-    nodes: int = 1  # servers (NICs) in the cluster
-    wait: bool = True  # wait-till-last-moment for a full batch (Algorithm 1 line 17)
-    #: "engine": every stage runs as an engine batch at its reserved time (the reference);
-    #: "direct": stages are recorded at dispatch (engine.record_batch) — same outcomes, fewer events
-    execute: str = "engine"
-    #: probe() walks a per-pool index of vGPUs by free time (core/pipelines/table.py); False: the
-    #: plain scan of every vGPU (identical results, slower; for tests and benchmarks)
-    index: bool = True
-    stats: dict = field(default_factory=dict, compare=False)  # filled during the run: probes, dispatches
+    wait: bool = True  #: wait-till-last-moment for a full batch (Algorithm 1 line 17)
 
 
 @register("ppipe", PPipeDataPlaneConfig)
 class PPipePolicy(Policy):
     """PPipe data plane: probe/reserve adaptive batching over pooled pipelines (§5.4)."""
 
+    requires = ("pipeline_plan", "block_profiles")
     default_overhead = OverheadConfig(mode="none")
 
-    def __init__(self, ctx: Any, config: PPipeDataPlaneConfig) -> None:
-        super().__init__(ctx, config)
-        n_models = len(ctx.models)
-        n_workers = len(self.engine.cluster.workers)
-        self.res = Reservations(n_workers, max(config.nodes, 1), index=config.index)
+    @classmethod
+    def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:
+        from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
+
+        return prepare_pipelines(inputs)
+
+    def __init__(self, act: Actions, config: PPipeDataPlaneConfig) -> None:
+        super().__init__(act, config)
+        n_models = len(act.models)
+        tables = act.runtime.tables
+        self.res = Reservations(len(act.nodes), max(tables["nodes"], 1), index=act.engine_config.pool_index)
         self.pipes: list[list[PipeRuntime]] = [[] for _ in range(n_models)]
-        for p in config.pipelines:
+        for p in tables["pipelines"]:
             self.pipes[p.model].append(p)
         self.queue: list[deque[tuple[int, int]]] = [deque() for _ in range(n_models)]
         self.wait_until = [-1] * n_models  # a wake-up is set; skip probing before it
         self.wait_need = [0] * n_models
         self.probes = 0
         self.dispatched = 0
-        if config.execute not in ("engine", "direct"):
-            from shepherd.core.errors import UserError
-
-            raise UserError(f"ppipe: execute must be 'engine' or 'direct', got '{config.execute}'")
-        self.direct = config.execute == "direct"
 
     # ------------------------------------------------------------------ events
 
     def on_arrivals(self, ts: list[int], ds: list[int], ms: list[int], ss: list[int],
                     rs: list[int], lo: int, hi: int) -> int:
-        eng = self.engine
+        act = self.act
+        until = act.until
         queue, wait_until, wait_need = self.queue, self.wait_until, self.wait_need
         i = lo
         while i < hi:
             t = ts[i]
-            if t >= eng.until:
+            if t >= until:
                 return i
             m = ms[i]
             q = queue[m]
             q.append((rs[i], ds[i]))
             if not (t < wait_until[m] and len(q) < wait_need[m]):
                 self.schedule(m, t)
+                until = act.until  # an action may have ended the run earlier
             i += 1
         return hi
 
@@ -113,18 +110,18 @@ class PPipePolicy(Policy):
             self.wait_until[m] = -1
             self.schedule(m, now, last_moment=True)
 
-    def on_finish(self, now: int) -> None:
-        self.config.stats.update(probes=self.probes, dispatched=self.dispatched)
+    def stats(self) -> dict[str, Any]:
+        return {"probes": self.probes, "dispatched": self.dispatched}
 
     # ------------------------------------------------------------------ Algorithm 1
 
     def schedule(self, m: int, now: int, last_moment: bool = False) -> None:
         q = self.queue[m]
         pipes = self.pipes[m]
-        eng = self.engine
+        act = self.act
         res = self.res
         if not pipes:
-            eng.drop([r for r, _ in q], now)
+            act.drop([r for r, _ in q], now)
             q.clear()
             return
         several = len(pipes) > 1
@@ -156,39 +153,28 @@ class PPipePolicy(Policy):
                         break
             if bs == 0:  # drop the oldest and start over
                 rid, _ = q.popleft()
-                eng.drop([rid], now)
+                act.drop([rid], now)
                 continue
             if len(q) < bs:
                 slack = deadline - finish
                 if self.config.wait and slack > 0 and not last_moment:
                     self.wait_until[m] = now + slack
                     self.wait_need[m] = bs
-                    eng.set_timer(self.ctx.group, now + slack, m)
+                    act.set_timer(now + slack, m)
                     return
                 bs = len(q)  # the last moment: send what is queued
                 finish, _, resv = probe(res, best, bs, now)
                 self.probes += 1
                 if finish > deadline:  # pragma: no cover - a smaller batch is never slower
                     rid, _ = q.popleft()
-                    eng.drop([rid], now)
+                    act.drop([rid], now)
                     continue
             reserve(res, resv, now)
             self.dispatched += 1
             # probe's layout: the first stage's vGPU, then (uplink, downlink, vGPU) per stage
             if bs == 1:
-                rid = q.popleft()[0]
-                if self.direct:  # one request: its whole path in one engine call
-                    eng.record_path(m, rid, resv[::3])
-                else:
-                    eng.book_path(m, [rid], resv[::3], now)
+                act.book_path(m, [q.popleft()[0]], resv[::3], now)
             else:
-                rids = [q.popleft()[0] for _ in range(bs)]
-                if self.direct:
-                    gpu_slots = resv[::3]
-                    last = len(gpu_slots) - 1
-                    for j, (w, start, dur) in enumerate(gpu_slots):
-                        eng.record_batch(w, m, rids, start, start + dur, j == last)
-                else:
-                    eng.book_path(m, rids, resv[::3], now)
+                act.book_path(m, [q.popleft()[0] for _ in range(bs)], resv[::3], now)
             self.wait_until[m] = -1
             last_moment = False

@@ -33,35 +33,33 @@ Modelling choices (documented, the paper gives no more detail):
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
+from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
-from shepherd.core.pipelines.reservations import PipeRuntime
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 
 
-@dataclass(frozen=True)
-class ReactiveConfig:
-    """The pooled pipelines to serve (built by ``core.pipelines.runtime.build``)."""
-
-    pipelines: tuple[PipeRuntime, ...] = ()
-    nodes: int = 1
-    stats: dict = field(default_factory=dict, compare=False)
-
-
-@register("reactive", ReactiveConfig)
+@register("reactive")
 class ReactivePolicy(Policy):
     """Per-pool adaptive batching without reservations (PPipe §7.4 baseline)."""
 
+    requires = ("pipeline_plan", "block_profiles")
     default_overhead = OverheadConfig(mode="none")
 
-    def __init__(self, ctx: Any, config: ReactiveConfig) -> None:
-        super().__init__(ctx, config)
-        eng = self.engine
-        self.pipes = list(config.pipelines)
-        n_models = len(ctx.models)
+    @classmethod
+    def prepare(cls, inputs: Inputs, config: Any) -> Runtime:
+        from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
+
+        return prepare_pipelines(inputs)
+
+    def __init__(self, act: Actions, config: Any) -> None:
+        super().__init__(act, config)
+        tables = act.runtime.tables
+        self.pipes = list(tables["pipelines"])
+        n_models = len(act.models)
         self.by_model: list[list[int]] = [[] for _ in range(n_models)]
         for i, p in enumerate(self.pipes):
             self.by_model[p.model].append(i)
@@ -76,9 +74,9 @@ class ReactivePolicy(Policy):
                 acc += p.lat[j][p.batch] + p.transfer_in[j][p.batch]
                 cum.append(acc / total)
             self.share.append(cum)
-        n_workers = len(eng.cluster.workers)
+        n_workers = len(act.nodes)
         self.where: dict[int, tuple[int, int]] = {}
-        self.node = [w.node for w in eng.cluster.workers]
+        self.node = list(act.nodes)
         for i, p in enumerate(self.pipes):
             for j, ws in enumerate(p.workers):
                 for w in ws:
@@ -87,8 +85,8 @@ class ReactivePolicy(Policy):
         self.local: list[deque] = [deque() for _ in range(n_workers)]  # later pools: per-vGPU queue
         self.running: list[list | None] = [None] * n_workers
         self.rr: dict[tuple[int, int], int] = {}
-        self.up_free = [0] * max(config.nodes, 1)
-        self.down_free = [0] * max(config.nodes, 1)
+        self.up_free = [0] * max(tables["nodes"], 1)
+        self.down_free = [0] * max(tables["nodes"], 1)
 
     # entries are (rid, arrival, deadline)
     def _stage_deadline(self, pi: int, j: int, arrival: int, deadline: int) -> int:
@@ -97,7 +95,7 @@ class ReactivePolicy(Policy):
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         cands = self.by_model[model]
         if not cands:
-            self.engine.drop([rid], now)
+            self.act.drop([rid], now)
             return
         total = sum(self.weight[i] for i in cands)
         for i in cands:
@@ -109,7 +107,7 @@ class ReactivePolicy(Policy):
         rot = self.rr.get((pi, 0), 0)
         for i in range(len(pool)):  # the next idle vGPU, round-robin
             w = pool[(rot + i) % len(pool)]
-            if not self.engine.busy(w):
+            if not self.act.busy(w):
                 self.rr[(pi, 0)] = (rot + i + 1) % len(pool)
                 self._try(w, now)
                 break
@@ -124,13 +122,13 @@ class ReactivePolicy(Policy):
             fast = now + pipe.transfer_in[j + 1][1] + pipe.lat[j + 1][1]
             hopeless = [r for r, a, d in batch if fast > self._stage_deadline(pi, j + 1, a, d)]
             if hopeless:
-                self.engine.drop(hopeless, now)
+                self.act.drop(hopeless, now)
                 batch = [e for e in batch if fast <= self._stage_deadline(pi, j + 1, e[1], e[2])]
         if batch and j + 1 < len(pipe.workers):
             nxt = pipe.workers[j + 1]
             rot = self.rr.get((pi, j + 1), 0) % len(nxt)
             order = nxt[rot:] + nxt[:rot]  # round-robin among equally loaded vGPUs
-            dest = min(order, key=lambda w: len(self.local[w]) + (1 if self.engine.busy(w) else 0))
+            dest = min(order, key=lambda w: len(self.local[w]) + (1 if self.act.busy(w) else 0))
             self.rr[(pi, j + 1)] = rot + 1
             ln = pipe.transfer_in[j + 1][len(batch)]
             up, down = self.node[worker], self.node[dest]
@@ -138,19 +136,19 @@ class ReactivePolicy(Policy):
             s_down = max(now, self.down_free[down])
             self.up_free[up] = s_up + ln
             self.down_free[down] = s_down + ln
-            self.engine.set_timer(self.ctx.group, max(s_up, s_down) + ln, (dest, batch))
+            self.act.set_timer(max(s_up, s_down) + ln, (dest, batch))
         self._try(worker, now)
 
     def on_timer(self, now: int, payload: Any) -> None:
         dest, batch = payload
         if batch is not None:
             self.local[dest].extend(batch)
-        if not self.engine.busy(dest):
+        if not self.act.busy(dest):
             self._try(dest, now, forced=batch is None)
 
     def _try(self, w: int, now: int, forced: bool = False) -> None:
         """Adaptive batching on an idle vGPU: the largest batch meeting the oldest's stage deadline."""
-        if self.engine.busy(w):
+        if self.act.busy(w):
             return
         pi, j = self.where[w]
         pipe = self.pipes[pi]
@@ -161,17 +159,17 @@ class ReactivePolicy(Policy):
             rid, arr, dl = q[0]
             if now + lat[1] > self._stage_deadline(pi, j, arr, dl):
                 q.popleft()
-                self.engine.drop([rid], now)
+                self.act.drop([rid], now)
                 continue
             limit = self._stage_deadline(pi, j, arr, dl)
             if len(q) < pipe.batch and not forced and now + lat[len(q)] < limit:
                 # wait for the planned batch until the oldest request's last moment
-                self.engine.set_timer(self.ctx.group, limit - lat[len(q)], (w, None))
+                self.act.set_timer(limit - lat[len(q)], (w, None))
                 return
             b = min(len(q), pipe.max_batch)
             while b > 1 and now + lat[b] > limit:
                 b -= 1
             batch = [q.popleft() for _ in range(b)]
             self.running[w] = batch
-            self.engine.start_batch(w, pipe.model, [r for r, _, _ in batch], now, duration_us=lat[b], final=final)
+            self.act.start(w, pipe.model, [r for r, _, _ in batch], now, duration_us=lat[b], final=final)
             return

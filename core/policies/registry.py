@@ -1,16 +1,38 @@
 """The one registry of online policies: name → (policy class, typed config class).
 
-A new policy is one module that decorates its class with :func:`register`
-plus one import line in ``core/policies/__init__.py`` (STYLE.md pattern 1).
+A built-in policy is one module that decorates its class with
+:func:`register` plus one import line in ``core/policies/__init__.py``
+(STYLE.md pattern 1). A researcher's own policy, in their own package, is
+found through the ``shepherd.policies`` Python entry-point group::
+
+    # their pyproject.toml
+    [project.entry-points."shepherd.policies"]
+    mypolicy = "mypackage.mypolicy:MyPolicy"
+
+The entry point names a :class:`~shepherd.core.policies.base.Policy`
+subclass with a ``config_class`` attribute (a dataclass; absent: no options),
+or a module whose import registers it with :func:`register`. Entry points are
+loaded the first time a name is not found among the registered ones; after
+that ``shepherd simulate --policy mypolicy`` and ``simulate(..., "mypolicy")``
+work. The in-process equivalent (a notebook, a test) is
+``register("mypolicy", MyConfig)(MyPolicy)`` — or the decorator.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any, Mapping
 
 from shepherd.core.errors import UserError
+
+GROUP = "shepherd.policies"  #: the entry-point group of third-party policies
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A policy without options."""
 
 
 @dataclass(frozen=True)
@@ -22,13 +44,14 @@ class PolicySpec:
 
 
 POLICIES: dict[str, PolicySpec] = {}
+_loaded_entry_points = False
 
 
-def register(name: str, config_cls: type):
+def register(name: str, config_cls: type = NoOptions):
     """Class decorator: register a :class:`Policy` subclass under ``name``."""
 
     def wrap(cls: type) -> type:
-        if name in POLICIES:
+        if name in POLICIES and POLICIES[name].cls is not cls:
             raise RuntimeError(f"policy '{name}' registered twice")
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         POLICIES[name] = PolicySpec(name, cls, config_cls, doc)
@@ -37,11 +60,36 @@ def register(name: str, config_cls: type):
     return wrap
 
 
+def unregister(name: str) -> None:
+    """Forget ``name`` (tests that register a policy in-process clean up with this)."""
+    POLICIES.pop(name, None)
+
+
+def load_entry_points(force: bool = False) -> None:
+    """Register the policies of the ``shepherd.policies`` entry-point group (once, unless ``force``)."""
+    global _loaded_entry_points
+    if _loaded_entry_points and not force:
+        return
+    _loaded_entry_points = True
+    for ep in entry_points(group=GROUP):
+        if ep.name in POLICIES:
+            continue
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken third-party package must not break the CLI
+            raise UserError(f"policy entry point '{ep.name}' ({ep.value}) failed to load: {exc}") from None
+        if isinstance(obj, type) and ep.name not in POLICIES:
+            register(ep.name, getattr(obj, "config_class", NoOptions))(obj)
+
+
 def names() -> list[str]:
+    load_entry_points()
     return sorted(POLICIES)
 
 
 def get(name: str) -> PolicySpec:
+    if name not in POLICIES:
+        load_entry_points()
     try:
         return POLICIES[name]
     except KeyError:

@@ -17,8 +17,8 @@
   system; max load factor at 99 % attainment = the highest factor on a
   downward sweep (step 0.05, 0.1 with ``--quick``, from 1.0) at which a DNN's
   attainment is ≥ 99 %, averaged over the group's DNNs (§7.2).
-* The data plane runs with ``execute="direct"`` (identical outcomes to the
-  engine-executed reference, see tests) for speed.
+* The data plane runs with ``EngineConfig(reserved="record")`` (identical
+  outcomes to the engine-executed reference, see tests) for speed.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from shepherd.core.engine import EngineConfig, simulate
 from shepherd.core.errors import UserError
 from shepherd.core.pipelines import blocks
 from shepherd.core.pipelines.cluster import ClusterSpec, make_cluster
 from shepherd.core.pipelines.plan import PipelinePlan, place
-from shepherd.core.pipelines.runtime import simulate_plan
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.ppipe_baselines import PIPELINE_PLANNERS
 from shepherd.solvers.ppipe_milp import PPipePlanConfig
@@ -113,7 +113,7 @@ def make_trace(rates: dict[str, float], slo_us: dict[str, int], seconds: float, 
 
 
 def attainment(res: Any, models: list[str]) -> dict[str, float]:
-    out = res.engine.r_outcome
+    out = res.recorder.r_outcome
     idx = res.engine.model
     att = {}
     for i, m in enumerate(res.models):
@@ -128,7 +128,7 @@ def utilization(res: Any, p: PipelinePlan, seconds: float) -> dict[str, float]:
     A 1/k virtual GPU busy for t counts as t/k of its physical GPU (documented
     approximation of "GPU busy" under MPS); unused GPUs count as idle.
     """
-    busy = res.engine.w_busy
+    busy = res.recorder.w_busy
     share: dict[str, float] = {}
     for v, w in zip(place(p), res.cluster.workers):
         share[w.hardware] = share.get(w.hardware, 0.0) + busy[w.id] / v.k
@@ -149,11 +149,11 @@ def sweep(p: PipelinePlan, capacity: float, group: tuple[str, ...], workload: st
     found: dict[str, float] = {}
     runs = []
     slo = {m: profs[m].slo_us() for m in group} | p.slo_us
-    config = {"execute": "direct"} if policy == "ppipe" else None
+    engine = EngineConfig(reserved="record")  # a speed switch: the same outcomes as "events"
     for lf in grid:
         rates = {m: lf * capacity * w[m] for m in group}
         trace = make_trace(rates, slo, seconds, seed, workload)
-        res = simulate_plan(p, profs, trace, policy, seed=seed, config=config)
+        res = simulate(trace, profs, policy, plan=p, seed=seed, engine=engine)
         att = attainment(res, list(group))
         runs.append({"lf": lf, "att": att, "util": utilization(res, p, seconds)})
         for m, a in att.items():

@@ -1,0 +1,118 @@
+"""Interleaved A/B of two checkouts on the engine benchmarks' measured regions (issue 12: "≥ 0.9× old").
+
+* ``flex`` — ``benchmarks/engine_speed.py``'s workload and timed region (its
+  own ``make_trace`` from each checkout: 13 models, Flex, 12 workers, 2×
+  overload; ``simulate()`` + summary), ``--requests`` requests;
+* ``ppipe-engine`` / ``ppipe-direct`` — ``benchmarks/ppipe_dataplane_speed.py``'s
+  workload (G1 on HC1-L, PPipe MILP plan, Poisson at load 1.0 for
+  ``--seconds``, seed 0), stages as engine events / recorded at dispatch; one
+  untimed warm-up run, then the timed run. The plan is solved once (here)
+  and shared, so both checkouts serve the same plan.
+
+Each measurement is a fresh subprocess with ``PYTHONPATH`` set to the
+checkout's parent (a folder whose ``shepherd`` entry is the checkout); rounds
+alternate which checkout goes first. Prints the median and the minimum CPU
+time per checkout (the minimum: the least disturbed run, the better estimate
+on a machine shared with other work) and the ratios old/new (> 1: new is
+faster). Not a test.
+
+Usage: python benchmarks/ab_speed.py OLD_PARENT NEW_PARENT [--rounds 5] [--requests 1000000] [--seconds 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = r'''
+import json, pickle, sys, time
+kind, root, data = sys.argv[1], sys.argv[2], sys.argv[3]
+if kind == "flex":
+    sys.path.insert(0, root + "/benchmarks")
+    from engine_speed import make_trace
+    from shepherd.core.engine import simulate
+    n = int(data)
+    frame, prof, _, _ = make_trace(n, 12, 2.0, 250.0, 0, 12)
+    t, c = time.perf_counter(), time.process_time()
+    simulate(frame, prof, "flex", gpus=12, seed=0).summary_frame()
+else:
+    import polars as pl
+    from shepherd.experiments.ppipe import common as cm
+    plan = pickle.load(open(data + "/plan.pkl", "rb"))
+    trace = pl.read_parquet(data + "/trace.parquet")
+    profs = cm.profiles()
+    mode = kind.split("-")[1]
+    try:  # the seam (issue 12): one simulate() for every policy
+        from shepherd.core.engine import EngineConfig, simulate
+        eng = EngineConfig(reserved="record" if mode == "direct" else "events")
+        run = lambda: simulate(trace, profs, "ppipe", plan=plan, engine=eng)
+    except ImportError:  # before it: the side entrance
+        from shepherd.core.pipelines.runtime import simulate_plan
+        run = lambda: simulate_plan(plan, profs, trace, "ppipe", config={"execute": mode})
+    run()
+    n = trace.height
+    t, c = time.perf_counter(), time.process_time()
+    run()
+print(json.dumps({"n": n, "wall": time.perf_counter() - t, "cpu": time.process_time() - c}))
+'''
+
+
+def measure(parent: str, kind: str, data: str) -> dict:
+    root = str(Path(parent, "shepherd").resolve())
+    env = dict(os.environ, PYTHONPATH=parent, POLARS_MAX_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", CHILD, kind, root, data], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--kinds", default="flex,ppipe-engine,ppipe-direct")
+    args = ap.parse_args()
+    kinds = args.kinds.split(",")
+    tmp = tempfile.mkdtemp(prefix="ab-speed-")
+    if any(k.startswith("ppipe") for k in kinds):
+        from shepherd.core.pipelines.cluster import make_cluster
+        from shepherd.experiments.ppipe import common as cm
+
+        plan = cm.plan("ppipe", make_cluster("HC1-L"), cm.groups()[0], "poisson")
+        cm.make_trace(plan.rates(1.0), plan.slo_us, args.seconds, 0, "poisson").write_parquet(f"{tmp}/trace.parquet")
+        with open(f"{tmp}/plan.pkl", "wb") as f:
+            pickle.dump(plan, f)
+    res: dict[tuple[str, str], list[dict]] = {}
+    for r in range(args.rounds):
+        for kind in kinds:
+            order = [("old", args.old), ("new", args.new)]
+            for side, parent in (order if r % 2 == 0 else order[::-1]):
+                data = str(args.requests) if kind == "flex" else tmp
+                res.setdefault((kind, side), []).append(measure(parent, kind, data))
+        print(f"round {r + 1}/{args.rounds} done", flush=True)
+    print(f"{'benchmark':14} {'side':4} {'requests':>9} {'wall s (med)':>12} {'CPU s (med)':>11} {'CPU s (min)':>11} "
+          f"{'req/CPU-s (min)':>15}")
+    for kind in kinds:
+        med, low = {}, {}
+        for side in ("old", "new"):
+            runs = res[(kind, side)]
+            wall = statistics.median(x["wall"] for x in runs)
+            med[side] = statistics.median(x["cpu"] for x in runs)
+            low[side] = min(x["cpu"] for x in runs)
+            print(f"{kind:14} {side:4} {runs[0]['n']:9d} {wall:12.3f} {med[side]:11.3f} {low[side]:11.3f} "
+                  f"{runs[0]['n'] / low[side]:15,.0f}")
+        print(f"{kind:14} new speed / old: CPU median {med['old'] / med['new']:.3f}×, CPU min {low['old'] / low['new']:.3f}×")
+
+
+if __name__ == "__main__":
+    main()

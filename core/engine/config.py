@@ -1,0 +1,40 @@
+"""``EngineConfig``: every speed switch of the engine, in one place (STYLE.md pattern 14).
+
+None of them changes an outcome (each has a test that says so); they trade
+memory, events and Python work against each other. Policies never carry
+speed switches in their own config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shepherd.core.errors import UserError
+
+RESERVED_MODES = ("events", "record")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Speed switches of one run (module docstring)."""
+
+    #: arrivals per feed chunk, converted to Python lists once (``tests/test_engine.py``: any size, same outcomes)
+    chunk: int = 1 << 15
+    #: how far (µs) a run of arrivals may go past the earliest pending quiet event (:mod:`.clock`); any
+    #: value gives the same outcomes — it bounds the quiet heap's size (PPipe G1: a lag of 1 s is ~40 %
+    #: slower than 20 ms: a larger heap is slower to pop and keeps more objects alive)
+    quiet_lag_us: int = 20_000
+    #: batches booked on reserved paths (:mod:`.paths`): "events" — each one's completion is an engine
+    #: event that checks the reservation (the reference); "record" — written at dispatch, no event
+    reserved: str = "events"
+    #: PPipe's probe() walks a per-pool index of vGPUs by free time (``core/pipelines/table.py``);
+    #: False: the plain scan of Algorithm 2 (identical results, slower)
+    pool_index: bool = True
+
+    def validate(self) -> None:
+        if self.chunk < 1:
+            raise UserError(f"engine chunk must be ≥ 1, got {self.chunk}")
+        if self.quiet_lag_us < 0:
+            raise UserError(f"engine quiet_lag_us must be ≥ 0, got {self.quiet_lag_us}")
+        if self.reserved not in RESERVED_MODES:
+            raise UserError(f"engine reserved must be one of {', '.join(RESERVED_MODES)}, got '{self.reserved}'")
