@@ -457,3 +457,34 @@ def brute_force(inst: PartitionInstance) -> tuple[float, np.ndarray] | None:
         if best is None or val < best[0] - 1e-12:
             best = (val, a.astype(np.int64))
     return best
+
+
+# --------------------------------------------------------------------------- A.2 instances
+
+def zoo_instance(m: int, parts: int, seed: int, *, rate_slack: float = 1.5, memory_slack: float = 1.5,
+                 zoo: "object | None" = None) -> PartitionInstance:
+    """A.2's configurations: m variants of zoo models (random picks), rates i.i.d. exponential (mean 1 req/s).
+
+    The zoo is Symphony Table 1 (``symphony-memory``: the only models with
+    static and dynamic memory printed); a "variant" is a specialised copy of
+    a model with its memory. Appendix A.2 gives no caps, so (our choice)
+    R_max = rate_slack·R̄ and S_max = memory_slack·S̄ + max_i d_i: slack over
+    a perfectly balanced partition, the memory cap leaving room for the
+    largest dynamic memory (each raised, on tiny instances, to what the largest
+    single model needs, so no instance is trivially infeasible).
+    """
+    if zoo is None:
+        from shepherd.core.profiles import read_builtin_raw
+
+        zoo = read_builtin_raw("symphony-memory")
+    names = zoo["model"].to_list()  # type: ignore[index]
+    static = zoo["static_mb"].to_numpy().astype(float)  # type: ignore[index]
+    dynamic = zoo["dynamic_mb"].to_numpy().astype(float)  # type: ignore[index]
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, len(names), m)
+    rate = rng.exponential(1.0, m)
+    s, d = static[pick], dynamic[pick]
+    return PartitionInstance(
+        tuple(f"{names[k]}-v{i}" for i, k in enumerate(pick)), rate, s, d, parts,
+        max(memory_slack * s.sum() / parts + d.max(), float((s + d).max())),
+        rate_cap=max(rate_slack * rate.sum() / parts, float(rate.max())))
