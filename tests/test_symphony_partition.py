@@ -8,6 +8,7 @@ import pytest
 
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
+from shepherd.experiments.base import Scale
 from shepherd.solvers import symphony_partition as sp
 from shepherd.solvers.backend import SolverConfig
 from conftest import assert_user_error
@@ -227,3 +228,22 @@ def test_cli_profiles_without_memory_are_a_user_error(cli, tmp_path):
     write_artifact(frame, trace, "trace", make_provenance({}, 0))
     assert_user_error(_plan(cli, trace, prof, tmp_path / "x.parquet", "--gpus", "4", "--partitions", "2"),
                       "static_mb", "symphony-memory")
+
+
+def test_fig15_cells_and_report(tmp_path):
+    from shepherd.experiments import registry
+
+    exp = registry.get("symphony-fig15")
+    quick = exp.cells(Scale(quick=True))
+    assert {c.params["panel"] for c in quick} == {"fig15", "a1"}
+    full = exp.cells(Scale(quick=False))
+    assert {(c.params["models"], c.params["partitions"], c.params["time_limit"])
+            for c in full if c.params["panel"] == "fig15"} == {(800, 20, 10.0)}
+    frames = [exp.run_cell(dict(panel="fig15", models=60, partitions=4, seed=s, time_limit=0.2)) for s in range(2)]
+    results = pl.concat(frames)
+    assert results.height == 4 and set(results["method"]) == {"MILP", "random"}
+    assert results["imbalance_rate"].null_count() == 0
+    section = exp.report(results, tmp_path)
+    assert all(p.exists() for p in section.figures)
+    assert any(h.paper == 800 for h in section.headlines)
+    assert any("≥ 90%" in c.text for c in section.claims)
