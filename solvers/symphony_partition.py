@@ -26,8 +26,11 @@ Ambiguities resolved here (each a documented choice, not the paper's text):
   size", no value given). Default w = R̄ / S̄, so that the objective equals
   R̄·(ΔR/R̄ + ΔS/S̄): both deviations count as fractions of their averages and
   the choice does not depend on units (req/s vs MB). ``weight`` overrides it.
-* **max in (6)**: linearised with one variable D_j ≥ d_i·x_ij per (i, j)
-  (D_j appears only on the ≤ side, so D_j = max_i d_i x_ij is attainable). When
+* **max in (6)**: linearised with one variable D_j per sub-cluster, D_j ≥ d_i·x_ij
+  (D_j appears only on the ≤ side, so D_j = max_i d_i x_ij is attainable).
+  Models sharing a dynamic memory value (zoo variants) form a class k with a
+  binary z_jk, n_k·z_jk ≥ Σ_{i∈k} x_ij and D_j ≥ d_k·z_jk: exact for integer x
+  and K·l rows instead of m·l (800 × 20 with 6 zoo models: 120, not 16 000). When
   Σ_i s_i + max_i d_i ≤ S_max, (6) holds for every partition and is left out of
   the model (it is still checked on the answer); likewise (5) when Σ_i r_i ≤ R_max.
 * **|·| in (7), (8)** as two linear inequalities each; **(11)**: with X' a
@@ -332,6 +335,11 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
         model += mip.xsum(x[i]) == 1, f"one_{i}"
     rate_binds = inst.rate.sum() > inst.rate_cap
     mem_binds = inst.static_mb.sum() + inst.dynamic_mb.max() > inst.memory_cap_mb
+    by_value: dict[float, list[int]] = {}
+    for i in range(m):
+        if inst.dynamic_mb[i] > 0:
+            by_value.setdefault(float(inst.dynamic_mb[i]), []).append(i)
+    classes = sorted(by_value.items())
     for j in range(l):
         r_j = mip.xsum(float(inst.rate[i]) * x[i][j] for i in range(m) if inst.rate[i] > 0)
         s_j = mip.xsum(float(inst.static_mb[i]) * x[i][j] for i in range(m) if inst.static_mb[i] > 0)
@@ -339,9 +347,13 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
             model += r_j <= inst.rate_cap, f"rate_cap_{j}"
         if mem_binds:  # (6) with D_j = max_i d_i x_ij
             dmax = model.add_var(f"D_{j}", lb=0.0, ub=float(inst.dynamic_mb.max()))
-            for i in range(m):
-                if inst.dynamic_mb[i] > 0:
-                    model += dmax >= float(inst.dynamic_mb[i]) * x[i][j], f"dyn_{i}_{j}"
+            for k, (value, members) in enumerate(classes):
+                if len(members) == 1:
+                    model += dmax >= value * x[members[0]][j], f"dyn_{members[0]}_{j}"
+                else:  # z = 1 when part j holds any model of this dynamic-memory class
+                    z = model.add_var(f"z_{k}_{j}", var_type=mip.BINARY)
+                    model += len(members) * z >= mip.xsum(x[i][j] for i in members), f"any_{k}_{j}"
+                    model += dmax >= value * z, f"dyn_class_{k}_{j}"
             model += s_j + dmax <= inst.memory_cap_mb, f"mem_cap_{j}"
         model += r_j - rbar <= d_rate, f"rate_hi_{j}"  # (7)
         model += rbar - r_j <= d_rate, f"rate_lo_{j}"
@@ -372,6 +384,9 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
                            + [(d_rate, float(np.abs(ld.rate - rbar).max())),
                               (d_stat, float(np.abs(ld.static_mb - sbar).max()))]
                            + ([(model.var_by_name(f"D_{j}"), float(ld.dynamic_mb[j])) for j in range(l)]
+                              if mem_binds else [])
+                           + ([(model.var_by_name(f"z_{k}_{j}"), float((g[members] == j).any()))
+                               for k, (_, members) in enumerate(classes) if len(members) > 1 for j in range(l)]
                               if mem_binds else []))
             used = "greedy" if inst.previous is None else "previous+greedy"
     result = solve(model, config)
