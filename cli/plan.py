@@ -23,7 +23,7 @@ MAX_GPUS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000); b
 
 def plan(
     trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).")],
-    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r.")] = "herd",
+    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.")] = "herd",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).")] = None,
     gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).")] = 36,
     group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).")] = 12,
@@ -55,6 +55,8 @@ def plan(
     Example: shepherd plan --trace trace.parquet --planner herd --gpus 36 --group-limit 12 -o plan.parquet
 
     Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
+
+    Example: shepherd plan --trace t.parquet --planner symphony-partition --profiles mem.parquet --gpus 64 --partitions 4 --gpu-memory-mb 11264 --time-limit 10 -o part.parquet
     """
     check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)

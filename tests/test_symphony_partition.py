@@ -9,6 +9,7 @@ import pytest
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
 from shepherd.experiments.base import Scale
+from shepherd.solvers import symphony_baselines as sb
 from shepherd.solvers import symphony_partition as sp
 from shepherd.solvers.backend import SolverConfig
 from conftest import assert_user_error
@@ -18,7 +19,7 @@ EXACT = SolverConfig(time_limit_s=20.0, gap=0.0)
 
 def tiny(seed: int, m: int = 7, parts: int = 3, **kw) -> sp.PartitionInstance:
     """A zoo instance small enough to enumerate; caps tight enough to bind."""
-    return sp.zoo_instance(m, parts, seed, rate_slack=kw.pop("rate_slack", 1.3),
+    return sb.zoo_instance(m, parts, seed, rate_slack=kw.pop("rate_slack", 1.3),
                            memory_slack=kw.pop("memory_slack", 1.4), **kw)
 
 
@@ -31,7 +32,7 @@ def test_imbalance_factor_is_max_minus_min_over_mean():
 @pytest.mark.parametrize("seed", range(6))
 def test_milp_matches_brute_force_optimum(seed):
     inst = tiny(seed)
-    best = sp.brute_force(inst)
+    best = sb.brute_force(inst)
     part = sp.solve_partition(inst, EXACT)
     if best is None:
         assert part.result.status == "infeasible" and part.assignment is None
@@ -61,7 +62,7 @@ def test_disruption_bound_is_respected_and_optimal(seed):
         inst = sp.PartitionInstance(base.models, base.rate, base.static_mb, base.dynamic_mb, base.parts,
                                     base.memory_cap_mb, base.rate_cap, previous=prev, max_move_cost=cmax)
         part = sp.solve_partition(inst, EXACT)
-        best = sp.brute_force(inst)
+        best = sb.brute_force(inst)
         if best is None:
             assert part.assignment is None
             continue
@@ -91,7 +92,7 @@ def test_verify_catches_rate_and_memory_violations():
 def test_random_search_never_beats_an_optimal_milp(seed):
     inst = tiny(seed)
     part = sp.solve_partition(inst, EXACT)
-    rand = sp.random_search(inst, time_limit_s=5.0, seed=seed, max_samples=3000)
+    rand = sb.random_search(inst, time_limit_s=5.0, seed=seed, max_samples=3000)
     if part.result.status != "optimal":
         assert rand.assignment is None
         return
@@ -100,10 +101,10 @@ def test_random_search_never_beats_an_optimal_milp(seed):
 
 
 def test_random_search_is_deterministic_given_the_seed():
-    inst = sp.zoo_instance(40, 4, 3)
-    a = sp.random_search(inst, 30.0, seed=7, max_samples=500)
-    b = sp.random_search(inst, 30.0, seed=7, max_samples=500)
-    c = sp.random_search(inst, 30.0, seed=8, max_samples=500)
+    inst = sb.zoo_instance(40, 4, 3)
+    a = sb.random_search(inst, 30.0, seed=7, max_samples=500)
+    b = sb.random_search(inst, 30.0, seed=7, max_samples=500)
+    c = sb.random_search(inst, 30.0, seed=8, max_samples=500)
     assert a.samples == b.samples == 500
     assert (a.assignment == b.assignment).all() and a.result.objective == b.result.objective
     assert not (a.assignment == c.assignment).all()
@@ -113,9 +114,9 @@ def _wins(m: int, parts: int, limit_s: float, seeds: range) -> float:
     """Fraction of instances where the MILP's rate AND memory imbalance are both below random search's."""
     wins = 0
     for seed in seeds:
-        inst = sp.zoo_instance(m, parts, seed)
+        inst = sb.zoo_instance(m, parts, seed)
         milp = sp.solve_partition(inst, SolverConfig(time_limit_s=limit_s, gap=1e-4))
-        rand = sp.random_search(inst, limit_s, seed=seed)
+        rand = sb.random_search(inst, limit_s, seed=seed)
         assert milp.assignment is not None and sp.verify(inst, milp.assignment) == []
         if rand.assignment is None:
             wins += 1

@@ -1,6 +1,6 @@
 """Symphony Fig. 15 (Appendix A.2): imbalance CDF of the partitioning MILP vs random search.
 
-Each cell is one A.2 configuration (:func:`shepherd.solvers.symphony_partition.zoo_instance`:
+Each cell is one A.2 configuration (:func:`shepherd.solvers.symphony_baselines.zoo_instance`:
 m variants of the Table 1 models, rates i.i.d. exponential) split into l
 sub-clusters, solved twice under the same time limit: by the MILP of Eqs. (4)–(10)
 (HiGHS with the greedy start, and CBC from scratch: HiGHS alone finds no
@@ -29,6 +29,7 @@ import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
+from shepherd.solvers import symphony_baselines as sb
 from shepherd.solvers import symphony_partition as sp
 from shepherd.solvers.backend import SolverConfig
 
@@ -54,14 +55,14 @@ class Fig15(Experiment):
                 for panel, (m, l, n) in table.items() for seed in range(n)]
 
     def run_cell(self, p):
-        inst = sp.zoo_instance(int(p["models"]), int(p["partitions"]), int(p["seed"]))
+        inst = sb.zoo_instance(int(p["models"]), int(p["partitions"]), int(p["seed"]))
         limit = float(p["time_limit"])
         runs = []
         for method, solver, use_start in (("MILP", "highs", True), ("MILP-CBC-nostart", "cbc", False)):
             start = time.perf_counter()
             part = sp.solve_partition(inst, SolverConfig(solver, limit, 1e-4), start=use_start)
             runs.append((method, part, time.perf_counter() - start))
-        rand = sp.random_search(inst, limit, seed=int(p["seed"]))
+        rand = sb.random_search(inst, limit, seed=int(p["seed"]))
         runs.append(("random", rand, rand.result.solve_s))
         greedy = sp.greedy(inst)
         greedy_obj = sp.objective(inst, greedy) if greedy is not None else None
