@@ -157,7 +157,7 @@ class Fig15(Experiment):
             "with a greedy MIP start, single process.",
             "Instances: variants of the 6 Symphony Table 1 models (the only ones with memory printed), rates "
             "Exp(1); caps R_max = 1.5·R̄, S_max = 1.5·S̄ + max d (our choice; A.2 prints none).",
-            "The gap is against HiGHS's bound, which stays near the LP bound 0 on these instances, so it reads ~100 % "
+            "The gap is against the solver's bound, which stays at the LP bound 0 on these instances, so it reads 100 % "
             "even when the partition is near-perfectly balanced; the imbalance factors are the meaningful measure.",
             "MILP-CBC-nostart: the same MILP on CBC without a start (HiGHS alone finds no solution in 10 s at "
             "800 × 20), to show what the solver achieves by itself in the window.",
