@@ -23,7 +23,7 @@ MAX_GPUS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000); b
 
 def plan(
     trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).")],
-    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r.")] = "herd",
+    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.")] = "herd",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).")] = None,
     gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).")] = 36,
     group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).")] = 12,
@@ -42,6 +42,11 @@ def plan(
     slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).")] = 0.4,
     slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.")] = 5.0,
     milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).")] = "counts",
+    partitions: Annotated[Optional[int], typer.Option("--partitions", help="symphony-partition: sub-clusters l (default ⌈gpus / group limit⌉).")] = None,
+    rate_cap: Annotated[float, typer.Option("--rate-cap", help="symphony-partition: dispatcher rate cap R_max per sub-cluster, req/s (Eq. 5).")] = math.inf,
+    balance_weight: Annotated[Optional[float], typer.Option("--balance-weight", help="symphony-partition: w in ΔR + w·ΔS (default R̄/S̄).")] = None,
+    previous: Annotated[Optional[Path], typer.Option("--previous", help="symphony-partition: the current plan X' (Eq. 11).")] = None,
+    max_move_cost: Annotated[float, typer.Option("--max-move-cost", help="symphony-partition: C_max, model loads + unloads allowed vs --previous (Eq. 11).")] = math.inf,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of named traces (planners are deterministic; recorded for provenance).")] = 0,
 ) -> None:
@@ -50,6 +55,8 @@ def plan(
     Example: shepherd plan --trace trace.parquet --planner herd --gpus 36 --group-limit 12 -o plan.parquet
 
     Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
+
+    Example: shepherd plan --trace t.parquet --planner symphony-partition --profiles mem.parquet --gpus 64 --partitions 4 --gpu-memory-mb 11264 --time-limit 10 -o part.parquet
     """
     check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
@@ -66,6 +73,16 @@ def plan(
         number("--bandwidth-gbps", bandwidth_gbps, low=0, low_open=True)
     number("--slo-margin", slo_margin, low=0, high=0.99)
     number("--slo-scale", slo_scale, low=0, low_open=True, high=1e6)
+    if partitions is not None:
+        number("--partitions", partitions, low=1, high=MAX_GPUS)
+    number("--rate-cap", rate_cap, low=0, low_open=True, allow_inf=True)
+    if balance_weight is not None:
+        number("--balance-weight", balance_weight, low=0)
+    number("--max-move-cost", max_move_cost, low=0, allow_inf=True)
+    prev_rows = None
+    if previous is not None:
+        from shepherd.solvers.symphony_planner import previous_assignment
+        prev_rows = tuple(previous_assignment(read_artifact(previous, "plan").frame))
     preflight(solver)  # fail fast, before the trace is read or anything is solved
     loaded = load_trace(trace, seed=seed)
     pipeline = planner in PPIPE_PLANNERS
@@ -81,7 +98,8 @@ def plan(
     req = PlanRequest(loaded.frame, prof_frame, gpus, solver_cfg, group_limit, affinity_k, gpu_memory_mb,
                       reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms, cluster=cluster,
                       bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
-                      milp_formulation=milp_formulation)
+                      milp_formulation=milp_formulation, partitions=partitions, rate_cap=rate_cap,
+                      balance_weight=balance_weight, previous=prev_rows, max_move_cost=max_move_cost)
     with progress() as bar:
         bar.add_task(f"planning ({planner}, {solver})", total=None)
         output = run(req)
@@ -89,8 +107,9 @@ def plan(
                   affinity_k=affinity_k, gpu_memory_mb=gpu_memory_mb, reserve_mb=reserve_mb, solver=solver,
                   time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware,
                   cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
-                  milp_formulation=milp_formulation)
-    inputs = list(loaded.inputs) + ([profiles] if profiles else [])
+                  milp_formulation=milp_formulation, partitions=partitions, rate_cap=rate_cap,
+                  balance_weight=balance_weight, max_move_cost=max_move_cost)
+    inputs = list(loaded.inputs) + ([profiles] if profiles else []) + ([previous] if previous else [])
     extra = dict(output.extra)
     write_artifact(output.frame, out, output.kind, make_provenance(config, seed, inputs), extra=extra)
     frame = output.frame

@@ -50,6 +50,11 @@ class PlanRequest:
     slo_margin: float = 0.4  # pipeline planners: SLO fraction deducted in the MILP (PPipe §7.1)
     slo_scale: float = 5.0  # pipeline planners: SLO = scale × L4 batch-1 latency (PPipe §7.1)
     milp_formulation: str = "counts"  # ppipe/np: "counts" (integer vGPUs) or "points" (see solvers.ppipe_milp)
+    partitions: int | None = None  # symphony-partition: sub-clusters l (None: ⌈gpus / group_limit⌉)
+    rate_cap: float = math.inf  # symphony-partition: R_max per sub-cluster, req/s (Eq. 5)
+    balance_weight: float | None = None  # symphony-partition: w in Eq. 4 (None: R̄ / S̄)
+    previous: tuple[tuple[str, int], ...] | None = None  # symphony-partition: X' as (model, sub-cluster)
+    max_move_cost: float = math.inf  # symphony-partition: C_max (Eq. 11), c_ij = 1
 
 
 @dataclass
@@ -174,3 +179,6 @@ def get_planner(name: str) -> Callable[[PlanRequest], PlanOutput]:
 from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS  # noqa: E402 - pooled-pipeline planners (PPipe)
 
 PLANNERS.update(PPIPE_PLANNERS)
+from shepherd.solvers.symphony_planner import SYMPHONY_PLANNERS  # noqa: E402 - Symphony App. A partitioning
+
+PLANNERS.update(SYMPHONY_PLANNERS)

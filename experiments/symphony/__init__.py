@@ -1,0 +1,1 @@
+"""Symphony (seed 003) experiments: one module per figure or table."""

@@ -1,0 +1,167 @@
+"""Symphony Fig. 15 (Appendix A.2): imbalance CDF of the partitioning MILP vs random search.
+
+Each cell is one A.2 configuration (:func:`shepherd.solvers.symphony_baselines.zoo_instance`:
+m variants of the Table 1 models, rates i.i.d. exponential) split into l
+sub-clusters, solved twice under the same time limit: by the MILP of Eqs. (4)–(10)
+(HiGHS with the greedy start, and CBC from scratch: HiGHS alone finds no
+solution in 10 s at 800 × 20) and by A.2's random solver. The figure is the CDF over configurations
+of the imbalance factor (max − min)/avg of load (request rate) and of static
+memory, for both methods.
+
+Panels: ``fig15`` — 800 models × 20 partitions, 10 s (A.2); ``a1`` — 400 models
+× 4 sub-clusters, 10 s (A.1 "Practical Implementation": "an approximate solution
+is significantly better than any randomly generated assignments"). ``--quick``:
+120 × 6 and 200 × 4 at 0.5 s.
+
+The paper prints no numbers for Fig. 15 (the CDF is an image), so REPORT.md
+states the setup numbers it does print (800, 20, 10 s) beside ours, and the
+claims with explicit tolerances: the MILP beats random search on both
+imbalance factors in ≥ 90 % of configurations (the issue's acceptance bar),
+and the MILP answers within the 10 s window (solver time ≤ 1.1 × limit + 0.5 s).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import polars as pl
+
+from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.registry import register
+from shepherd.solvers import symphony_baselines as sb
+from shepherd.solvers import symphony_partition as sp
+from shepherd.solvers.backend import SolverConfig
+
+WIN_BAR = 0.9  # the issue's acceptance: MILP beats random in ≥ 90 % of instances
+LIMIT_SLACK, LIMIT_ABS_S = 1.10, 0.5  # "within the 10 s window": solver time ≤ 1.1 × limit + 0.5 s (HiGHS overshoots)
+PANELS = {  # panel: (models, partitions, full-scale configurations)
+    "fig15": (800, 20, 20),
+    "a1": (400, 4, 10),
+}
+QUICK = {"fig15": (120, 6, 8), "a1": (200, 4, 4)}
+METHODS = ["MILP", "MILP-CBC-nostart", "random"]
+
+
+class Fig15(Experiment):
+    name = "symphony-fig15"
+    paper = "symphony"
+    title = "Symphony Fig. 15: partitioning MILP vs random search (imbalance CDF)"
+
+    def cells(self, scale):
+        table = QUICK if scale.quick else PANELS
+        limit = 0.5 if scale.quick else sp.PAPER_TIME_LIMIT_S
+        return [self.cell(panel=panel, models=m, partitions=l, seed=seed, time_limit=limit)
+                for panel, (m, l, n) in table.items() for seed in range(n)]
+
+    def run_cell(self, p):
+        inst = sb.zoo_instance(int(p["models"]), int(p["partitions"]), int(p["seed"]))
+        limit = float(p["time_limit"])
+        runs = []
+        for method, solver, use_start in (("MILP", "highs", True), ("MILP-CBC-nostart", "cbc", False)):
+            start = time.perf_counter()
+            part = sp.solve_partition(inst, SolverConfig(solver, limit, 1e-4), start=use_start)
+            runs.append((method, part, time.perf_counter() - start))
+        rand = sb.random_search(inst, limit, seed=int(p["seed"]))
+        runs.append(("random", rand, rand.result.solve_s))
+        greedy = sp.greedy(inst)
+        greedy_obj = sp.objective(inst, greedy) if greedy is not None else None
+        rows = []
+        for method, part, wall in runs:
+            s = sp.summary(inst, part.assignment) if part.assignment is not None else None
+            rows.append(dict(
+                panel=p["panel"], models=int(p["models"]), partitions=int(p["partitions"]), seed=int(p["seed"]),
+                time_limit=limit, method=method, start_objective=greedy_obj,
+                status=part.result.status, objective=s["objective"] if s else None,
+                imbalance_rate=s["imbalance_rate"] if s else None,
+                imbalance_memory=s["imbalance_memory"] if s else None,
+                solve_s=float(part.result.solve_s), wall_s=float(wall),
+                gap=float(part.result.gap) if part.result.gap is not None else None,
+                samples=int(part.samples), feasible_samples=int(part.feasible_samples)))
+        return pl.DataFrame(rows, schema_overrides={"objective": pl.Float64, "imbalance_rate": pl.Float64,
+                                                    "start_objective": pl.Float64,
+                                                    "imbalance_memory": pl.Float64, "gap": pl.Float64})
+
+    def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        import seaborn as sns
+
+        from shepherd.experiments import plotting
+        from shepherd.experiments.report import save_figure
+
+        panels = [p for p in PANELS if p in set(results["panel"].to_list())]
+        fig, axes = plotting.figure(ncols=2, nrows=max(len(panels), 1), width=4)
+        for row, panel in enumerate(panels):
+            sub = results.filter(pl.col("panel") == panel)
+            m, l = int(sub["models"][0]), int(sub["partitions"][0])
+            for col, (metric, label) in enumerate((("imbalance_rate", "load"), ("imbalance_memory", "memory"))):
+                ax = axes[row][col]
+                sns.ecdfplot(data=sub.drop_nulls(metric).to_pandas(), x=metric, hue="method",
+                             hue_order=METHODS, ax=ax)
+                ax.set_xlabel(f"{label} imbalance factor (max − min)/avg")
+                ax.set_ylabel("CDF")
+                ax.set_title(f"{m} models × {l} partitions, {sub['time_limit'][0]:g} s", fontsize=8)
+        figures = save_figure(fig, figures_dir, "symphony-fig15")
+
+        headlines: list[Headline] = []
+        claims: list[Claim] = []
+        notes_extra: list[str] = []
+        for panel in panels:
+            sub = results.filter(pl.col("panel") == panel)
+            m, l, limit = int(sub["models"][0]), int(sub["partitions"][0]), float(sub["time_limit"][0])
+            rand = sub.filter(pl.col("method") == "random").sort("seed")
+            tag = f"{m}×{l}, {limit:g} s"
+            if panel == "fig15":
+                headlines += [Headline("models partitioned (A.2)", 800, m), Headline("partitions (A.2)", 20, l),
+                              Headline("time limit per method (A.2)", 10, limit, unit=" s")]
+            else:
+                headlines += [Headline("A.1 check: models", 400, m), Headline("A.1 check: sub-clusters", 4, l)]
+            for method in METHODS:
+                frame = sub.filter(pl.col("method") == method)
+                for metric, label in (("imbalance_rate", "load"), ("imbalance_memory", "memory")):
+                    vals = frame[metric].drop_nulls()
+                    if vals.len():
+                        headlines.append(Headline(f"{tag}: {method} median {label} imbalance", None,
+                                                  float(vals.median())))
+            for method in METHODS[:2]:
+                milp = sub.filter(pl.col("method") == method).sort("seed")
+                if not milp.height:
+                    continue
+                headlines.append(Headline(f"{tag}: {method} median solver time (wall incl. model build "
+                                          f"{float(milp['wall_s'].median()):.1f} s)", limit,
+                                          float(milp["solve_s"].median()), unit=" s"))
+                gaps = milp["gap"].drop_nulls()
+                headlines.append(Headline(f"{tag}: {method} median gap to the solver's bound", None,
+                                          float(gaps.median()) if gaps.len() else float("nan")))
+                pair = milp.join(rand, on="seed", suffix="_r")
+                wins = pair.select(
+                    (pl.col("imbalance_rate").is_not_null()
+                     & (pl.col("imbalance_rate_r").is_null()
+                        | ((pl.col("imbalance_rate") < pl.col("imbalance_rate_r"))
+                           & (pl.col("imbalance_memory") < pl.col("imbalance_memory_r"))))).alias("w"))["w"]
+                frac = float(wins.mean()) if pair.height else 0.0
+                claims.append(Claim(f"{tag}: {method} beats random search on both imbalance factors in "
+                                    f"≥ {WIN_BAR:.0%} of configurations", frac >= WIN_BAR,
+                                    f"{int(wins.sum())}/{pair.height} = {frac:.0%}"))
+                worst = float(milp["solve_s"].max())
+                claims.append(Claim(f"{tag}: {method} answers within the {limit:g} s window (solver time ≤ "
+                                    f"{LIMIT_SLACK:.2f}× limit + {LIMIT_ABS_S:g} s) with a partition every time",
+                                    worst <= LIMIT_SLACK * limit + LIMIT_ABS_S
+                                    and milp["imbalance_rate"].null_count() == 0,
+                                    f"worst {worst:.2f} s; statuses {sorted(set(milp['status'].to_list()))}"))
+                if method == "MILP":
+                    better = milp.select((pl.col("objective") < pl.col("start_objective") * (1 - 1e-9)).sum()).item()
+                    notes_extra.append(f"{tag}: HiGHS improved on its greedy start in {better}/{milp.height} "
+                                       "configurations (the rest return the start).")
+        return Section(self.title, figures, headlines, claims, [
+            "Fig. 15 prints no numbers (a CDF image); medians are ours. Paper: CPLEX; ours: HiGHS (python-mip) "
+            "with a greedy MIP start, single process.",
+            "Instances: variants of the 6 Symphony Table 1 models (the only ones with memory printed), rates "
+            "Exp(1); caps R_max = 1.5·R̄, S_max = 1.5·S̄ + max d (our choice; A.2 prints none).",
+            "The gap is against the solver's bound, which stays at the LP bound 0 on these instances, so it reads 100 % "
+            "even when the partition is near-perfectly balanced; the imbalance factors are the meaningful measure.",
+            "MILP-CBC-nostart: the same MILP on CBC without a start (HiGHS alone finds no solution in 10 s at "
+            "800 × 20), to show what the solver achieves by itself in the window.",
+        ] + notes_extra)
+
+
+EXPERIMENT = register(Fig15())
