@@ -18,6 +18,7 @@ from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
 from shepherd.cli import simulate as simulate_cmd
+from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
 from shepherd.core.errors import UserError
 
@@ -58,6 +59,7 @@ app.command("plan")(plan_cmd.plan)
 app.command("simulate")(simulate_cmd.simulate)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)
+app.command("sweep")(sweep_cmd.sweep)
 
 
 def _one_line(message: str) -> str:
