@@ -14,6 +14,7 @@ from typing import Annotated, Sequence
 import typer
 
 from shepherd import __version__
+from shepherd.cli import capacity as capacity_cmd
 from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
@@ -60,6 +61,7 @@ app.command("simulate")(simulate_cmd.simulate)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)
 app.command("sweep")(sweep_cmd.sweep)
+app.command("capacity")(capacity_cmd.capacity)
 
 
 def _one_line(message: str) -> str:
