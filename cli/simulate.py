@@ -20,6 +20,7 @@ from shepherd.core.checks import number
 from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
 from shepherd.core.policies import registry
+from shepherd.core.runinfo import with_run_columns
 from shepherd.traces.resolve import load_trace
 
 RECORD_LEVELS = ("summary", "batches", "requests")
@@ -157,7 +158,9 @@ def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin:
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
                    max_batch, hardware, seed: int, config: dict, overhead: dict | None) -> None:
-    summary = result.summary_frame()
+    summary = with_run_columns(result.summary_frame(), policy=policy, trace=loaded.name, load=load, slo_ms=slo,
+                               seed=seed, gpus=gpus, plan=Path(plan).name if plan else None, config=config,
+                               synthetic=loaded.synthetic)
     batches = result.batches_frame()
     provenance = make_provenance(dict(
         policy=policy, policy_config=config, overhead=overhead,

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -371,23 +370,11 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
                             artifacts=extra, seed=int(p["seed"]), load=float(p["load"]), slo_ms=p["slo_ms"],
                             overhead=ovh, max_batch=max_batch, hardware=p["hardware"])
     summary = result.summary_frame()
+    from shepherd.core.runinfo import with_run_columns
+
     return with_run_columns(summary, policy=p["policy"], trace=loaded.name, load=p["load"], slo_ms=p["slo_ms"],
                             seed=p["seed"], gpus=p["gpus"], plan=p["plan"], config=dataclasses.asdict(config),
                             synthetic=loaded.synthetic)
-
-
-def with_run_columns(summary: pl.DataFrame, *, policy: str, trace: str, load: float, slo_ms: float | None,
-                     seed: int, gpus: int | None, plan: str | None, config: Mapping[str, Any],
-                     synthetic: bool = False) -> pl.DataFrame:
-    """The summary with what ran as columns: policy, trace, load, slo_ms, seed, cluster, config (JSON)."""
-    cols = {"policy": pl.lit(policy, pl.String), "trace": pl.lit(trace, pl.String),
-            "load": pl.lit(float(load), pl.Float64),
-            "slo_ms": pl.lit(None if slo_ms is None else float(slo_ms), pl.Float64),
-            "seed": pl.lit(int(seed), pl.Int64),
-            "cluster": pl.lit(f"{gpus} GPUs" if gpus is not None else f"plan {plan}", pl.String),
-            "config": pl.lit(json.dumps(dict(config), sort_keys=True, default=str), pl.String),
-            "synthetic": pl.lit(bool(synthetic))}
-    return summary.with_columns(**cols)
 
 
 class SweepExperiment(Experiment):
