@@ -18,6 +18,7 @@ from shepherd.cli import capacity as capacity_cmd
 from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
+from shepherd.cli import runs as runs_cmd
 from shepherd.cli import simulate as simulate_cmd
 from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
@@ -62,6 +63,7 @@ app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("capacity")(capacity_cmd.capacity)
+app.add_typer(runs_cmd.app, name="runs")
 
 
 def _one_line(message: str) -> str:
