@@ -310,12 +310,16 @@ def cells(config: SweepConfig) -> list[Cell]:
             run = {"load": 1.0, "slo_ms": None, "seed": 0, "max_batch": None, "overhead": None, "hardware": None}
             run.update(config.run)
             run.update({k: v for k, v in point.items() if k in RUN_KEYS})
+            # A file enters by its contents (sha256); its name and path are locations (``_`` keys: not hashed).
             params = {
-                "sweep": config.name, "policy": entry.label, "policy_name": entry.name, "options": options,
-                "trace": trace["name"], "trace_options": trace_opts, "trace_sha256": trace["sha256"],
-                "profiles": profiles["name"], "profiles_sha256": profiles["sha256"],
-                "gpus": None if plan["name"] else gpus, "plan": plan["name"], "plan_sha256": plan["sha256"],
+                "policy": entry.label, "policy_name": entry.name, "options": options,
+                "trace": None if trace["sha256"] else trace["name"], "trace_options": trace_opts,
+                "trace_sha256": trace["sha256"],
+                "profiles": None if profiles["sha256"] else profiles["name"], "profiles_sha256": profiles["sha256"],
+                "gpus": None if plan["name"] else gpus, "plan_sha256": plan["sha256"],
                 **run,
+                "_sweep": config.name, "_trace_name": trace["name"], "_profiles_name": profiles["name"],
+                "_plan_name": plan["name"],
                 "_trace_path": trace["path"], "_profiles_path": profiles["path"], "_plan_path": plan["path"],
             }
             out.append(Cell(EXPERIMENT, params))
@@ -352,7 +356,7 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     config = registry.make_config(p["policy_name"], dict(p["options"]))
     if hasattr(config, "validate"):
         config.validate()
-    loaded = load_trace(p["_trace_path"] or p["trace"], seed=int(p["seed"]), **dict(p["trace_options"]))
+    loaded = load_trace(p["_trace_path"] or p["_trace_name"], seed=int(p["seed"]), **dict(p["trace_options"]))
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
     max_batch = p["max_batch"] or prof.DEFAULT_MAX_BATCH
@@ -360,8 +364,8 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     profiles_path = Path(p["_profiles_path"]) if p["_profiles_path"] else None
     prof_obj, plan_obj, extra = _read_inputs(profiles_path, Path(p["_plan_path"]) if p["_plan_path"] else None,
                                              loaded.frame, builtin)
-    if prof_obj is not None and profiles_path is None and p["profiles"] != DEFAULT_PROFILES:
-        prof_obj = prof.load_builtin(p["profiles"], max_batch)
+    if prof_obj is not None and profiles_path is None and p["_profiles_name"] != DEFAULT_PROFILES:
+        prof_obj = prof.load_builtin(p["_profiles_name"], max_batch)
     ovh = spec.cls.default_overhead
     if p["overhead"]:
         ovh = dataclasses.replace(ovh, mode=p["overhead"])
@@ -373,7 +377,7 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     from shepherd.core.runinfo import with_run_columns
 
     return with_run_columns(summary, policy=p["policy"], trace=loaded.name, load=p["load"], slo_ms=p["slo_ms"],
-                            seed=p["seed"], gpus=p["gpus"], plan=p["plan"], config=dataclasses.asdict(config),
+                            seed=p["seed"], gpus=p["gpus"], plan=p["_plan_name"], config=dataclasses.asdict(config),
                             synthetic=loaded.synthetic)
 
 
@@ -408,7 +412,10 @@ def flat_params(cell: Cell) -> dict:
     """A cell's parameters as flat columns: options as ``option.<k>``, trace options as ``trace.<k>``;
     locations (``_``-keys) left out."""
     p = cell.params
-    params = {k: v for k, v in p.items() if not k.startswith("_") and k not in ("options", "trace_options")}
+    params = {"sweep": p.get("_sweep")}
+    params.update({k: v for k, v in p.items() if not k.startswith("_") and k not in ("options", "trace_options")})
+    for name in ("trace", "profiles", "plan"):  # files by their name
+        params[name] = p.get(f"_{name}_name")
     params.update({f"option.{k}": v for k, v in p["options"].items()})
     params.update({f"trace.{k}": v for k, v in p["trace_options"].items()})
     return params

@@ -117,7 +117,7 @@ BAD_INPUT = [
     (["simulate", "--gpus", "1000000000"], "--gpus"),
     (["simulate", "--gpus", "2", "--load", "inf"], "--load"),
     (["simulate", "--gpus", "2", "--load", "1e300"], "--load"),
-    (["simulate", "--gpus", "2", "--slo", "nan"], "--slo"),
+    (["simulate", "--gpus", "2", "--slo-ms", "nan"], "--slo-ms"),
     (["simulate", "--gpus", "2", "--policy", "flexx"], "flexx"),
 ]
 
