@@ -97,7 +97,7 @@ def test_dry_run_prints_the_grid_and_set_overrides(cli, tmp_path):
 
 
 def trace_file(path, rate=50.0, seed=0):
-    trace = assemble([poisson(np.random.default_rng(seed), rate, 2_000_000)], ["resnet50"], [100_000])
+    trace = assemble([poisson(np.random.default_rng(seed), rate, 2_000_000)], ["ResNeSt50"], [100_000])
     write_artifact(trace, path, "trace", make_provenance({}, seed))
     return path
 
