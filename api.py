@@ -41,7 +41,9 @@ def _trace(trace: Any, seed: int) -> pl.DataFrame:
 
 
 def _profiles(profiles: Any) -> Any:
-    return load_profiles(profiles) if isinstance(profiles, (str, Path)) or profiles is None else profiles
+    if profiles is None:
+        return load_profiles(DEFAULT_PROFILES)
+    return load_profiles(profiles) if isinstance(profiles, (str, Path)) else profiles
 
 
 def plan(trace: Any, *, planner: str = "herd", gpus: int = 36, profiles: Any = None, group_limit: int = 12,
