@@ -151,3 +151,17 @@ def test_bad_option_type_and_missing_config(cli, tmp_path):
     assert_user_error(cli("sweep", write(tmp_path, text), "--dry-run"), "policies[0].options.lam", "'big'")
     assert_user_error(cli("sweep", tmp_path / "none.toml"), "none.toml")
     assert_user_error(cli("sweep", write(tmp_path, SMALL), "--set", "nokey"), "key=value")
+
+
+def test_every_example_config_expands(cli):
+    from pathlib import Path
+
+    examples = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))
+    assert len(examples) >= 3
+    for path in examples:
+        r = cli("sweep", path, "--dry-run")
+        assert r.code == 0 and " cells into " in r.out, (path, r.err)
+    cfg = sw.read_config(examples[[p.stem for p in examples].index("flex-vs-baselines")])
+    grid = sw.cells(cfg)
+    assert len(grid) == 36 and {c.params["policy"] for c in grid} == {"flex", "clockwork", "nexus"}
+    assert {c.params["gpus"] for c in grid} == {32} and len(cfg.grid["load"]) == 4 and len(cfg.grid["seed"]) == 3
