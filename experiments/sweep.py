@@ -18,7 +18,7 @@ policies with their options, fixed run settings and a grid::
     load = [1, 2, 4, 8]
     seed = [0, 1, 2]
     "policy.lam" = [2.0, 3.0]   # a policy option (for the policies that have it)
-    "trace.synthetic_rate" = [1000, 3000]
+    "trace.synthetic_rate" = [1000, 3000]   # trace options as in `shepherd traces maf` (rate = --rate, req/s)
 
 Grid keys: ``load``, ``slo_ms``, ``seed``, ``gpus``, ``max_batch``,
 ``trace`` (trace names or files), ``profiles``, ``plan``, ``policy`` (labels of
@@ -299,8 +299,17 @@ def cells(config: SweepConfig) -> list[Cell]:
             trace_spec = point.get("trace", config.trace.get("name") or config.trace.get("path"))
             trace_opts = {k: v for k, v in config.trace.items() if k not in ("name", "path")}
             trace_opts.update({k.split(".", 1)[1]: v for k, v in point.items() if k.startswith("trace.")})
+            if "load" in trace_opts:
+                raise UserError("trace.load: a trace's rate in req/s is trace.rate (the load multiplier is "
+                                "run.load or grid.load)")
+            if "rate" in trace_opts:  # --rate of `traces maf`: the trace options call it load (req/s)
+                trace_opts["load"] = trace_opts.pop("rate")
             if traces.lookup(str(trace_spec)) is not None and not (config.base_dir / str(trace_spec)).is_file():
                 trace = {"name": trace_spec, "sha256": None, "path": None}
+                key = repr(sorted(trace_opts.items()))
+                if key not in files:  # a bad trace option fails here, before any cell runs
+                    traces.TraceOptions.from_kwargs(**trace_opts).validate()
+                    files[key] = {}
             else:
                 trace = file_param("trace", trace_spec)
             gpus = point.get("gpus", config.gpus)
