@@ -154,10 +154,14 @@ def _is_sweep(arg: str) -> bool:
     from shepherd.experiments.sweep_report import is_sweep_folder
 
     path = Path(arg)
-    if path.is_dir() and not is_sweep_folder(path):
+    if is_sweep_folder(path):
+        return True
+    experiments = registry.all_experiments()
+    known = set(experiments) | {e.paper for e in experiments.values()}
+    if path.is_dir() and arg not in known:
         raise UserError(f"{path} is a folder but not a sweep's results (no sweep.json); "
                         "name an experiment, or a folder written by `shepherd sweep`")
-    return path.is_dir()
+    return False
 
 
 def _report_sweep(folder: Path) -> None:

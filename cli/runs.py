@@ -10,7 +10,7 @@ import typer
 
 from shepherd.cli.common import console, frame_table
 
-app = typer.Typer(help="Find past runs: sweeps and simulate outputs under a results folder.", no_args_is_help=True)
+app = typer.Typer(help="Find past runs: sweeps and simulate outputs under a results folder.\n\nExample: shepherd runs list", no_args_is_help=True)
 
 ROOT = Path("results")
 

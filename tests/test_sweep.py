@@ -165,3 +165,8 @@ def test_every_example_config_expands(cli):
     grid = sw.cells(cfg)
     assert len(grid) == 36 and {c.params["policy"] for c in grid} == {"flex", "clockwork", "nexus"}
     assert {c.params["gpus"] for c in grid} == {32} and len(cfg.grid["load"]) == 4 and len(cfg.grid["seed"]) == 3
+
+
+def test_report_on_a_folder_that_is_not_a_sweep(cli, tmp_path):
+    assert_user_error(cli("report", tmp_path), "not a sweep's results")
+    assert_user_error(cli("report", "no-such-experiment"), "no-such-experiment")
