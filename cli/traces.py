@@ -36,7 +36,7 @@ app = typer.Typer(
         "  shepherd traces list\n\n"
         "  shepherd traces maf maf-synthetic --duration-min 5 --load 3000 -o trace.parquet\n\n"
         "  shepherd traces fetch maf2019\n\n"
-        "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration 60 -o trace.parquet\n\n"
+        "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration-s 60 -o trace.parquet\n\n"
         "  shepherd traces stats maf-synthetic --cv -o cv.parquet"
     ),
     no_args_is_help=True,
