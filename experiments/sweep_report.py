@@ -53,8 +53,10 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
         plotting.lines(ax, data.drop_nulls(metric), x=x_col, y=metric, hue="policy", order=order, style=style)
         ax.set_ylabel(METRICS[metric])
         ax.set_xlabel(x_col)
-        if metric in ("slo_attainment", "utilization", "drop_rate"):
+        if metric in ("utilization", "drop_rate"):
             ax.set_ylim(-0.02, 1.02)
+        elif metric == "slo_attainment":  # zoomed to the data: the differences that matter are near 1
+            ax.set_ylim(max(-0.02, float(data[metric].min() or 0.0) - 0.02), 1.005)
         if i:
             legend = ax.get_legend()
             if legend is not None:
