@@ -48,11 +48,15 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     nrows = -(-len(metrics) // ncols)
     fig, axes = plotting.figure(ncols=ncols, nrows=nrows, width=4.2, height=3.2)
     order = list(dict.fromkeys(data["policy"].to_list()))
+    values = sorted(v for v in data[x_col].unique().to_list() if isinstance(v, (int, float))) if x else []
+    log_x = len(values) > 2 and values[0] > 0 and values[-1] / values[0] >= 8  # e.g. loads 2, 4, 8, 16
     for i, metric in enumerate(metrics):
         ax = axes[i // ncols][i % ncols]
         plotting.lines(ax, data.drop_nulls(metric), x=x_col, y=metric, hue="policy", order=order, style=style)
         ax.set_ylabel(METRICS[metric])
         ax.set_xlabel(x_col)
+        if log_x:
+            ax.set_xscale("log", base=2)
         if metric in ("utilization", "drop_rate"):
             ax.set_ylim(-0.02, 1.02)
         elif metric == "slo_attainment":  # zoomed to the data: the differences that matter are near 1
