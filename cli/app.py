@@ -14,10 +14,13 @@ from typing import Annotated, Sequence
 import typer
 
 from shepherd import __version__
+from shepherd.cli import capacity as capacity_cmd
 from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
+from shepherd.cli import runs as runs_cmd
 from shepherd.cli import simulate as simulate_cmd
+from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
 from shepherd.core.errors import UserError
 
@@ -58,6 +61,9 @@ app.command("plan")(plan_cmd.plan)
 app.command("simulate")(simulate_cmd.simulate)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("capacity")(capacity_cmd.capacity)
+app.add_typer(runs_cmd.app, name="runs")
 
 
 def _one_line(message: str) -> str:

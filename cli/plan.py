@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -22,33 +22,34 @@ MAX_GPUS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000); b
 
 
 def plan(
-    trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).")],
-    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.")] = "herd",
-    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).")] = None,
-    gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).")] = 36,
-    group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).")] = 12,
-    affinity_k: Annotated[float, typer.Option("--affinity-k", help="Affinity bound K̄ for co-located models (inf = one set).")] = math.inf,
-    gpu_memory_mb: Annotated[float, typer.Option("--gpu-memory-mb", help="GPU memory per worker, MB (V100: 16384).")] = 16384.0,
-    reserve_mb: Annotated[float, typer.Option("--reserve-mb", help="Memory set aside per GPU for batches, MB.")] = 4096.0,
-    solver: Annotated[str, typer.Option("--solver", metavar="[" + "|".join(BACKENDS) + "]", help="MILP backend (python-mip; HiGHS by default).")] = "highs",
-    time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit, s.")] = 60.0,
-    gap: Annotated[float, typer.Option("--gap", help="Relative MIP gap to stop at (0.01 = 1 %).")] = 0.01,
-    max_solutions: Annotated[int, typer.Option("--max-solutions", help="Stop after this many feasible solutions (0 = no limit).")] = 0,
-    epoch_s: Annotated[float, typer.Option("--epoch-s", help="Nexus planning epoch, s.")] = 60.0,
-    time_step_ms: Annotated[Optional[float], typer.Option("--time-step-ms", help="offline-optimal time grid Δ, ms (default: exact gcd).")] = None,
-    hardware: Annotated[str, typer.Option("--hardware", help="GPU type written on worker rows.")] = "V100",
-    cluster: Annotated[Optional[str], typer.Option("--cluster", help="ppipe/np/dart-r: Table 1 cluster HC1-L … HC4-S.")] = None,
-    bandwidth_gbps: Annotated[Optional[float], typer.Option("--bandwidth-gbps", help="ppipe/np/dart-r: effective NIC bandwidth, Gbit/s (default: Table 1 / 5).")] = None,
-    slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).")] = 0.4,
-    slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.")] = 5.0,
-    milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).")] = "counts",
-    partitions: Annotated[Optional[int], typer.Option("--partitions", help="symphony-partition: sub-clusters l (default ⌈gpus / group limit⌉).")] = None,
-    rate_cap: Annotated[float, typer.Option("--rate-cap", help="symphony-partition: dispatcher rate cap R_max per sub-cluster, req/s (Eq. 5).")] = math.inf,
-    balance_weight: Annotated[Optional[float], typer.Option("--balance-weight", help="symphony-partition: w in ΔR + w·ΔS (default R̄/S̄).")] = None,
-    previous: Annotated[Optional[Path], typer.Option("--previous", help="symphony-partition: the current plan X' (Eq. 11).")] = None,
-    max_move_cost: Annotated[float, typer.Option("--max-move-cost", help="symphony-partition: C_max, model loads + unloads allowed vs --previous (Eq. 11).")] = math.inf,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of named traces (planners are deterministic; recorded for provenance).")] = 0,
+    show: Annotated[Optional[List[str]], typer.Argument(metavar="[show PLAN]", show_default=False, help="`shepherd plan show PLAN`: print a plan artifact (groups, solver, status, objective and its meaning) instead of planning.")] = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).", rich_help_panel="Inputs and output")] = None,
+    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.", rich_help_panel="Inputs and output")] = "herd",
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).", rich_help_panel="Inputs and output")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).", rich_help_panel="Inputs and output")] = 36,
+    group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).", rich_help_panel="Herd (Shepherd §4)")] = 12,
+    affinity_k: Annotated[float, typer.Option("--affinity-k", help="Affinity bound K̄ for co-located models (inf = one set).", rich_help_panel="Herd (Shepherd §4)")] = math.inf,
+    gpu_memory_mb: Annotated[float, typer.Option("--gpu-memory-mb", help="GPU memory per worker, MB (V100: 16384).", rich_help_panel="Herd (Shepherd §4)")] = 16384.0,
+    reserve_mb: Annotated[float, typer.Option("--reserve-mb", help="Memory set aside per GPU for batches, MB.", rich_help_panel="Herd (Shepherd §4)")] = 4096.0,
+    solver: Annotated[str, typer.Option("--solver", metavar="[" + "|".join(BACKENDS) + "]", help="MILP backend (python-mip; HiGHS by default).", rich_help_panel="Solver (every MILP planner)")] = "highs",
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit, s.", rich_help_panel="Solver (every MILP planner)")] = 60.0,
+    gap: Annotated[float, typer.Option("--gap", help="Relative MIP gap to stop at (0.01 = 1 %).", rich_help_panel="Solver (every MILP planner)")] = 0.01,
+    max_solutions: Annotated[int, typer.Option("--max-solutions", help="Stop after this many feasible solutions (0 = no limit).", rich_help_panel="Solver (every MILP planner)")] = 0,
+    epoch_s: Annotated[float, typer.Option("--epoch-s", help="Nexus planning epoch, s.", rich_help_panel="Nexus")] = 60.0,
+    time_step_ms: Annotated[Optional[float], typer.Option("--time-step-ms", help="offline-optimal time grid Δ, ms (default: exact gcd).", rich_help_panel="offline-optimal (Shepherd Eq. 3)")] = None,
+    hardware: Annotated[str, typer.Option("--hardware", help="GPU type written on worker rows.", rich_help_panel="Inputs and output")] = "V100",
+    cluster: Annotated[Optional[str], typer.Option("--cluster", help="ppipe/np/dart-r: Table 1 cluster HC1-L … HC4-S.", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = None,
+    bandwidth_gbps: Annotated[Optional[float], typer.Option("--bandwidth-gbps", help="ppipe/np/dart-r: effective NIC bandwidth, Gbit/s (default: Table 1 / 5).", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = None,
+    slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = 0.4,
+    slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = 5.0,
+    milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = "counts",
+    partitions: Annotated[Optional[int], typer.Option("--partitions", help="symphony-partition: sub-clusters l (default ⌈gpus / group limit⌉).", rich_help_panel="Symphony partitioning (App. A)")] = None,
+    rate_cap: Annotated[float, typer.Option("--rate-cap", help="symphony-partition: dispatcher rate cap R_max per sub-cluster, req/s (Eq. 5).", rich_help_panel="Symphony partitioning (App. A)")] = math.inf,
+    balance_weight: Annotated[Optional[float], typer.Option("--balance-weight", help="symphony-partition: w in ΔR + w·ΔS (default R̄/S̄).", rich_help_panel="Symphony partitioning (App. A)")] = None,
+    previous: Annotated[Optional[Path], typer.Option("--previous", help="symphony-partition: the current plan X' (Eq. 11).", rich_help_panel="Symphony partitioning (App. A)")] = None,
+    max_move_cost: Annotated[float, typer.Option("--max-move-cost", help="symphony-partition: C_max, model loads + unloads allowed vs --previous (Eq. 11).", rich_help_panel="Symphony partitioning (App. A)")] = math.inf,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.", rich_help_panel="Inputs and output")] = Path("plan.parquet"),
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of named traces (planners are deterministic; recorded for provenance).", rich_help_panel="Inputs and output")] = 0,
 ) -> None:
     """Write a plan artifact: stream→group, model→group, group→workers, with solver status in its metadata.
 
@@ -57,7 +58,16 @@ def plan(
     Example: shepherd plan --trace t.parquet --planner ppipe --profiles blocks.parquet --cluster HC1-L -o pp.parquet
 
     Example: shepherd plan --trace t.parquet --planner symphony-partition --profiles mem.parquet --gpus 64 --partitions 4 --gpu-memory-mb 11264 --time-limit 10 -o part.parquet
+
+    Example: shepherd plan show plan.parquet
     """
+    if show:
+        if len(show) != 2 or show[0] != "show":
+            raise UserError(f"unexpected argument(s) {' '.join(show)}: `shepherd plan show PLAN` shows a plan; "
+                            "to plan, give --trace and options only")
+        return show_plan(Path(show[1]))
+    if trace is None:
+        raise UserError("missing option --trace (or `shepherd plan show PLAN` to show a plan)")
     check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
     solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
@@ -119,7 +129,10 @@ def plan(
     if output.kind == "pipeline_plan":
         summary_table(f"plan ({planner})", {
             "trace": loaded.label,
-            "cluster": extra["cluster"]["name"], "status": status, "gap": extra.get("gap"),
+            "cluster": extra["cluster"]["name"],
+            "solver": f"{solver} (python-mip), time limit {time_limit:g} s, gap {100 * gap:g} %",
+            "status": status, "gap": extra.get("gap"),
+            "objective": f"{extra.get('objective')} — {objective_meaning(planner, extra)}",
             "solve time (s)": extra.get("solve_s"),
             "normalised throughput (req/s)": round(extra["normalized_xput"], 1),
             "pipelines": frame["pipeline"].n_unique() if frame.height else 0,
@@ -128,8 +141,9 @@ def plan(
         return
     summary_table(f"plan ({planner})", {
         "trace": loaded.label,
+        "solver": f"{solver} (python-mip), time limit {time_limit:g} s, gap {100 * gap:g} %",
         "status": status,
-        "objective": extra.get("objective"),
+        "objective": f"{extra.get('objective')} — {objective_meaning(planner, extra)}",
         "bound": extra.get("bound"),
         "gap": f"{100 * extra['gap']:.3f}%" if extra.get("gap") is not None else "—",
         "solve time (s)": extra.get("solve_s"),
@@ -140,3 +154,57 @@ def plan(
     })
     if extra.get("warning"):
         typer.echo(f"warning: {extra['warning']}", err=True)
+
+
+MEANINGS = {
+    "herd": "min burst tolerance t = min over model-streams i of (GPUs of i's group) / n_i, n_i its "
+            "normalised load (Shepherd §4, Table 2; larger = more headroom for bursts)",
+    "nexus": "peak GPUs over the planning epochs (Nexus squishy bin packing; smaller = cheaper)",
+    "single-group": "no optimisation: every GPU in one group",
+    "offline-optimal": "requests served by their deadline with hindsight (Shepherd Eq. 3; an upper bound for online policies)",
+    "ppipe": "max-min normalised throughput t, req/s: every DNN gets ≥ t × its share (PPipe §3 'Objective')",
+    "np": "max-min normalised throughput t, req/s, without pipelining (PPipe's NP baseline)",
+    "dart-r": "max-min normalised throughput t, req/s, of DART-r's pipelines (PPipe's baseline)",
+}
+
+
+def objective_meaning(planner: str, extra: dict) -> str:
+    """What a plan's objective value means, in words (the planner's own name of it when not listed)."""
+    return MEANINGS.get(planner) or str(extra.get("objective_name") or "see the planner's documentation")
+
+
+def show_plan(path: Path) -> None:
+    """Print a plan artifact: what made it, solver status and objective, and its groups."""
+    import polars as pl
+
+    from shepherd.cli.common import frame_table
+    from shepherd.core.artifacts import artifact_kind
+
+    if not path.is_file():
+        raise UserError(f"plan {path} not found")
+    kind = artifact_kind(path)
+    if kind not in ("plan", "pipeline_plan"):
+        raise UserError(f"{path} is a {kind} artifact, not a plan")
+    art = read_artifact(path, kind)
+    extra, config = dict(art.extra), dict(art.provenance.get("config", {}))
+    planner = str(extra.get("planner") or config.get("planner") or "?")
+    frame = art.frame
+    rows = {"plan": path, "planner": planner, "trace": config.get("trace"),
+            "solver": config.get("solver"), "status": extra.get("status"),
+            "objective": f"{extra.get('objective')} — {objective_meaning(planner, extra)}",
+            "bound": extra.get("bound"), "gap": extra.get("gap"), "solve time (s)": extra.get("solve_s")}
+    if kind == "plan":
+        rows.update(groups=frame["group"].n_unique() if frame.height else 0,
+                    workers=frame.filter(pl.col("role") == "worker").height,
+                    streams=frame.filter(pl.col("role") == "stream")["name"].n_unique())
+        summary_table(f"plan {path.name}", rows)
+        per_group = frame.group_by("group").agg(
+            workers=(pl.col("role") == "worker").sum(),
+            models=pl.col("name").filter(pl.col("role") == "model").unique().sort().str.join(", "),
+            streams=(pl.col("role") == "stream").sum()).sort("group")
+        frame_table("groups", per_group)
+    else:
+        rows.update(cluster=(extra.get("cluster") or {}).get("name"),
+                    pipelines=frame["pipeline"].n_unique() if frame.height else 0)
+        summary_table(f"plan {path.name}", rows)
+        frame_table("pipelines", frame.head(30))

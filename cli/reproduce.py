@@ -126,13 +126,17 @@ def _bar(show: bool) -> Iterator[Progress | None]:
 
 
 def report_cmd(
-    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or papers (default: all with results).")] = None,
+    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or papers (default: all with results), or one sweep's results folder.")] = None,
     results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
 ) -> None:
     """Draw figures (PNG + PDF) into results/figures/ and write results/REPORT.md.
 
-    Example: shepherd report shepherd
+    Given a folder written by `shepherd sweep`, draw that sweep's comparison into FOLDER/figures and FOLDER/REPORT.md.
+
+    Example: shepherd report shepherd · shepherd report results/sweeps/flex-vs-baselines
     """
+    if experiments and len(experiments) == 1 and _is_sweep(experiments[0]):
+        return _report_sweep(Path(experiments[0]))
     chosen = registry.resolve(experiments) if experiments else list(registry.all_experiments().values())
     path, sections = build_report(chosen, results)
     if path is None:
@@ -144,3 +148,26 @@ def report_cmd(
                              "claims holding": f"{sum(c.holds for c in claims)} / {len(claims)}",
                              "written": path})
     console.print()
+
+
+def _is_sweep(arg: str) -> bool:
+    from shepherd.experiments.sweep_report import is_sweep_folder
+
+    path = Path(arg)
+    if is_sweep_folder(path):
+        return True
+    experiments = registry.all_experiments()
+    known = set(experiments) | {e.paper for e in experiments.values()}
+    if path.is_dir() and arg not in known:
+        raise UserError(f"{path} is a folder but not a sweep's results (no sweep.json); "
+                        "name an experiment, or a folder written by `shepherd sweep`")
+    return False
+
+
+def _report_sweep(folder: Path) -> None:
+    from shepherd.experiments.sweep_report import report_folder
+
+    path, section, rows = report_folder(folder)
+    summary_table("report", {"sweep": folder, "cells": rows,
+                             "figures": ", ".join(str(f) for f in section.figures if f.suffix == ".png"),
+                             "written": path})

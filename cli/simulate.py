@@ -11,6 +11,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from shepherd.cli.common import frame_table, progress, summary_table
+from shepherd.cli.deprecated import renamed
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import artifact_kind, make_provenance, read_artifact, write_artifact
 from shepherd.core.artifacts import artifact_dir, check_output_dir
@@ -19,6 +20,7 @@ from shepherd.core.checks import number
 from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
 from shepherd.core.policies import registry
+from shepherd.core.runinfo import with_run_columns
 from shepherd.traces.resolve import load_trace
 
 RECORD_LEVELS = ("summary", "batches", "requests")
@@ -63,7 +65,8 @@ def simulate(
     gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_WORKERS, help="Number of identical workers, all in one serving group.")] = None,
     plan: Annotated[Optional[Path], typer.Option("--plan", help="Plan artifact: serving groups (one scheduler each).")] = None,
     load: Annotated[float, typer.Option("--load", help="Rescale the trace's rate by X: arrivals time-compressed by X, SLOs kept.")] = 1.0,
-    slo: Annotated[Optional[float], typer.Option("--slo", help="Override every request's SLO, ms.")] = None,
+    slo: Annotated[Optional[float], typer.Option("--slo-ms", help="Override every request's SLO, ms.")] = None,
+    slo_old: Annotated[Optional[float], typer.Option("--slo", hidden=True, help="Deprecated spelling of --slo-ms.")] = None,
     record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", help="Which tables to write (each adds to the previous).")] = "requests",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
     overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,
@@ -76,6 +79,7 @@ def simulate(
 
     Example: shepherd simulate --policy flex --trace trace.parquet --gpus 12 --load 2 --record summary -o results/flex
     """
+    slo = renamed(slo, slo_old, "--slo-ms", "--slo")
     check_output_dir(out, "-o")  # before any long work
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:
@@ -86,7 +90,7 @@ def simulate(
         raise UserError("give --gpus N or --plan P")
     number("--load", load, low=0, low_open=True, high=1e6)
     if slo is not None:
-        number("--slo", slo, low=0, low_open=True, high=1e9)
+        number("--slo-ms", slo, low=0, low_open=True, high=1e9)
     config = registry.make_config(policy, parse_options(policy, options or []))
     if hasattr(config, "validate"):
         config.validate()
@@ -99,7 +103,7 @@ def simulate(
         raise UserError(f"trace {loaded.name} has no requests")
     pipeline = plan is not None and artifact_kind(plan) == "pipeline_plan"
     if pipeline and (load != 1.0 or slo is not None):
-        raise UserError("--load and --slo do not apply to pipeline plans (their SLOs come from the profiles); "
+        raise UserError("--load and --slo-ms do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
     prof_obj, plan_obj, extra = _read_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
@@ -154,7 +158,9 @@ def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin:
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
                    max_batch, hardware, seed: int, config: dict, overhead: dict | None) -> None:
-    summary = result.summary_frame()
+    summary = with_run_columns(result.summary_frame(), policy=policy, trace=loaded.name, load=load, slo_ms=slo,
+                               seed=seed, gpus=gpus, plan=Path(plan).name if plan else None, config=config,
+                               synthetic=loaded.synthetic)
     batches = result.batches_frame()
     provenance = make_provenance(dict(
         policy=policy, policy_config=config, overhead=overhead,

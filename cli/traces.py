@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import typer
 
+from shepherd.cli.deprecated import renamed
 from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
@@ -35,7 +36,7 @@ app = typer.Typer(
         "  shepherd traces list\n\n"
         "  shepherd traces maf maf-synthetic --duration-min 5 --load 3000 -o trace.parquet\n\n"
         "  shepherd traces fetch maf2019\n\n"
-        "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration 60 -o trace.parquet\n\n"
+        "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration-s 60 -o trace.parquet\n\n"
         "  shepherd traces stats maf-synthetic --cv -o cv.parquet"
     ),
     no_args_is_help=True,
@@ -64,7 +65,8 @@ def _models(models: Optional[str], models_from: Optional[Path]) -> list[str]:
 def generate(
     process: Annotated[str, typer.Option("--process", help="poisson | gamma | mmpp | two-stream (Shepherd §7.2).")] = "poisson",
     rate: Annotated[float, typer.Option("--rate", help="Aggregate arrival rate, requests/s.")] = 1000.0,
-    duration: Annotated[float, typer.Option("--duration", help="Trace length, seconds.")] = 10.0,
+    duration: Annotated[float, typer.Option("--duration-s", help="Trace length, seconds.")] = 10.0,
+    duration_old: Annotated[Optional[float], typer.Option("--duration", hidden=True, help="Deprecated spelling of --duration-s.")] = None,
     models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated models; default: all of shepherd-v100.")] = None,
     models_from: Annotated[Optional[Path], typer.Option("--models-from", help="Take the models of this profiles artifact.")] = None,
     streams: Annotated[Optional[int], typer.Option("--streams", help="Number of streams (default: one per model); stream i → model i mod M.")] = None,
@@ -81,6 +83,7 @@ def generate(
 
     Example: shepherd traces generate --process mmpp --rate 5000 --zipf 1.0 -o trace.parquet
     """
+    duration = renamed(duration, duration_old, "--duration-s", "--duration", default=10.0)
     checks.seed(seed)
     checks.out_file(out)
     config = dict(process=process, rate=rate, duration_s=duration, slo_ms=slo_ms, seed=seed)
@@ -290,7 +293,8 @@ def maf_cmd(
     duration_min: Annotated[int, typer.Option("--duration-min", help="Window length, minutes.")] = 5,
     streams: Annotated[Optional[int], typer.Option("--streams", help="Keep the N busiest functions (default: every active one).")] = None,
     sample: Annotated[Optional[int], typer.Option("--sample", help="Keep a uniform random sample of N functions.")] = None,
-    load: Annotated[Optional[float], typer.Option("--load", help="Rescale to this aggregate rate, req/s (thinning / superposition; MAF 2021: --upscale).")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="Rescale to this aggregate rate, req/s (thinning / superposition; MAF 2021: --upscale).")] = None,
+    load: Annotated[Optional[float], typer.Option("--load", hidden=True, help="Deprecated: the rate in req/s is --rate (--load is a multiplier everywhere else).")] = None,
     slo_ms: Annotated[float, typer.Option("--slo-ms", help="SLO of every stream, ms (Shepherd §7: 250).")] = 250.0,
     models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated models, assigned round-robin (default: Shepherd Table 4's 17).")] = None,
     process: Annotated[Optional[str], typer.Option("--process", help="stable (Poisson per minute) | bursty (MMPP per minute); default from the name.")] = None,
@@ -299,7 +303,7 @@ def maf_cmd(
     mmpp_dwell_high: Annotated[float, typer.Option("--mmpp-dwell-high", help="Bursty: mean high-state sojourn, s.")] = 0.1,
     functions: Annotated[int, typer.Option("--functions", help="maf-synthetic: number of functions.")] = 1000,
     synthetic_rate: Annotated[float, typer.Option("--synthetic-rate", help="maf-synthetic: native mean rate over the day, req/s.")] = 3000.0,
-    upscale: Annotated[str, typer.Option("--upscale", help="MAF 2021 with --load: compress (time compression) | superpose.")] = "compress",
+    upscale: Annotated[str, typer.Option("--upscale", help="MAF 2021 with --rate: compress (time compression) | superpose.")] = "compress",
     path: Annotated[Optional[Path], typer.Option("--path", help="Read this MAF file/directory instead of the cache.")] = None,
     model_map: Annotated[Optional[Path], typer.Option("--model-map", help="CSV HashFunction,model: map these functions to models (others round-robin).")] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the trace artifact.")] = Path("trace.parquet"),
@@ -307,8 +311,9 @@ def maf_cmd(
 ) -> None:
     """Build a trace artifact from a named MAF workload (functions → streams → models round-robin).
 
-    Example: shepherd traces maf maf2019-bursty --day 3 --start-minute 600 --duration-min 10 --load 20000 -o trace.parquet
+    Example: shepherd traces maf maf2019-bursty --day 3 --start-minute 600 --duration-min 10 --rate 20000 -o trace.parquet
     """
+    load = renamed(rate, load, "--rate", "--load")
     entry = registry.lookup(name)
     if entry is None:
         raise UserError(f"unknown trace '{name}' (known: {', '.join(registry.TRACES)})")

@@ -55,9 +55,15 @@ class Cell:
     params: Mapping[str, Any]
 
     def key(self) -> str:
-        """Content hash of the cell's configuration (STYLE.md pattern 3)."""
+        """Content hash of the cell's configuration (STYLE.md pattern 3).
+
+        Parameters whose name starts with ``_`` are locations, not content (a
+        sweep's input file paths; the files' SHA-256 are parameters of their
+        own): they reach :meth:`Experiment.run_cell` but are not hashed.
+        """
+        content = {k: v for k, v in self.params.items() if not str(k).startswith("_")}
         blob = json.dumps(
-            {"experiment": self.experiment, "params": dict(self.params), "format": CELL_FORMAT},
+            {"experiment": self.experiment, "params": content, "format": CELL_FORMAT},
             sort_keys=True, separators=(",", ":"), default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:20]

@@ -21,7 +21,7 @@ from conftest import assert_user_error
 @pytest.fixture
 def trace_file(cli, tmp_path):
     path = tmp_path / "t.parquet"
-    res = cli("traces", "generate", "--process", "poisson", "--rate", "50", "--duration", "5",
+    res = cli("traces", "generate", "--process", "poisson", "--rate", "50", "--duration-s", "5",
               "--streams", "3", "-o", path)
     assert res.code == 0, res.err
     return path
@@ -117,7 +117,7 @@ BAD_INPUT = [
     (["simulate", "--gpus", "1000000000"], "--gpus"),
     (["simulate", "--gpus", "2", "--load", "inf"], "--load"),
     (["simulate", "--gpus", "2", "--load", "1e300"], "--load"),
-    (["simulate", "--gpus", "2", "--slo", "nan"], "--slo"),
+    (["simulate", "--gpus", "2", "--slo-ms", "nan"], "--slo-ms"),
     (["simulate", "--gpus", "2", "--policy", "flexx"], "flexx"),
 ]
 

@@ -119,7 +119,7 @@ def _sha(path) -> str:
 @pytest.mark.parametrize("name", ["maf2019-stable", "maf2019-bursty"])
 def test_same_seed_same_artifact(cli, tmp_path, name):
     src = write_maf2019(tmp_path / "day.csv", np.random.default_rng(0).integers(0, 40, size=(30, 6)))
-    args = ["traces", "maf", name, "--path", src, "--duration-min", "6", "--load", "50"]
+    args = ["traces", "maf", name, "--path", src, "--duration-min", "6", "--rate", "50"]
     for out, seed in (("a", 1), ("b", 1), ("c", 2)):
         assert cli(*args, "--seed", seed, "-o", tmp_path / f"{out}.parquet").code == 0
     assert _sha(tmp_path / "a.parquet") == _sha(tmp_path / "b.parquet")

@@ -349,7 +349,7 @@ def test_simulate_output_that_is_a_file_fails_before_the_run(cli, trace_file, tm
 
 @pytest.mark.parametrize("command", [
     ("plan", "--trace", "{trace}", "--gpus", "2"),
-    ("traces", "generate", "--rate", "5", "--duration", "1"),
+    ("traces", "generate", "--rate", "5", "--duration-s", "1"),
     ("profile", "--table", "shepherd-v100"),
 ])
 def test_single_file_output_naming_a_directory_is_a_user_error(cli, trace_file, tmp_path, command):

@@ -87,7 +87,7 @@ def _sha(path):
 
 @pytest.mark.parametrize("process", ["poisson", "gamma", "mmpp"])
 def test_same_seed_gives_byte_identical_artifact(tmp_path, cli, process):
-    args = ["traces", "generate", "--process", process, "--rate", "800", "--duration", "3",
+    args = ["traces", "generate", "--process", process, "--rate", "800", "--duration-s", "3",
             "--cv", "2", "--zipf", "0.8", "--seed", "11"]
     r1 = cli(*args, "-o", tmp_path / "a.parquet")
     r2 = cli(*args, "-o", tmp_path / "b.parquet")
@@ -101,7 +101,7 @@ def test_same_seed_gives_byte_identical_artifact(tmp_path, cli, process):
 
 def test_stats_reports_rates_and_window_cvs(tmp_path, cli):
     out = tmp_path / "t.parquet"
-    assert cli("traces", "generate", "--rate", "2000", "--duration", "5", "--models", "A,B", "-o", out).code == 0
+    assert cli("traces", "generate", "--rate", "2000", "--duration-s", "5", "--models", "A,B", "-o", out).code == 0
     result = cli("traces", "stats", out, "--window-ms", "10", "--window-ms", "1000")
     assert result.code == 0, result.err
     assert "count CV by window size" in result.out

@@ -58,8 +58,8 @@ def test_data_missing_is_an_error_not_a_fallback(cli, tmp_path):
 
 
 def test_negative_load(cli, tmp_path):
-    result, out = _maf(cli, tmp_path, "maf-synthetic", "--load", "-100")
-    assert_user_error(result, "--load", "-100")
+    result, out = _maf(cli, tmp_path, "maf-synthetic", "--rate", "-100")
+    assert_user_error(result, "--rate", "-100")
     assert not out.exists()
 
 

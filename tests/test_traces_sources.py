@@ -37,7 +37,7 @@ def test_seed_reaches_named_traces(name):
 
 def test_seed_reaches_a_file_with_load(tmp_path, cli):
     out = tmp_path / "t.parquet"
-    assert cli("traces", "generate", "--rate", "200", "--duration", "5", "-o", out).code == 0
+    assert cli("traces", "generate", "--rate", "200", "--duration-s", "5", "-o", out).code == 0
     a = load_trace(str(out), seed=0, load=500.0).frame
     b = load_trace(str(out), seed=1, load=500.0).frame
     assert a.equals(load_trace(str(out), seed=0, load=500.0).frame) and not a.equals(b)

@@ -17,7 +17,7 @@ every minute in one of two ways:
   its stationary law, at every minute. Shepherd gives no MMPP parameters;
   :data:`DEFAULT_BURSTY` documents ours.
 
-**Load rescaling** (``--load X``, target aggregate rate X requests/s) with
+**Load rescaling** (``--rate X``, target aggregate rate X requests/s) with
 factor f = X / native rate:
 
 * *thinning* (f < 1): every request is kept independently with probability f
@@ -82,9 +82,9 @@ def load_factor(total_requests: float, window_s: float, load_rps: float | None) 
     if load_rps is None:
         return 1.0
     if not np.isfinite(load_rps) or load_rps <= 0:
-        raise UserError(f"--load must be a positive rate in requests/s, got {load_rps}")
+        raise UserError(f"--rate must be a positive rate in requests/s, got {load_rps}")
     if total_requests <= 0 or window_s <= 0:
-        raise UserError("cannot rescale to --load: the selected window has no requests")
+        raise UserError("cannot rescale to --rate: the selected window has no requests")
     return float(load_rps) / (total_requests / window_s)
 
 

@@ -10,7 +10,7 @@ predictable.
 
 Documented choices: the std is the population std (ddof = 0); only whole
 windows count — of the trace's declared span when it has one (its
-``--duration``), else up to the end of the window holding the last arrival
+``--duration-s``), else up to the end of the window holding the last arrival
 (:func:`whole_windows`; the last full window is never lost); streams or groups with no
 request in the span are left out of the average (their CV is undefined); a
 τ with fewer than two whole windows is skipped; groups are one random

@@ -86,7 +86,7 @@ class TraceOptions:
             if value is not None:
                 checks.count(option, value, 1)
         if self.load is not None:
-            checks.positive("--load", self.load, what="requests/s")
+            checks.positive("--rate", self.load, what="requests/s")
         checks.positive("--slo-ms", self.slo_ms, high=checks.MAX_SLO_MS, what="ms")
         self.bursty().validate()
         checks.count("--functions", self.functions, 1, checks.MAX_FUNCTIONS)
@@ -161,8 +161,8 @@ def counts_to_trace(data: maf2019.MafCounts, opts: TraceOptions, process: str,
     total = int(chosen.counts.sum())
     factor = expand.load_factor(total, chosen.window_s, opts.load)
     checks.requests(total * factor, f"{data.source} over {chosen.minutes.size} minutes"
-                    + (f" at --load {opts.load:g}" if opts.load is not None else ""),
-                    "shorten --duration-min, lower --load or keep fewer --streams")
+                    + (f" at --rate {opts.load:g}" if opts.load is not None else ""),
+                    "shorten --duration-min, lower --rate or keep fewer --streams")
     if process == "stable":
         counts = expand.scale_counts(chosen.counts, factor, rng)
         arrival, stream = expand.expand_stable(counts, chosen.minutes, rng)
@@ -319,8 +319,8 @@ def _maf2021(opts: TraceOptions) -> Built:
     frame = maf2021.number_streams(maf2021.read_invocations(where, start_s, out_s), opts.streams)
     native = frame.height / out_s
     factor, scale = expand.load_factor(frame.height, out_s, opts.load), 1.0
-    checks.requests(frame.height * factor, f"maf2021 over {opts.duration_min} minutes at --load {opts.load}",
-                    "shorten --duration-min or lower --load")
+    checks.requests(frame.height * factor, f"maf2021 over {opts.duration_min} minutes at --rate {opts.load}",
+                    "shorten --duration-min or lower --rate")
     if opts.load is not None and opts.upscale == "compress":
         # Read factor × longer, then squeeze time by 1/factor (see maf2021 module doc).
         frame = maf2021.number_streams(maf2021.read_invocations(where, start_s, out_s * factor), opts.streams)
@@ -343,7 +343,7 @@ register(NamedTrace("maf2019-stable", "MAF 2019, Poisson within each minute (She
                     _maf2019("stable"), dataset="maf2019"))
 register(NamedTrace("maf2019-bursty", "MAF 2019, MMPP within each minute (Shepherd §7 'MAF-bursty')",
                     _maf2019("bursty"), dataset="maf2019"))
-register(NamedTrace("maf2021", "MAF 2021 per-invocation arrivals, upscaled to --load (PPipe §7.1 'Bursty')",
+register(NamedTrace("maf2021", "MAF 2021 per-invocation arrivals, upscaled to --rate (PPipe §7.1 'Bursty')",
                     _maf2021, dataset="maf2021"))
 register(NamedTrace("maf-synthetic", "SYNTHETIC MAF-2019-like counts, Poisson within each minute (no data needed)",
                     _synthetic("stable"), synthetic=True))

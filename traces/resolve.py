@@ -81,10 +81,10 @@ def load_trace(spec: str, *, seed: int = 0, **options: Any) -> LoadedTrace:
         frame = art.frame
         load = options.get("load")
         if load is not None:
-            checks.positive("--load", load, what="requests/s")
+            checks.positive("--rate", load, what="requests/s")
             span = declared_span_us(config) or (int(frame["arrival_us"].max()) + 1 if frame.height else 0)
             factor = expand.load_factor(frame.height, span / 1e6, float(load))
-            checks.requests(frame.height * factor, f"{path.name} at --load {float(load):g}", "lower --load")
+            checks.requests(frame.height * factor, f"{path.name} at --rate {float(load):g}", "lower --rate")
             rng = np.random.default_rng(seed)
             frame = expand.rescale_arrivals(frame, factor, rng, span_us=span)
             config.update(load=float(load), load_factor=factor)

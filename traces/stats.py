@@ -24,7 +24,7 @@ from shepherd.traces.predictability import sparse_window_cv, whole_windows
 
 
 def duration_us(trace: pl.DataFrame, declared_us: int | None = None) -> int:
-    """Span of the trace: its declared length when known (e.g. ``--duration`` /
+    """Span of the trace: its declared length when known (e.g. ``--duration-s`` /
     ``--duration-min``), else from 0 to one past the last arrival."""
     if declared_us is not None:
         return int(declared_us)

@@ -46,7 +46,7 @@ class SyntheticSpec:
         if self.process not in PROCESSES:
             raise UserError(f"unknown arrival process '{self.process}' (known: {', '.join(PROCESSES)}, two-stream)")
         checks.number("--rate", self.rate, low=0, what="requests/s")
-        checks.positive("--duration", self.duration_s, high=checks.MAX_DURATION_S, what="s")
+        checks.positive("--duration-s", self.duration_s, high=checks.MAX_DURATION_S, what="s")
         if not self.models:
             raise UserError("at least one model is needed")
         for model in self.models:
@@ -62,7 +62,7 @@ class SyntheticSpec:
         checks.number("--mmpp-dwell-high", self.mmpp_dwell_high_s, low=checks.MIN_DWELL_S,
                       high=checks.MAX_DURATION_S, what="s")
         checks.requests(self.rate * self.duration_s, f"a {self.duration_s:g} s trace at {self.rate:g} req/s",
-                        "lower --rate or --duration")
+                        "lower --rate or --duration-s")
 
 
 def zipf_weights(n: int, s: float) -> np.ndarray:
@@ -128,10 +128,10 @@ def two_stream(duration_s: float = 10.0, slo_ms: float = 250.0, burst: int = 102
     """Shepherd §7.2 / Fig. 11(a): stream A, bursts of 1024 ResNet18 requests every
     120 ms from t = 5 ms; stream B, one ResNeSt269 request every 1 ms from t = 0.
     Deterministic: no randomness is drawn."""
-    checks.positive("--duration", duration_s, high=checks.MAX_DURATION_S, what="s")
+    checks.positive("--duration-s", duration_s, high=checks.MAX_DURATION_S, what="s")
     checks.positive("--slo-ms", slo_ms, high=checks.MAX_SLO_MS, what="ms")
     per_s = burst * 1000.0 / period_ms + 1000.0 / stable_period_ms
-    checks.requests(per_s * duration_s, f"a {duration_s:g} s two-stream trace", "lower --duration")
+    checks.requests(per_s * duration_s, f"a {duration_s:g} s two-stream trace", "lower --duration-s")
     end_us = int(round(duration_s * 1e6))
     a = arrivals.periodic(ms_to_us(period_ms), end_us, ms_to_us(first_burst_ms), burst)
     b = arrivals.periodic(ms_to_us(stable_period_ms), end_us, 0, 1)

@@ -41,7 +41,7 @@ KIND_HINTS = {
 
 
 def prepare_trace(trace: pl.DataFrame, load: float = 1.0, slo_ms: float | None = None) -> pl.DataFrame:
-    """Apply ``--load`` and ``--slo`` to a trace frame.
+    """Apply ``--load`` and ``--slo-ms`` to a trace frame.
 
     ``load`` X rescales the offered rate by time-compressing arrivals:
     ``arrival' = round(arrival / X)`` (X = 2 doubles every stream's rate and
@@ -51,7 +51,7 @@ def prepare_trace(trace: pl.DataFrame, load: float = 1.0, slo_ms: float | None =
     if not np.isfinite(load) or load <= 0:
         raise UserError(f"--load must be a positive number, got {load}")
     if slo_ms is not None and (not np.isfinite(slo_ms) or slo_ms <= 0):
-        raise UserError(f"--slo must be a positive number of ms, got {slo_ms}")
+        raise UserError(f"--slo-ms must be a positive number of ms, got {slo_ms}")
     out = trace
     if load != 1.0:
         out = out.with_columns((pl.col("arrival_us").cast(pl.Float64) / load).round().cast(pl.Int64))

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from shepherd.core.capacity import scan_down
 from shepherd.core.engine import EngineConfig, simulate
 from shepherd.core.errors import UserError
 from shepherd.core.pipelines import blocks
@@ -142,23 +143,22 @@ def utilization(res: Any, p: PipelinePlan, seconds: float) -> dict[str, float]:
 def sweep(p: PipelinePlan, capacity: float, group: tuple[str, ...], workload: str, seconds: float, seed: int,
           step: float, policy: str = "ppipe", stop_when_found: bool = True,
           lfs: list[float] | None = None) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Downward load-factor sweep; per DNN the highest factor with attainment ≥ 99 %."""
+    """Downward load-factor sweep; per DNN the highest factor with attainment ≥ 99 %
+    (:func:`shepherd.core.capacity.scan_down`, the one capacity mechanism); also every run's numbers."""
     profs = profiles()
     w = weights_for(group, workload) if len(group) == 3 else {group[0]: 1.0}
     grid = lfs or [round(1.0 - i * step, 4) for i in range(int(round(1.0 / step)))]
-    found: dict[str, float] = {}
-    runs = []
+    runs: list[dict[str, Any]] = []
     slo = {m: profs[m].slo_us() for m in group} | p.slo_us
     engine = EngineConfig(reserved="record")  # a speed switch: the same outcomes as "events"
-    for lf in grid:
+
+    def holds_at(lf: float) -> dict[str, bool]:
         rates = {m: lf * capacity * w[m] for m in group}
         trace = make_trace(rates, slo, seconds, seed, workload)
         res = simulate(trace, profs, policy, plan=p, seed=seed, engine=engine)
         att = attainment(res, list(group))
         runs.append({"lf": lf, "att": att, "util": utilization(res, p, seconds)})
-        for m, a in att.items():
-            if a >= TARGET and m not in found:
-                found[m] = lf
-        if stop_when_found and len(found) == len(group):
-            break
-    return {m: found.get(m, 0.0) for m in group}, runs
+        return {m: a >= TARGET for m, a in att.items()}
+
+    found = scan_down(grid, holds_at, list(group), stop_when_found=stop_when_found)
+    return found, runs

@@ -1,0 +1,114 @@
+"""The Python API: what the CLI does, as functions returning tables (``import shepherd``).
+
+Each function here is what one command runs, without the printing:
+:func:`load_trace` (``--trace``), :func:`load_profiles` (``--profiles``),
+:func:`plan` (``shepherd plan``), :func:`simulate` (``shepherd simulate``),
+:func:`sweep` (``shepherd sweep``) and :func:`capacity` (``shepherd capacity``).
+Options keep the CLI's names and units: ``load`` is a multiplier of the
+trace's native rate, ``slo_ms`` in ms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+DEFAULT_PROFILES = "shepherd-v100"
+
+
+def load_trace(spec: str | Path, *, seed: int = 0, **options: Any) -> pl.DataFrame:
+    """A trace frame (arrival_us, stream, model, slo_us, deadline_us) from a trace artifact or a named
+    trace (``"maf-synthetic"``, ``"maf2019"`` …) built with ``options`` (``duration_min=1`` …)."""
+    from shepherd.traces.resolve import load_trace as resolve
+
+    return resolve(str(spec), seed=seed, **options).frame
+
+
+def load_profiles(spec: str | Path = DEFAULT_PROFILES) -> pl.DataFrame:
+    """A profiles frame: a built-in table (``"shepherd-v100"``, Shepherd Table 4) or a profiles artifact."""
+    from shepherd.core import profiles as prof
+    from shepherd.core.artifacts import read_artifact
+
+    if Path(spec).is_file():
+        return read_artifact(Path(spec), "profiles").frame
+    return prof.load_builtin(str(spec))
+
+
+def _trace(trace: Any, seed: int) -> pl.DataFrame:
+    return trace if isinstance(trace, pl.DataFrame) else load_trace(trace, seed=seed)
+
+
+def _profiles(profiles: Any) -> Any:
+    if profiles is None:
+        return load_profiles(DEFAULT_PROFILES)
+    return load_profiles(profiles) if isinstance(profiles, (str, Path)) else profiles
+
+
+def plan(trace: Any, *, planner: str = "herd", gpus: int = 36, profiles: Any = None, group_limit: int = 12,
+         seed: int = 0, **options: Any) -> pl.DataFrame:
+    """A plan frame (stream→group, model→group, group→workers) from a planner (Herd by default,
+    Shepherd §4); ``options`` are fields of :class:`shepherd.solvers.planners.PlanRequest`."""
+    from shepherd.solvers.backend import SolverConfig
+    from shepherd.solvers.planners import PlanRequest, get_planner
+
+    run = get_planner(planner)
+    solver = options.pop("solver", None) or SolverConfig("highs", 60.0, 0.01).validate()
+    request = PlanRequest(_trace(trace, seed), _profiles(profiles), gpus, solver, group_limit, **options)
+    return run(request).frame
+
+
+def simulate(trace: Any, *, policy: str = "flex", gpus: int | None = None, plan: Any = None, profiles: Any = None,
+             load: float = 1.0, slo_ms: float | None = None, seed: int = 0,
+             options: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+    """Run ``policy`` over ``trace`` (a frame, a file or a trace name) on ``gpus`` workers or a ``plan``;
+    returns a :class:`~shepherd.core.engine.result.SimulationResult` (``.summary_frame()``,
+    ``.requests_frame()`` …). ``options`` are the policy's config fields (``{"lam": 3.03}``)."""
+    from shepherd.core.engine import simulate as run
+    from shepherd.core.policies import registry
+
+    config = registry.make_config(policy, dict(options or {}))
+    if isinstance(plan, (str, Path)):
+        from shepherd.core.artifacts import read_artifact
+
+        plan = read_artifact(Path(plan), "plan").frame
+    return run(_trace(trace, seed), _profiles(profiles), policy, config, gpus=gpus, plan=plan, seed=seed,
+               load=load, slo_ms=slo_ms, **kwargs)
+
+
+def sweep(config: str | Path, *, results: str | Path | None = None, overrides: Sequence[str] = (),
+          executor: str = "local", jobs: int | None = None) -> pl.DataFrame:
+    """Run a sweep config (see :mod:`shepherd.experiments.sweep`) and return its tidy results table
+    (one row per cell: every parameter a column, the summary metrics beside)."""
+    from shepherd.experiments import runner
+    from shepherd.experiments import sweep as sw
+
+    cfg = sw.read_config(Path(config), list(overrides))
+    grid = sw.cells(cfg)
+    out = Path(results) if results is not None else Path("results/sweeps") / cfg.name
+    runner.run_cells(grid, out, executor=executor, jobs=jobs or 1)
+    return sw.table(cfg, grid, out)
+
+
+def capacity(trace: Any, *, target: str = "attainment=0.99", policy: str = "flex", gpus: int | None = None,
+             plan: Any = None, profiles: Any = None, seeds: Sequence[int] = (0,), slo_ms: float | None = None,
+             options: Mapping[str, Any] | None = None, start: float = 1.0, rel_tol: float = 0.01,
+             max_load: float = 1e4, **kwargs: Any) -> Any:
+    """The highest load (multiplier of the trace's native rate) at which ``target`` holds
+    (``attainment=0.99`` | ``p99-slo`` | ``goodput=0.95``), searched per seed by
+    :func:`shepherd.core.capacity.bisect`; returns a :class:`~shepherd.core.capacity.Capacity`
+    (``.per_seed``, ``.mean``, ``.half_width``, ``.brackets``). A trace name is rebuilt per seed."""
+    from shepherd.core.capacity import Target, capacity_over_seeds
+
+    goal = target if not isinstance(target, str) else Target.parse(target)
+    frames: dict[int, pl.DataFrame] = {}
+    prof = _profiles(profiles)
+
+    def evaluate(load: float, seed: int) -> pl.DataFrame:
+        if seed not in frames:
+            frames[seed] = _trace(trace, seed)
+        return simulate(frames[seed], policy=policy, gpus=gpus, plan=plan, profiles=prof, load=load,
+                        slo_ms=slo_ms, seed=seed, options=options, **kwargs).requests_frame()
+
+    return capacity_over_seeds(evaluate, goal, list(seeds), start=start, rel_tol=rel_tol, max_load=max_load)
