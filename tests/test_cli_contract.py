@@ -33,10 +33,18 @@ def test_version_prints_and_exits_zero(cli):
     assert res.out.strip() == f"shepherd {__version__}"
 
 
-def test_shell_completion_is_offered(cli):
-    res = cli("--show-completion", "bash")
+def test_shell_completion_is_offered(cli, monkeypatch):
+    # The environment protocol the installed script uses (no shell detection involved).
+    monkeypatch.setenv("_SHEPHERD_COMPLETE", "source_bash")
+    res = cli()
     assert res.code == 0, res.err
-    assert "_SHEPHERD_COMPLETE" in res.out
+    assert "_SHEPHERD_COMPLETE=complete_bash" in res.out
+    monkeypatch.setenv("_SHEPHERD_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", "shepherd sim")
+    monkeypatch.setenv("COMP_CWORD", "1")
+    res = cli()
+    assert res.code == 0, res.err
+    assert res.out.split() == ["simulate"]
 
 
 def _option(command: str, name: str):
