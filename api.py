@@ -69,11 +69,21 @@ def simulate(trace: Any, *, policy: str = "flex", gpus: int | None = None, plan:
     from shepherd.core.policies import registry
 
     config = registry.make_config(policy, dict(options or {}))
-    if isinstance(plan, (str, Path)):
-        from shepherd.core.artifacts import read_artifact
+    frame = _trace(trace, seed)
+    if isinstance(plan, (str, Path)) or (isinstance(profiles, (str, Path)) and Path(profiles).is_file()):
+        # files by their artifact kind, as `shepherd simulate` reads them (plan or pipeline plan, block profiles …)
+        from shepherd.cli.simulate import _read_inputs
 
-        plan = read_artifact(Path(plan), "plan").frame
-    return run(_trace(trace, seed), _profiles(profiles), policy, config, gpus=gpus, plan=plan, seed=seed,
+        builtin = "profiles" in registry.get(policy).cls.requires
+        prof_path = Path(profiles) if isinstance(profiles, (str, Path)) and Path(profiles).is_file() else None
+        plan_path = Path(plan) if isinstance(plan, (str, Path)) else None
+        prof_obj, plan_obj, extra = _read_inputs(prof_path, plan_path, frame, builtin)
+        if prof_path is None and profiles is not None:
+            prof_obj = _profiles(profiles)
+        kwargs.setdefault("artifacts", extra)
+        return run(frame, prof_obj, policy, config, gpus=gpus, plan=plan_obj if plan_path else plan, seed=seed,
+                   load=load, slo_ms=slo_ms, **kwargs)
+    return run(frame, _profiles(profiles), policy, config, gpus=gpus, plan=plan, seed=seed,
                load=load, slo_ms=slo_ms, **kwargs)
 
 
@@ -103,7 +113,7 @@ def capacity(trace: Any, *, target: str = "attainment=0.99", policy: str = "flex
 
     goal = target if not isinstance(target, str) else Target.parse(target)
     frames: dict[int, pl.DataFrame] = {}
-    prof = _profiles(profiles)
+    prof = profiles if isinstance(profiles, (str, Path)) else _profiles(profiles)  # files: read by their kind
 
     def evaluate(load: float, seed: int) -> pl.DataFrame:
         if seed not in frames:

@@ -46,3 +46,12 @@ def test_api_simulate_and_capacity_agree_with_the_engine():
 
     b = simulate(trace, shepherd.load_profiles(), "clockwork", gpus=2, load=1.5, seed=1).summary_frame()
     assert a.equals(b)
+
+
+def test_api_sweep_returns_the_tidy_table(tmp_path):
+    config = tmp_path / "s.toml"
+    config.write_text('policies = ["flex", "clockwork"]\n[trace]\nname = "maf-synthetic"\nduration_min = 1\n'
+                      'synthetic_rate = 20.0\nfunctions = 10\n[cluster]\ngpus = 1\n')
+    table = shepherd.sweep(config, results=tmp_path / "out")
+    assert table.height == 2 and sorted(table["policy"]) == ["clockwork", "flex"]
+    assert {"load", "seed", "cluster", "slo_attainment"} <= set(table.columns)
