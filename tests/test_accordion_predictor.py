@@ -31,4 +31,4 @@ def test_prediction_is_monotone_in_load(ep, now, proc, data):
     later = update(ep, p)
     q = predict(later, now, n, proc, LOW, 30.0)
     assert q.finish >= p.finish  # accumulating projections never shortens the next wait
-    assert p.finish - now >= proc
+    assert p.finish - now >= proc * (1 - 1e-12)
