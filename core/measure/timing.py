@@ -1,7 +1,10 @@
 """Timing loops of ``profile --measure``: warm-up, repeats, median and spread.
 
-CPU: wall clock (``time.perf_counter``) around a forward pass under
-``torch.inference_mode`` with ``torch.set_num_threads(threads)``. CUDA:
+CPU: a forward pass under ``torch.inference_mode`` with
+``torch.set_num_threads(threads)``, timed with wall clock
+(``time.perf_counter``) — or, with one thread, the thread's CPU time
+(``time.thread_time``: on a shared machine other processes do not inflate
+it; recorded as ``clock`` in the provenance). CUDA:
 ``torch.cuda.Event`` pairs, synchronised after each repeat. Each latency is
 the median of ``repeats`` runs after ``warmup`` runs; the spread is the
 interquartile range. Per-layer: the input of layer i is layer i−1's output
@@ -32,11 +35,19 @@ def _timer(torch, device: str):
             return a.elapsed_time(b)
         return run
 
+    clock = cpu_clock(torch)
+
     def run(fn):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        return (time.perf_counter() - t) * 1000.0
+        return (clock() - t) * 1000.0
     return run
+
+
+def cpu_clock(torch):
+    """One torch thread: the calling thread's CPU time (ops run in it), which other processes on a shared
+    machine do not inflate; several threads: wall clock."""
+    return time.thread_time if torch.get_num_threads() == 1 else time.perf_counter
 
 
 def _stats(run, fn, warmup: int, repeats: int) -> tuple[float, float]:
@@ -75,7 +86,8 @@ def environment(torch, device: str) -> dict:
     except OSError:
         pass
     env = {"device": device, "cpu": cpu, "threads": torch.get_num_threads(), "torch": torch.__version__,
-           "numpy": np.__version__, "python": platform.python_version()}
+           "numpy": np.__version__, "python": platform.python_version(),
+           "clock": "cuda-events" if device == "cuda" else cpu_clock(torch).__name__}
     if device == "cuda":
         env["gpu"] = torch.cuda.get_device_name(0)
     return env
