@@ -69,6 +69,12 @@ def build(
     if (table is None) == (from_file is None):
         raise UserError("give exactly one of --table NAME or --from FILE (see `shepherd profile --help`)")
     inputs: list[Path] = []
+    if table == "accordion-layers":  # per-layer built-in (Accordion §4.1): a layer_profiles artifact
+        from shepherd.core.accordion.configs import builtin_layers
+
+        write_artifact(builtin_layers(), out, "layer_profiles", make_provenance({"table": table}, seed, []))
+        summary_table("profile", {"source": table, "kind": "layer_profiles", "written": out})
+        return
     if table is not None:
         frame = prof.load_builtin(table, max_batch=max_batch)
     else:

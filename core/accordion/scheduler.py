@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shepherd.core.accordion.configs import MAX_EPS, config_table
+from shepherd.core.accordion.configs import MAX_EPS, check_eps, config_table
 from shepherd.core.accordion.predictor import HIGH, predict, update
 from shepherd.core.engine.cluster import uniform_cluster
 from shepherd.core.engine.inputs import Inputs, Runtime
@@ -50,12 +50,14 @@ class EPConfig:
     window: float = 1.0  #: dropout window as a multiple of the query's SLO; 0 = no predictor
     reconfig_ms: float = 0.0  #: cost of moving layers when a pipeline shrinks (§3.3: ≈5 ms, taken as 0)
     max_instances: int = 100_000  #: largest query (instances) a configuration accepts
+    max_eps: int = MAX_EPS  #: most EPs one query may hold (§4.1: 8)
 
     def validate(self) -> None:
         if not 1 <= self.eps <= 4096:
             raise UserError(f"eps must be 1…4096, got {self.eps}")
         if self.window < 0 or self.reconfig_ms < 0:
             raise UserError("window and reconfig_ms must be ≥ 0")
+        check_eps(self.max_eps)
         if self.max_instances < 1:
             raise UserError(f"max_instances must be ≥ 1, got {self.max_instances}")
 
@@ -101,7 +103,8 @@ class EPScheduler(Policy):
         frame = inputs.get("layer_profiles")
         _instances(inputs, config)
         hw = inputs.hardware or frame["hardware"].sort()[0]
-        cluster = inputs.cluster or uniform_cluster(config.eps, hw)
+        n_eps = inputs.gpus if inputs.gpus is not None else config.eps  # CLI: --gpus N = N EPs
+        cluster = inputs.cluster or uniform_cluster(n_eps, hw)
         hw_names = sorted({w.hardware for w in cluster.workers})
         return Runtime(cluster, hw_names, [], [0] * len(inputs.models),
                        {"configs": config_table(frame, inputs.models)})
@@ -128,7 +131,7 @@ class EPScheduler(Policy):
         return self.cfgs[model][depth - 1].latency_us(instances)
 
     def max_depth(self, model: int) -> int:
-        return min(len(self.cfgs[model]), MAX_EPS, len(self.act.workers))
+        return min(len(self.cfgs[model]), self.config.max_eps, len(self.act.workers))
 
     def fastest_depth(self, model: int, instances: int) -> int:
         ds = range(1, self.max_depth(model) + 1)
