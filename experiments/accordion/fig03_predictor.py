@@ -22,7 +22,7 @@ class Fig3(Experiment):
     title = "Accordion Fig. 3: dropout predictor and High-priority processing time"
 
     def cells(self, scale):
-        dur = 120.0 if scale.quick else 600.0
+        dur = 300.0 if scale.quick else 600.0
         return [self.cell(stream=k, target="moderate", policy="accordion", window=w, seed=s, duration_s=dur)
                 for k in range(1, 7) for w in (0.0, 1.0) for s in range(scale.seeds)]
 

@@ -32,7 +32,7 @@ class Streams(Experiment):
     title = "Accordion Figs. 5–9: latency, SLO violations, active queries, QPS and occupancy on six streams"
 
     def cells(self, scale):
-        dur = 120.0 if scale.quick else 600.0
+        dur = 300.0 if scale.quick else 600.0
         return [self.cell(stream=k, target=t, policy=p, seed=s, duration_s=dur)
                 for k in range(1, 7) for t in c.TARGETS for p in c.POLICIES for s in range(scale.seeds)]
 
