@@ -121,6 +121,8 @@ def list_tables() -> None:
         raw = prof.read_builtin_raw(t.name)
         rows.append({"table": t.name, "models": raw["model"].n_unique(), "source": t.citation,
                      "contents": t.description})
+    rows.append({"table": "accordion-layers", "models": 3, "source": "Accordion (CF '25), Table 1 spread over layers",
+                 "contents": "per-layer latencies on one EP (kind layer_profiles; docs/ACCORDION.md)"})
     frame_table("built-in profile tables", pl.DataFrame(rows))
 
 
