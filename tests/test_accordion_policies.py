@@ -58,11 +58,22 @@ def test_shrinking_keeps_shrunk_queries_on_time_and_instances_exact(seed, n, rec
     check_eps(res)
     pol = res.engine.policies[0]
     outcome = dict(zip(res.requests_frame()["request"].to_list(), res.requests_frame()["outcome"].to_list()))
+    finish = dict(zip(res.requests_frame()["request"].to_list(), res.requests_frame()["finish_us"].to_list()))
     for q in pol.finished:
-        # every instance processed exactly once across the segments (resume from X+1)
-        assert sum(q.done) == q.instances
+        assert sum(q.done) == q.instances and len(q.done) == len(q.segs)
         if len(q.done) > 1:  # shrunk: confirm_SLO held at every shrink, so the query is on time
             assert outcome[q.rid] == "served"
+        # cross-check with the engine's clock: instances done in a segment follow from its recorded length,
+        # and the last segment lasts exactly (reconfig +) fill + remaining instances × bottleneck
+        for i, (depth, start, left) in enumerate(q.segs):
+            c = pol.cfgs[q.model][depth - 1]
+            end = q.segs[i + 1][1] if i + 1 < len(q.segs) else finish[q.rid]
+            if i + 1 < len(q.segs):
+                x = int(min(max(np.floor(((end - start) / 1000 - c.fill_ms) / c.bottleneck_ms + 1e-9), 0), left))
+                assert q.done[i] == x and q.segs[i + 1][2] == left - x  # resumes from instance X+1
+            else:
+                cost = int(round(reconfig * 1000)) if i > 0 else 0
+                assert end - start == cost + c.latency_us(left) and q.done[i] == left
 
 
 def test_shrinks_happen_and_accordion_beats_fastest_under_load():

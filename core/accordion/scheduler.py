@@ -77,6 +77,7 @@ class Query:
     seg_start: int = 0
     done: list[int] = field(default_factory=list)  #: instances completed in each segment
     buffer: list["Query"] = field(default_factory=list)  #: BBS: queries queued on this EP set
+    segs: list[tuple[int, int, int]] = field(default_factory=list)  #: (depth, start, instances left) per segment
 
 
 def _instances(inputs: Inputs, config: EPConfig) -> np.ndarray:
@@ -196,6 +197,7 @@ class EPScheduler(Policy):
         q.depth, q.workers = depth, list(workers)
         q.alloc = self.act.allocate(q.workers, q.model, [q.rid], now, self.lat_us(q.model, depth, q.left))
         q.seg_start = q.alloc.seg_start
+        q.segs.append((depth, q.seg_start, q.left))
         self.active[q.workers[0]] = q
 
     def completed_instances(self, q: Query, now: int) -> int:
@@ -223,6 +225,7 @@ class EPScheduler(Policy):
         q.depth = depth
         self.act.resize(q.alloc, q.workers, now, remaining_us=finish - now)
         q.seg_start = now
+        q.segs.append((depth, now, q.left))
         self.free = sorted(self.free + released)
         self.n_shrinks += 1
 
