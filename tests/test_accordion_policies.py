@@ -53,7 +53,7 @@ def test_ep_exclusive_and_at_most_8(seed, policy, n):
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000), st.integers(20, 80), st.floats(0.0, 20.0))
 def test_shrinking_keeps_shrunk_queries_on_time_and_instances_exact(seed, n, reconfig):
-    trace = stream(seed, n, span_s=10.0, mean_inst=8.0, slo_s=4.0)
+    trace = stream(seed, n, span_s=10.0, mean_inst=10.0, slo_s=12.0)
     res = run(trace, "accordion", reconfig_ms=reconfig)
     check_eps(res)
     pol = res.engine.policies[0]
