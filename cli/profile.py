@@ -44,9 +44,22 @@ def build(
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the profiles artifact.")] = Path("profiles.parquet"),
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch size expanded from α/β tables.")] = prof.DEFAULT_MAX_BATCH,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Recorded in provenance (profiles draw no randomness).")] = 0,
+    measure: Annotated[Optional[list[str]], typer.Option("--measure", help="Time real PyTorch models here: VGG16, ResNet50, ResNet152 or package.module:factory (repeatable or comma-separated; extra 'torch').")] = None,
+    device: Annotated[str, typer.Option("--device", help="--measure: cpu | cuda.")] = "cpu",
+    per_layer: Annotated[bool, typer.Option("--per-layer", help="--measure: per-layer latencies (kind layer_profiles) instead of a whole-model α, β fit.")] = False,
+    threads: Annotated[Optional[int], typer.Option("--threads", help="--measure: torch CPU threads.")] = None,
+    batch: Annotated[Optional[str], typer.Option("--batch", help="--measure: batch sizes, e.g. 1,2,4,8.")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="--measure: timed runs per point (median, IQR).")] = 5,
+    warmup: Annotated[int, typer.Option("--warmup", help="--measure: untimed runs first.")] = 2,
 ) -> None:
     """Write a profiles artifact (one row per model × hardware × batch, with α, β, R²)."""
     if ctx.invoked_subcommand is not None:
+        return
+    if measure:
+        if table is not None or from_file is not None or from_ppipe is not None:
+            raise UserError("--measure cannot be combined with --table, --from or --from-ppipe")
+        _measure([m for arg in measure for m in arg.split(",") if m], device, per_layer, threads, batch,
+                 repeats, warmup, out, seed)
         return
     if from_ppipe is not None:
         if table is not None or from_file is not None:
@@ -56,6 +69,12 @@ def build(
     if (table is None) == (from_file is None):
         raise UserError("give exactly one of --table NAME or --from FILE (see `shepherd profile --help`)")
     inputs: list[Path] = []
+    if table == "accordion-layers":  # per-layer built-in (Accordion §4.1): a layer_profiles artifact
+        from shepherd.core.accordion.configs import builtin_layers
+
+        write_artifact(builtin_layers(), out, "layer_profiles", make_provenance({"table": table}, seed, []))
+        summary_table("profile", {"source": table, "kind": "layer_profiles", "written": out})
+        return
     if table is not None:
         frame = prof.load_builtin(table, max_batch=max_batch)
     else:
@@ -75,6 +94,22 @@ def build(
     })
 
 
+def _measure(models: list[str], device: str, per_layer: bool, threads: Optional[int], batch: Optional[str],
+             repeats: int, warmup: int, out: Path, seed: int) -> None:
+    from shepherd.core.measure.artifact import measure, parse_batches
+
+    batches = parse_batches(batch)
+    kind, frame, env = measure(models, device, per_layer, threads, batches, warmup, repeats)
+    config = {"measure": models, "per_layer": per_layer, "batches": batches, "repeats": repeats,
+              "warmup": warmup, "environment": env}
+    write_artifact(frame, out, kind, make_provenance(config, seed, []))
+    if kind == "profiles":
+        _print_fits(frame, title=f"measured on {env['cpu'] if device == 'cpu' else env.get('gpu')} → {out}")
+    summary_table("profile --measure", {"kind": kind, "models": ", ".join(models), "device": device,
+                                        "threads": env["threads"], "torch": env["torch"], "rows": frame.height,
+                                        "written": out})
+
+
 @app.command("list")
 def list_tables() -> None:
     """List the built-in tables.
@@ -86,6 +121,8 @@ def list_tables() -> None:
         raw = prof.read_builtin_raw(t.name)
         rows.append({"table": t.name, "models": raw["model"].n_unique(), "source": t.citation,
                      "contents": t.description})
+    rows.append({"table": "accordion-layers", "models": 3, "source": "Accordion (CF '25), Table 1 spread over layers",
+                 "contents": "per-layer latencies on one EP (kind layer_profiles; docs/ACCORDION.md)"})
     frame_table("built-in profile tables", pl.DataFrame(rows))
 
 

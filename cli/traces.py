@@ -21,6 +21,7 @@ from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
+from shepherd.traces import accordion
 from shepherd.traces import checks
 from shepherd.traces import fetch as tfetch
 from shepherd.traces import predictability as pred
@@ -63,7 +64,7 @@ def _models(models: Optional[str], models_from: Optional[Path]) -> list[str]:
 
 @app.command()
 def generate(
-    process: Annotated[str, typer.Option("--process", help="poisson | gamma | mmpp | two-stream (Shepherd §7.2).")] = "poisson",
+    process: Annotated[str, typer.Option("--process", help="poisson | gamma | mmpp | two-stream (Shepherd §7.2) | accordion-stream (Accordion §4.3).")] = "poisson",
     rate: Annotated[float, typer.Option("--rate", help="Aggregate arrival rate, requests/s.")] = 1000.0,
     duration: Annotated[float, typer.Option("--duration-s", help="Trace length, seconds.")] = 10.0,
     duration_old: Annotated[Optional[float], typer.Option("--duration", hidden=True, help="Deprecated spelling of --duration-s.")] = None,
@@ -78,6 +79,8 @@ def generate(
     mmpp_dwell_high: Annotated[float, typer.Option("--mmpp-dwell-high", help="MMPP mean time in the high state, s.")] = 0.1,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the trace artifact.")] = Path("trace.parquet"),
     seed: Annotated[int, typer.Option("--seed", help="Seed of the one random generator.")] = 0,
+    stream: Annotated[int, typer.Option("--stream", help="accordion-stream: query stream 1…6 (Accordion §4.3).")] = 1,
+    slo_target: Annotated[str, typer.Option("--slo-target", help="accordion-stream: strict | moderate | relaxed.")] = "moderate",
 ) -> None:
     """Generate a synthetic trace artifact (arrival_us, stream, model, slo_us, deadline_us).
 
@@ -89,6 +92,9 @@ def generate(
     config = dict(process=process, rate=rate, duration_s=duration, slo_ms=slo_ms, seed=seed)
     if process == "two-stream":
         frame = synthetic.two_stream(duration_s=duration, slo_ms=slo_ms)
+    elif process == "accordion-stream":
+        frame = accordion.stream(stream, slo_target, duration_s=duration, seed=seed)
+        config.update(stream=stream, slo_target=slo_target)
     else:
         spec = synthetic.SyntheticSpec(
             process=process, rate=rate, duration_s=duration, models=tuple(_models(models, models_from)),

@@ -156,6 +156,30 @@ register_schema(ArtifactSchema(
     check=_check_profiles,
 ))
 
+def _check_layer_profiles(df: pl.DataFrame) -> str | None:
+    from shepherd.core.accordion.layers import check_layer_profiles
+
+    return check_layer_profiles(df)
+
+
+register_schema(ArtifactSchema(
+    kind="layer_profiles",
+    doc="Per-layer latencies on one execution place: one row per model × hardware × batch × layer (Accordion).",
+    required=(
+        Column("model", pl.String, "model name"),
+        Column("hardware", pl.String, "CPU configuration the layers ran on (one EP)"),
+        Column("layer", pl.Int32, "0-based execution order"),
+        Column("name", pl.String, "layer name"),
+        Column("batch", pl.Int32, "batch size the layer ran at"),
+        Column("latency_ms", pl.Float64, "layer latency at that batch, ms (median of the repeats)"),
+    ),
+    optional=(
+        Column("spread_ms", pl.Float64, "interquartile range of the repeats, ms"),
+        Column("source", pl.String, "where the numbers come from"),
+    ),
+    check=_check_layer_profiles,
+))
+
 register_schema(ArtifactSchema(
     kind="trace",
     doc="Request trace: one row per request, sorted by arrival; times in integer µs.",

@@ -32,6 +32,9 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.ppipe.fig13_sensitivity",
     "shepherd.experiments.ppipe.fig14_milp_runtime",
     "shepherd.experiments.symphony.fig15_partition",
+    "shepherd.experiments.accordion.fig01_motivation",
+    "shepherd.experiments.accordion.fig03_predictor",
+    "shepherd.experiments.accordion.streams",
 )
 
 _REGISTRY: dict[str, Experiment] = {}
