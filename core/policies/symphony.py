@@ -40,6 +40,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
@@ -87,6 +89,23 @@ class Symphony(Policy):
     #: the scheduler is off the data path and built for line rate (§4.5): no modelled decision cost
     default_overhead = OverheadConfig(base_us=0.0, per_worker_us=0.0)
     work_conserving = False
+
+    @classmethod
+    def prepare(cls, inputs, config):
+        """The α/β tables; an empty cluster or an SLO below ℓ(1) = α + β (no feasible batch) is a user error."""
+        runtime = super().prepare(inputs, config)
+        if not runtime.cluster.workers:
+            raise UserError("symphony needs at least one GPU (got 0)")
+        trace = inputs.trace
+        if trace.height:
+            slo = trace.group_by("model").agg(pl.col("slo_us").min()).sort("model")
+            for name, s in zip(slo["model"].to_list(), slo["slo_us"].to_list()):
+                m = inputs.models.index(name)
+                l1 = min(per_hw[m][1] for per_hw in runtime.lat)
+                if s < l1:
+                    raise UserError(f"SLO {s / 1000:g} ms of model '{name}' is below ℓ(1) = α + β = "
+                                    f"{l1 / 1000:g} ms: no feasible batch")
+        return runtime
 
     def __init__(self, act: Actions, config: SymphonyConfig) -> None:
         super().__init__(act, config)
