@@ -180,3 +180,29 @@ def _profiles_file(tmp_path):
 
 def test_analytic_throughput_is_math():
     assert math.isclose(ba.throughput_rps(RESNET, 16, 8), 8 * 16 / (1.053 * 16 + 5.072) * 1000)
+
+
+# --------------------------------------------------------------------------- autoscaling (§4.4)
+
+def test_autoscale_advice_formula():
+    from shepherd.core.autoscale import AutoscaleConfig, advise
+    assert advise(10, 0.2, 0.0) == math.ceil(10 * 0.2 / 0.8)  # +N·b/(1−b)
+    assert advise(10, 0.0, 0.35) == -3  # −N·f
+    assert advise(10, 0.005, 0.35) == -3  # below the bad-rate threshold: release
+    assert advise(2, 0.0, 0.9, AutoscaleConfig(min_gpus=1)) == -1
+
+
+def test_closed_loop_autoscaling_follows_the_load():
+    from shepherd.core.autoscale import advice_frame
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0, 4, 16000))
+    keep = rng.uniform(0, 1, len(t)) < (300 + 3700 * np.sin(np.pi * t / 4) ** 2) / 4000
+    trace = assemble([(t[keep] * 1e6).astype(np.int64)], ["a"], [30000])
+    res = c.run("symphony", trace, c.linear_profiles([("a", 1.0, 5.0)]), 2, autoscale_epoch_s=0.5)
+    adv = advice_frame(res.windows(500_000), 500_000)
+    gpus = adv["gpus"].to_list()
+    peak = int(np.argmax(gpus))
+    assert max(gpus) > 2 * gpus[0]  # it grew under the rising load …
+    assert gpus[-2] < max(gpus)  # … and shrank after it
+    # each epoch's GPUs follow the previous epoch's advice (within the epoch boundary rounding)
+    assert all(abs(gpus[k + 1] - (gpus[k] + adv["advice"][k])) <= 1 for k in range(peak))

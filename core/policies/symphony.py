@@ -42,6 +42,7 @@ from typing import Any
 
 import polars as pl
 
+from shepherd.core.autoscale import AutoscaleConfig, advise
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
@@ -60,6 +61,11 @@ class SymphonyConfig:
     d_data_us: float = 0.0  #: input-transfer delay per request of the batch
     rate_window_ms: float = 1000.0  #: window of the online arrival-rate estimate λ
     prune: str = "window"  #: "window" (drop heads that shrink the batch) or "clipper" (only infeasible heads)
+    #: closed-loop autoscaling (§4.4, ``core.autoscale``): every this many seconds (0 = off) the
+    #: cluster follows the advice from the last epoch's bad rate and idle fraction
+    autoscale_epoch_s: float = 0.0
+    autoscale_bad: float = 0.01  #: bad-rate threshold of the advice
+    autoscale_max_gpus: int = 1_000_000
 
     def validate(self) -> None:
         for name in ("d_ctrl_us", "d_data_us"):
@@ -68,6 +74,9 @@ class SymphonyConfig:
                 raise UserError(f"symphony {name} must be ≥ 0, got {v}")
         if not self.rate_window_ms > 0:
             raise UserError(f"symphony rate_window_ms must be positive, got {self.rate_window_ms}")
+        if not self.autoscale_epoch_s >= 0:
+            raise UserError(f"symphony autoscale_epoch_s must be ≥ 0, got {self.autoscale_epoch_s}")
+        AutoscaleConfig(self.autoscale_bad, 1, self.autoscale_max_gpus).validate()
         if self.prune not in ("window", "clipper"):
             raise UserError(f"symphony prune must be 'window' or 'clipper', got '{self.prune}'")
 
@@ -115,6 +124,7 @@ class Symphony(Policy):
         self.workers = list(act.workers)
         self.local = {w: k for k, w in enumerate(self.workers)}
         hw = act.hardware[0] if self.workers else 0
+        self.hw_name = act.runtime.hardware[hw]
         self.lat = act.lat[hw]
         self.dctl, self.ddat = int(round(config.d_ctrl_us)), float(config.d_data_us)
         self.delays = self.dctl > 0 or self.ddat > 0
@@ -135,6 +145,11 @@ class Symphony(Policy):
         self.gpu_timer: list[Any] = [None] * len(self.workers)
         self.token = 0  #: payload id of the latest model timer
         self.cancelled: set[int] = set()  #: tokens of cancelled model timers (a check: none may fire)
+        self.retired: set[int] = set()  #: removed by the autoscaler while running a batch
+        self.scale_us = int(round(config.autoscale_epoch_s * 1e6))
+        arrivals = act.arrivals()[0] if self.scale_us else ()
+        self.last_arrival = int(arrivals.max()) if len(arrivals) else 0
+        self.scale_cfg = AutoscaleConfig(config.autoscale_bad, 1, config.autoscale_max_gpus)
         self.counters = {"batches": 0, "dropped_pruned": 0, "stale_timer_fired": 0, "timers_cancelled": 0,
                          "booked_ahead": 0}
 
@@ -293,6 +308,8 @@ class Symphony(Policy):
 
     def on_completion(self, now: int, worker: int) -> None:
         k = self.local[worker]
+        if k in self.retired:
+            return
         if k in self.booked:  # its booked batch starts now (the engine does it)
             self.booked.discard(k)
             return
@@ -301,8 +318,47 @@ class Symphony(Policy):
         self.free_at[k] = now
         self._dispatch(now)
 
+    def on_start(self, now: int) -> None:
+        if self.scale_us:
+            self.act.set_timer(now + self.scale_us, ("scale", 0))
+
+    def _autoscale(self, now: int) -> None:
+        """Follow §4.4's advice for the epoch that just ended (``core.autoscale``)."""
+        win = self.act.windows(self.scale_us, end_us=now)
+        row = win.filter(win["end_us"] <= now).tail(1)
+        live = [k for k in range(len(self.workers)) if k not in self.retired]
+        delta = advise(len(live), float(row["bad_rate"][0]), float(row["idle_fraction"][0]), self.scale_cfg)
+        if delta > 0:
+            for _ in range(delta):
+                w = self.act.add_worker(self.hw_name, now)
+                k = len(self.workers)
+                self.workers.append(w)
+                self.local[w] = k
+                self.free_at.append(now)
+                self.gpu_timer.append(None)
+                self.idle.add(k)
+            self.counters["gpus_added"] = self.counters.get("gpus_added", 0) + delta
+            self._dispatch(now)
+        elif delta < 0:
+            # idle GPUs first, then busy ones (their batch finishes); never one with a booked batch
+            order = sorted(live, key=lambda k: (k not in self.idle, -self.free_at[k], k))
+            gone = [k for k in order if k not in self.booked and k not in self.ahead][:-delta]
+            for k in gone:
+                self.act.remove_worker(self.workers[k], now)
+                self.idle.discard(k)
+                self.retired.add(k)
+                if self.gpu_timer[k] is not None:
+                    self.act.cancel_timer(self.gpu_timer[k])
+                    self.gpu_timer[k] = None
+            self.counters["gpus_removed"] = self.counters.get("gpus_removed", 0) + len(gone)
+
     def on_timer(self, now: int, payload: Any) -> None:
         kind, x = payload[0], payload[1]
+        if kind == "scale":
+            self._autoscale(now)
+            if self.q_pending() or now < self.last_arrival:
+                self.act.set_timer(now + self.scale_us, ("scale", x + 1))
+            return
         if kind == "model":
             if payload[2] in self.cancelled:
                 self.counters["stale_timer_fired"] += 1
@@ -311,9 +367,12 @@ class Symphony(Policy):
                 self._dispatch(now)
         else:
             self.gpu_timer[x] = None
-            if x not in self.idle and x not in self.booked:
+            if x not in self.idle and x not in self.booked and x not in self.retired:
                 self.ahead.add(x)
                 self._dispatch(now)
+
+    def q_pending(self) -> bool:
+        return any(self.q.length(m) for m in range(len(self.act.models)))
 
     def stats(self) -> dict[str, Any]:
         return dict(self.counters)
