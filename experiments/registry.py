@@ -31,6 +31,7 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.ppipe.fig10_reactive",
     "shepherd.experiments.ppipe.fig13_sensitivity",
     "shepherd.experiments.ppipe.fig14_milp_runtime",
+    "shepherd.experiments.symphony.table4_batching",
 )
 
 _REGISTRY: dict[str, Experiment] = {}

@@ -132,3 +132,42 @@ def summary(res) -> dict[str, float]:
             "bad_rate": 1.0 - good.height / max(1, rq.height),
             "p99_over_slo": max(TARGET.per_model_values(rq).values()) if rq.height else 0.0,
             "utilization": busy / (dur * 1e6 * max(1, workers.height))}
+
+
+def goodput_row(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, seed: int, start: float,
+                rel_tol: float = 0.03, **extra) -> dict[str, float]:
+    """Goodput and, at that rate, the run's bad rate, utilization and mean batch (one result row)."""
+    g = goodput(system, wl, profiles, gpus, seed, start, rel_tol, **extra)
+    row = {"goodput_rps": g}
+    if g > 0:
+        res = run(system, wl.trace(g, seed), profiles, gpus, seed, **extra)
+        s = summary(res)
+        row |= {"utilization": s["utilization"], "mean_batch": float(res.batches_frame()["size"].mean() or 0)}
+    else:
+        row |= {"utilization": 0.0, "mean_batch": 0.0}
+    return row
+
+
+def claim_within(what: str, ours: float, paper: float, tol: float):
+    """A Claim that ``ours`` is within ``tol`` (relative) of the paper's number."""
+    from shepherd.experiments.base import Claim
+
+    ok = paper != 0 and abs(ours / paper - 1) <= tol
+    return Claim(f"{what}: within {100 * tol:g} % of the paper's {paper:g}", ok,
+                 f"ours {ours:.4g} ({100 * (ours / paper - 1):+.1f} %)" if paper else f"ours {ours:.4g}")
+
+
+def plot_save(fig, figures_dir, stem: str, note: str | None = None) -> list:
+    from shepherd.experiments.report import save_figure
+
+    if note:
+        fig.text(0.01, -0.02, note, fontsize=7, ha="left", va="top")
+    return save_figure(fig, figures_dir, stem)
+
+
+def lookup(ci: pl.DataFrame, **equal) -> dict:
+    """The one row of a ``mean_ci`` frame with these values (NaN mean when absent)."""
+    rows = ci
+    for k, v in equal.items():
+        rows = rows.filter(pl.col(k) == v)
+    return rows.row(0, named=True) if rows.height else {"mean": float("nan"), "half_width": 0.0}
