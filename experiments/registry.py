@@ -32,6 +32,7 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.ppipe.fig13_sensitivity",
     "shepherd.experiments.ppipe.fig14_milp_runtime",
     "shepherd.experiments.symphony.table4_batching",
+    "shepherd.experiments.symphony.fig10_flat_top",
 )
 
 _REGISTRY: dict[str, Experiment] = {}

@@ -206,3 +206,22 @@ def test_closed_loop_autoscaling_follows_the_load():
     assert gpus[-2] < max(gpus)  # … and shrank after it
     # each epoch's GPUs follow the previous epoch's advice (within the epoch boundary rounding)
     assert all(abs(gpus[k + 1] - (gpus[k] + adv["advice"][k])) <= 1 for k in range(peak))
+
+
+# --------------------------------------------------------------------------- Fig. 10 flat top (quick scale)
+
+def test_fig10_flat_top_at_quick_scale():
+    from shepherd.experiments.base import Scale
+    from shepherd.experiments.symphony import fig10_flat_top as f10
+    exp = f10.EXPERIMENT
+    cells = [cell for cell in exp.cells(Scale(quick=True, seeds=1))
+             if cell.params["system"] in ("symphony", "symphony-sa", "clockwork")]
+    rows = pl.concat([exp.run_cell(cell.params) for cell in cells])
+    m = {s: f10.flat_top(rows.filter(pl.col("system") == s)) for s in ("symphony", "symphony-sa", "clockwork")}
+    # past saturation Symphony's goodput stays within 5 % of its peak, Clockwork's falls
+    assert m["symphony"]["over_min_ratio"] >= 0.95
+    assert m["symphony-sa"]["over_min_ratio"] >= 0.95
+    assert m["clockwork"]["last_ratio"] < 0.9
+    # below saturation the idle fraction tracks (p − o)/p (Appendix C's rule; §4.3's β·λ rule does not)
+    assert m["symphony-sa"]["idle_gap_max"] <= 0.1
+    assert m["clockwork"]["idle_gap_max"] > 0.1

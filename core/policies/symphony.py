@@ -60,6 +60,9 @@ class SymphonyConfig:
     d_ctrl_us: float = 0.0  #: control-message delay per dispatch (Appendix C ``delay``)
     d_data_us: float = 0.0  #: input-transfer delay per request of the batch
     rate_window_ms: float = 1000.0  #: window of the online arrival-rate estimate λ
+    #: schedulability: "text" (§4.3: ≥ β·λ requests or now ≥ sched_at) or "sched_at" (Appendix C as
+    #: printed: its second assignment ``exec_at = max(earliest, frontrun_at)`` overrides the β·λ test)
+    rule: str = "text"
     prune: str = "window"  #: "window" (drop heads that shrink the batch) or "clipper" (only infeasible heads)
     #: closed-loop autoscaling (§4.4, ``core.autoscale``): every this many seconds (0 = off) the
     #: cluster follows the advice from the last epoch's bad rate and idle fraction
@@ -77,6 +80,8 @@ class SymphonyConfig:
         if not self.autoscale_epoch_s >= 0:
             raise UserError(f"symphony autoscale_epoch_s must be ≥ 0, got {self.autoscale_epoch_s}")
         AutoscaleConfig(self.autoscale_bad, 1, self.autoscale_max_gpus).validate()
+        if self.rule not in ("text", "sched_at"):
+            raise UserError(f"symphony rule must be 'text' or 'sched_at', got '{self.rule}'")
         if self.prune not in ("window", "clipper"):
             raise UserError(f"symphony prune must be 'window' or 'clipper', got '{self.prune}'")
 
@@ -129,6 +134,7 @@ class Symphony(Policy):
         self.dctl, self.ddat = int(round(config.d_ctrl_us)), float(config.d_data_us)
         self.delays = self.dctl > 0 or self.ddat > 0
         self.window_prune = config.prune == "window"
+        self.beta_rule = config.rule == "text"
         top = self.maxb + 1
         #: ℓ(b) + delay(b), b = 0 … max batch (monotone: bisected for the largest feasible b)
         self.ld = [[self.lat[m][b] + self._delay(b) if b else 0 for b in range(top)] for m in range(n_models)]
@@ -219,7 +225,7 @@ class Symphony(Policy):
         if self.work_conserving or full or now >= sched_at:
             ok = True
         else:
-            ok = b >= self.beta_s[m] * self.rate(m, now)
+            ok = self.beta_rule and b >= self.beta_s[m] * self.rate(m, now)
         return Candidate(m, b, sched_at, ok)
 
     def _set_model_timer(self, m: int, at: int | None) -> None:

@@ -7,7 +7,9 @@
 * **Profiles**: α/β rows (``ℓ(b) = α·b + β``) from the built-in Symphony tables
   (``symphony-1080ti``, ``symphony-a100``) or given directly (Table 4's own
   ResNet50 / InceptionResNetV2 rows, :func:`linear_profiles`).
-* **Systems**: ``symphony`` (non-work-conserving), ``symphony-wc``,
+* **Systems**: ``symphony`` (non-work-conserving, §4.3's rule: ≥ β·λ
+  requests or sched_at), ``symphony-sa`` (Appendix C as printed: sched_at
+  only, see ``core.policies.symphony``), ``symphony-wc``,
   ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it), ``nexus``
   (one frontend) and ``nexus-8fe`` (``frontends=8``).
 * **Goodput** (§2.1): the highest aggregate request rate at which every
@@ -38,11 +40,12 @@ TARGET = Target("p99-slo")
 SYSTEMS = {  # label → (policy, config)
     "symphony": ("symphony", {}),
     "symphony-wc": ("symphony-wc", {}),
+    "symphony-sa": ("symphony", {"rule": "sched_at"}),
     "clockwork": ("clockwork", {}),
     "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle"}),
     "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "frontends": 8}),
 }
-LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "clockwork": "Clockwork",
+LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)", "clockwork": "Clockwork",
           "nexus": "Nexus 1FE", "nexus-8fe": "Nexus 8FE"}
 
 
@@ -126,12 +129,11 @@ def summary(res) -> dict[str, float]:
     rq = res.requests_frame()
     dur = max(1, int(rq["arrival_us"].max() or 1)) / 1e6
     good = rq.filter(pl.col("finish_us").is_not_null() & (pl.col("finish_us") <= pl.col("deadline_us")))
-    workers = res.workers_frame()
-    busy = float(workers["busy_us"].sum()) if "busy_us" in workers.columns else float("nan")
+    span = res.windows(int(dur * 1e6))  # window 0 = the arrival span (work after it is not counted)
     return {"offered_rps": rq.height / dur, "good_rps": good.height / dur,
             "bad_rate": 1.0 - good.height / max(1, rq.height),
             "p99_over_slo": max(TARGET.per_model_values(rq).values()) if rq.height else 0.0,
-            "utilization": busy / (dur * 1e6 * max(1, workers.height))}
+            "utilization": 1.0 - float(span["idle_fraction"][0])}
 
 
 def goodput_row(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, seed: int, start: float,
