@@ -31,6 +31,7 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.ppipe.fig10_reactive",
     "shepherd.experiments.ppipe.fig13_sensitivity",
     "shepherd.experiments.ppipe.fig14_milp_runtime",
+    "shepherd.experiments.symphony.table2_frontends",
     "shepherd.experiments.symphony.fig04_nwc_vs_wc",
     "shepherd.experiments.symphony.table4_batching",
     "shepherd.experiments.symphony.fig10_flat_top",
