@@ -35,6 +35,9 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.symphony.fig04_nwc_vs_wc",
     "shepherd.experiments.symphony.table4_batching",
     "shepherd.experiments.symphony.fig10_flat_top",
+    "shepherd.experiments.symphony.fig11_gpus",
+    "shepherd.experiments.symphony.fig13_network",
+    "shepherd.experiments.symphony.fig14_autoscale",
 )
 
 _REGISTRY: dict[str, Experiment] = {}
