@@ -164,6 +164,27 @@ def test_slo_below_alpha_plus_beta_is_one_line_exit_2(tmp_path, capsys):
     assert rc == 2 and len(err.splitlines()) == 1 and "below" in err
 
 
+def test_zero_gpus_on_the_cli_is_one_line_exit_2(capsys):
+    rc = main(["simulate", "--policy", "symphony", "--trace", "t.parquet", "--gpus", "0"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--gpus" in err
+
+
+def test_delays_book_ahead_and_still_never_late():
+    names = [f"r{i}" for i in range(4)]
+    wl = c.workload(names, 25.0, duration_s=0.5)
+    prof = c.linear_profiles([(m, 2.0, 5.0) for m in names])
+    for d in (20.0, 1000.0):
+        res = c.run("symphony", wl.trace(1500, 0), prof, 4, d_ctrl_us=d, d_data_us=5.0)
+        rq = res.requests_frame()
+        assert (rq["outcome"] == "late").sum() == 0
+        assert res.extra["policy_stats"]["booked_ahead"] > 0
+        # every batch starts at least d_ctrl after its requests' last arrival (its inputs travel)
+        b = rq.filter(pl.col("outcome") == "served").group_by("batch_id").agg(
+            pl.col("arrival_us").max(), pl.col("start_us").first())
+        assert (b["start_us"] - b["arrival_us"] >= d).all()
+
+
 def test_zero_gpus_is_a_user_error():
     wl = c.workload(["a"], 30.0, duration_s=0.2)
     with pytest.raises(UserError, match="GPU|gpus"):
