@@ -41,6 +41,7 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.symphony.fig11_gpus",
     "shepherd.experiments.symphony.fig13_network",
     "shepherd.experiments.symphony.fig14_autoscale",
+    "shepherd.experiments.symphony.cross_shepherd",
 )
 
 _REGISTRY: dict[str, Experiment] = {}
