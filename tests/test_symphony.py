@@ -246,3 +246,13 @@ def test_fig10_flat_top_at_quick_scale():
     # below saturation the idle fraction tracks (p − o)/p (Appendix C's rule; §4.3's β·λ rule does not)
     assert m["symphony-sa"]["idle_gap_max"] <= 0.1
     assert m["clockwork"]["idle_gap_max"] > 0.1
+
+
+def test_symphony_experiments_are_registered_with_small_quick_grids():
+    from shepherd.experiments.base import Scale
+    from shepherd.experiments.registry import resolve
+    names = {e.name for e in resolve(["symphony"])}
+    assert {"symphony-table2", "symphony-fig1", "symphony-fig4", "symphony-fig6", "symphony-fig7",
+            "symphony-table4", "symphony-fig10", "symphony-fig11", "symphony-fig13", "symphony-fig14"} <= names
+    assert sum(len(e.cells(Scale(quick=True, seeds=1))) for e in resolve(["symphony"])) <= 150
+    assert [e.name for e in resolve(["cross-symphony-shepherd"])] == ["cross-symphony-shepherd"]
