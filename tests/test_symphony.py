@@ -89,6 +89,7 @@ def _stub(lat_row, maxb, prune):
     """A Symphony instance over a stub Actions: one model, one hardware."""
     dropped = []
     act = SimpleNamespace(models=["m"], max_batch=maxb, workers=[0], hardware=[0], lat=[[lat_row]],
+                          runtime=SimpleNamespace(hardware=["hw"]),
                           drop=lambda rids, now: dropped.extend(rids), set_timer=lambda at, p: None,
                           cancel_timer=lambda t: None)
     return Symphony(act, SymphonyConfig(prune=prune)), dropped
@@ -117,9 +118,12 @@ def test_pruning_keeps_the_earliest_deadline_feasible_subset(deadlines, now, wai
         best_b = max(b for b in range(1, len(alive) + 1) if fits(alive[:b]))
         assert len(dropped) == len(ds) - len(alive)
         assert cand.bs == best_b
-    else:  # the largest feasible window of consecutive deadlines, the earliest such
+    else:  # the largest feasible window of consecutive deadlines, the earliest such — if the head's is < ¾ of it
         best_b = max(b for i in range(len(alive)) for b in range(1, len(alive) - i + 1) if fits(alive[i:i + b]))
         first = min(i for i in range(len(alive)) if fits(alive[i:i + best_b]))
+        head_b = max(b for b in range(1, len(alive) + 1) if fits(alive[:b]))
+        if 4 * head_b >= 3 * best_b:
+            best_b, first = head_b, 0
         assert cand.bs == best_b
         assert len(dropped) == len(ds) - len(alive) + first
     # the batch is the queue's earliest-deadline prefix and it is feasible

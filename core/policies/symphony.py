@@ -184,7 +184,10 @@ class Symphony(Policy):
         the batch is the earliest-deadline feasible prefix. ``prune="window"``
         (default): also drop the heads whose inclusion would force a smaller
         batch than a later start in the queue allows (the batch is the
-        earliest of the largest feasible windows of consecutive deadlines).
+        earliest of the largest feasible windows of consecutive deadlines),
+        when the head's own batch would be below ¾ of it (under overload this
+        keeps batches large — the flat top, §4.4; in a burst it does not trade
+        requests for a slot or two).
         """
         q = self.q
         ld = self.ld[m]
@@ -210,7 +213,9 @@ class Symphony(Policy):
                     b = self._fit(m, qd[i], now, g, min(h + n - i, self.maxb))
                     if b > best_b:
                         best_i, best_b = i, b
-            if best_i > h:
+            # only when the head's own batch is below 3/4 of the best one: a backlog that shrinks batches
+            # (overload) is cut, a burst's slightly later deadlines never cost requests for a slot or two
+            if best_i > h and 4 * self._fit(m, qd[h], now, g, min(n, self.maxb)) < 3 * best_b:
                 dead = dead + q.take(m, h, best_i - h)
                 n = q.length(m)
         if dead:
