@@ -103,6 +103,8 @@ class Symphony(Policy):
     #: the scheduler is off the data path and built for line rate (§4.5): no modelled decision cost
     default_overhead = OverheadConfig(base_us=0.0, per_worker_us=0.0)
     work_conserving = False
+    #: an SLO below ℓ(1) is a UserError in :meth:`prepare` (tests/test_engine_properties.py checks it)
+    rejects_infeasible_slo = True
 
     @classmethod
     def prepare(cls, inputs, config):
