@@ -50,8 +50,10 @@ class Fig14(Experiment):
 
     def cells(self, scale):
         if scale.quick:
-            return [self.cell(models=8, gpus=16, duration_s=12.0, epoch_s=1.0, seed=s) for s in range(scale.seeds)]
-        return [self.cell(models=24, gpus=512, duration_s=120.0, epoch_s=5.0, seed=s) for s in range(scale.seeds)]
+            return [self.cell(models=8, gpus=16, duration_s=12.0, epoch_s=1.0, seed=s, columns="good:")
+                    for s in range(scale.seeds)]
+        return [self.cell(models=24, gpus=512, duration_s=120.0, epoch_s=5.0, seed=s, columns="good:")
+                for s in range(scale.seeds)]
 
     def run_cell(self, p):
         zoo = c.zoo().head(p["models"])
@@ -72,6 +74,7 @@ class Fig14(Experiment):
         per_model = rq.group_by("window", "model").agg(pl.len().alias("arrivals"), pl.col("good").sum())
         out = win.select("window", "arrivals", "bad_rate", "idle_fraction", "gpus", "advice")
         models = per_model.pivot(on="model", index="window", values="good").fill_null(0)
+        models = models.rename({m: f"good:{m}" for m in models.columns if m != "window"})
         return out.join(models, on="window", how="left").fill_null(0).with_columns(
             seed=pl.lit(p["seed"]), epoch_s=pl.lit(p["epoch_s"]))
 
@@ -81,10 +84,10 @@ class Fig14(Experiment):
         r = results.filter(pl.col("seed") == results["seed"].min()).sort("window")
         epoch = float(r["epoch_s"][0])
         t = r["window"].to_numpy() * epoch
-        models = [col for col in r.columns if col not in
-                  ("window", "arrivals", "bad_rate", "idle_fraction", "gpus", "advice", "seed", "epoch_s")]
+        models = [col for col in r.columns if col.startswith("good:")]
         fig, axes = plotting.figure(nrows=4, width=7, height=1.8)
-        axes[0][0].stackplot(t, *[r[m].to_numpy() / epoch for m in models], labels=models)
+        axes[0][0].stackplot(t, *[r[m].cast(pl.Float64).to_numpy() / epoch for m in models],
+                             labels=[m[5:] for m in models])
         axes[0][0].plot(t, r["arrivals"].to_numpy() / epoch, c="k", lw=1, label="offered")
         axes[0][0].set(ylabel="goodput (r/s)")
         axes[1][0].step(t, r["gpus"].to_numpy(), where="post")
