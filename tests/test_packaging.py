@@ -21,9 +21,9 @@ SKIP = shutil.ignore_patterns(".git", ".venv", "results", "build", "*.egg-info",
 def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=SKIP)
-    new = src / "experiments" / "symphony"
+    new = src / "experiments" / "laterpaper"  # (experiments/symphony now exists: a name no issue uses)
     new.mkdir()
-    (new / "__init__.py").write_text('"""Symphony (a later issue)."""\n')
+    (new / "__init__.py").write_text('"""A later paper."""\n')
     (new / "fig.py").write_text("X = 1\n")
     out = tmp_path / "lib"
     # what the setuptools build backend runs for a wheel: setup.py (with pyproject.toml's configuration)
@@ -31,9 +31,10 @@ def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     pkg = out / "shepherd"
-    assert (pkg / "experiments" / "symphony" / "__init__.py").is_file()
-    assert (pkg / "experiments" / "symphony" / "fig.py").is_file()
-    for sub in ("cli", "core/engine", "core/policies", "core/pipelines", "solvers", "traces", "experiments/ppipe"):
+    assert (pkg / "experiments" / "laterpaper" / "__init__.py").is_file()
+    assert (pkg / "experiments" / "laterpaper" / "fig.py").is_file()
+    for sub in ("cli", "core/engine", "core/policies", "core/pipelines", "solvers", "traces", "experiments/ppipe",
+                "experiments/symphony"):
         assert (pkg / sub / "__init__.py").is_file(), sub
     assert any((pkg / "core" / "profile_tables").glob("*.csv"))  # package data still included
     assert not (pkg / "tests").exists() and not (pkg / "benchmarks").exists()
