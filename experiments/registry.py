@@ -35,6 +35,17 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.accordion.fig01_motivation",
     "shepherd.experiments.accordion.fig03_predictor",
     "shepherd.experiments.accordion.streams",
+    "shepherd.experiments.symphony.table2_frontends",
+    "shepherd.experiments.symphony.fig01_frontends",
+    "shepherd.experiments.symphony.fig04_nwc_vs_wc",
+    "shepherd.experiments.symphony.fig06_zoo",
+    "shepherd.experiments.symphony.fig07_workload",
+    "shepherd.experiments.symphony.table4_batching",
+    "shepherd.experiments.symphony.fig10_flat_top",
+    "shepherd.experiments.symphony.fig11_gpus",
+    "shepherd.experiments.symphony.fig13_network",
+    "shepherd.experiments.symphony.fig14_autoscale",
+    "shepherd.experiments.symphony.cross_shepherd",
 )
 
 _REGISTRY: dict[str, Experiment] = {}

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import pytest
 
 from shepherd.core.engine import simulate
+from shepherd.core.errors import UserError
 from shepherd.core.policies import registry
 from shepherd.core.profiles import latency_table_us, load_builtin
 from shepherd.traces.arrivals import poisson
@@ -95,6 +96,17 @@ def run(policy, trace, gpus, lam, seed=0):
         return trace, simulate(trace, None, policy, {"eps": 4 * gpus}, seed=seed,
                                artifacts={"layer_profiles": builtin_layers()})
     config = {"lam": lam} if policy == "flex" else None
+    if getattr(registry.get(policy).cls, "rejects_infeasible_slo", False):
+        # such a policy refuses an SLO below ℓ(1) with a UserError (Symphony: no feasible batch);
+        # check that, then keep the drawn pattern with every SLO raised to ℓ(1)
+        l1 = PROF.filter(pl.col("batch") == 1).select(
+            "model", (pl.col("latency_ms") * 1000).ceil().cast(pl.Int64).alias("l1_us"))
+        floor = trace.join(l1, on="model", how="left")["l1_us"]
+        if (trace["slo_us"] < floor).any():
+            with pytest.raises(UserError, match="no feasible batch"):
+                simulate(trace, PROF, policy, config, gpus=gpus, seed=seed)
+            slo = pl.max_horizontal(pl.col("slo_us"), pl.Series(floor.to_list()))
+            trace = trace.with_columns(slo_us=slo).with_columns(deadline_us=pl.col("arrival_us") + pl.col("slo_us"))
     return trace, simulate(trace, PROF, policy, config, gpus=gpus, seed=seed)
 
 

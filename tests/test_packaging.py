@@ -21,7 +21,7 @@ SKIP = shutil.ignore_patterns(".git", ".venv", "results", "build", "*.egg-info",
 def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=SKIP)
-    new = src / "experiments" / "later_paper_probe"  # a name no real package uses (symphony/ exists now)
+    new = src / "experiments" / "laterpaper"  # (experiments/symphony now exists: a name no issue uses)
     new.mkdir()
     (new / "__init__.py").write_text('"""A later paper."""\n')
     (new / "fig.py").write_text("X = 1\n")
@@ -31,9 +31,10 @@ def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     pkg = out / "shepherd"
-    assert (pkg / "experiments" / "later_paper_probe" / "__init__.py").is_file()
-    assert (pkg / "experiments" / "later_paper_probe" / "fig.py").is_file()
-    for sub in ("cli", "core/engine", "core/policies", "core/pipelines", "solvers", "traces", "experiments/ppipe"):
+    assert (pkg / "experiments" / "laterpaper" / "__init__.py").is_file()
+    assert (pkg / "experiments" / "laterpaper" / "fig.py").is_file()
+    for sub in ("cli", "core/engine", "core/policies", "core/pipelines", "solvers", "traces", "experiments/ppipe",
+                "experiments/symphony"):
         assert (pkg / sub / "__init__.py").is_file(), sub
     assert any((pkg / "core" / "profile_tables").glob("*.csv"))  # package data still included
     assert not (pkg / "tests").exists() and not (pkg / "benchmarks").exists()

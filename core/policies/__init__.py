@@ -13,3 +13,4 @@ from shepherd.core.policies import registry  # noqa: F401
 from shepherd.core.policies import ppipe  # noqa: F401  (PPipe data plane)
 from shepherd.core.policies import reactive  # noqa: F401  (PPipe §7.4 baseline)
 from shepherd.core.policies import accordion  # noqa: F401  (accordion, fastest, slo-conforming, bbs, one-stage)
+from shepherd.core.policies import symphony  # noqa: F401  (registers symphony, symphony-wc)

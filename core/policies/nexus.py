@@ -34,6 +34,7 @@ As Shepherd §7 and Symphony §2.2 / §4.2 describe it:
 from __future__ import annotations
 
 import math
+import random
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,9 @@ class NexusConfig:
     epoch_s: float = 60.0  #: reconfiguration period
     peak_window_s: float = 1.0  #: window over which a stream's peak rate is measured
     provision: str = "previous"  #: "previous" epoch's peak, or each epoch's own ("oracle")
+    #: independent frontends (Symphony §3.3): each request goes to a random one, each routes
+    #: round-robin on its own state (starting at a random phase); 1 = the coordinated case
+    frontends: int = 1
 
     def validate(self) -> None:
         if not self.epoch_s > 0:
@@ -70,6 +74,8 @@ class NexusConfig:
             raise UserError(f"nexus peak_window_s must be in (0, epoch_s], got {self.peak_window_s}")
         if self.provision not in ("previous", "oracle"):
             raise UserError(f"nexus provision must be 'previous' or 'oracle', got '{self.provision}'")
+        if not (isinstance(self.frontends, int) and self.frontends >= 1):
+            raise UserError(f"nexus frontends must be an integer ≥ 1, got {self.frontends}")
 
 
 def epoch_peaks(arrival: np.ndarray, stream: np.ndarray, epoch_us: int, window_us: int) -> dict[int, dict[int, float]]:
@@ -143,6 +149,8 @@ class Nexus(Policy):
         self.targets: dict[int, list[list[Any]]] = {}  # stream → [[k, slot, weight, current]]
         self.bucket: dict[int, list[float]] = {}  # stream → [tokens, last_t, rate_per_us, depth]
         self.plans: list[dict] = []  # per epoch: GPUs used, scale factor
+        self.fronts: list[dict[int, list[list[Any]]]] = []  # per frontend: its own copy of ``targets``
+        self.fe_rng = random.Random(int(act.rng.integers(1 << 31))) if config.frontends > 1 else None
 
     # ------------------------------------------------------------------ planning
 
@@ -215,6 +223,10 @@ class Nexus(Policy):
             depth = float(max(1, sum(self.slots[k][j][1] for k, j, _, _ in tg)))
             self.bucket[stream] = [depth, now, rate, depth]
         self.plans.append({"epoch": epoch, "gpus": k, "scale": scale})
+        if self.fe_rng is not None:
+            r = self.fe_rng.random
+            self.fronts = [{s: [[k, j, w, w * len(tg) * r()] for k, j, w, _ in tg] for s, tg in self.targets.items()}
+                           for _ in range(self.config.frontends)]
         dropped = []
         for d, r, s in sorted(queued):
             if s in self.targets:
@@ -238,7 +250,7 @@ class Nexus(Policy):
 
     def _enqueue(self, s: int, d: int, r: int) -> int:
         """Smooth weighted round-robin over the stream's allocations; returns the worker."""
-        tg = self.targets[s]
+        tg = self.targets[s] if self.fe_rng is None else self.fronts[self.fe_rng.randrange(len(self.fronts))][s]
         if len(tg) == 1:
             best = tg[0]
         else:

@@ -1,1 +1,1 @@
-"""Symphony (seed 003) experiments: one module per figure or table."""
+"""Symphony (Ng et al.): the experiments of §3–§5, one module per figure or table."""

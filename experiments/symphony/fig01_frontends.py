@@ -1,0 +1,69 @@
+"""Symphony Fig. 1: distributed scheduling hurts goodput — Nexus with K frontends (§3.3).
+
+Nexus (the shared policy, ``frontends=K``: each request to a random
+frontend, each frontend round-robin on its own) on ResNet50-like models
+(Table 5, 1080Ti), Poisson, evenly popular. Setups span the paper's ranges
+(8–64 GPUs, 1–37 models, SLO 20–100 ms). Goodput: p99 ≤ SLO (§2.1).
+Quick: two setups, K ∈ {1, 2, 4, 8}, 1 s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from shepherd.core import batch_analytics as ba
+from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.registry import register
+from shepherd.experiments.symphony import common as c
+
+ALPHA, BETA = 2.050, 5.378
+SETUPS_QUICK = ((8, 1, 50.0), (16, 4, 100.0))  # (GPUs, models, SLO)
+SETUPS_FULL = ((8, 1, 50.0), (16, 4, 100.0), (32, 8, 50.0), (64, 37, 100.0), (64, 16, 20.0))
+
+
+class Fig1(Experiment):
+    name = "symphony-fig1"
+    paper = "symphony"
+    title = "Symphony Fig. 1: Nexus goodput vs number of frontends"
+
+    def cells(self, scale):
+        setups, ks, dur = (SETUPS_QUICK, (1, 2, 4, 8), 1.0) if scale.quick else (SETUPS_FULL, (1, 2, 4, 8, 16), 4.0)
+        return [self.cell(gpus=g, models=m, slo_ms=s, frontends=k, duration_s=dur, seed=seed)
+                for g, m, s in setups for k in ks for seed in range(scale.seeds)]
+
+    def run_cell(self, p):
+        names = [f"ResNet-{i}" for i in range(p["models"])]
+        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
+        wl = c.workload(names, p["slo_ms"], duration_s=p["duration_s"])
+        lin = ba.Linear(ALPHA, BETA)
+        start = 0.5 * ba.throughput_rps(lin, max(1, ba.uncoordinated_batch(lin, p["slo_ms"])), p["gpus"])
+        g = c.goodput("nexus", wl, prof, p["gpus"], p["seed"], start, frontends=p["frontends"])
+        return pl.DataFrame([{**{k: p[k] for k in ("gpus", "models", "slo_ms", "frontends", "seed")},
+                              "goodput_rps": g}])
+
+    def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        from shepherd.experiments import plotting
+
+        data = results.with_columns(pl.format("{} GPUs, {} models, {} ms", "gpus", "models", "slo_ms").alias("setup"))
+        fig, axes = plotting.figure()
+        plotting.lines(axes[0][0], data, "frontends", "goodput_rps", "setup")
+        axes[0][0].set(ylabel="Nexus goodput (r/s)")
+        figures = c.plot_save(fig, figures_dir, "symphony-fig1")
+        mean = data.group_by("setup", "frontends").agg(pl.col("goodput_rps").mean())
+        losses = []
+        for s in mean["setup"].unique().sort().to_list():
+            part = mean.filter(pl.col("setup") == s).sort("frontends")
+            one, many = float(part["goodput_rps"][0]), float(part["goodput_rps"][-1])
+            if one > 0:
+                losses.append(1 - many / one)
+        headlines = [Headline("largest goodput loss with the most frontends (paper 5 %–40 %)", 40.0,
+                              100 * max(losses) if losses else float("nan"), unit=" %")]
+        claims = [Claim("multiple frontends degrade Nexus's goodput by 5 %–40 %",
+                        bool(losses) and min(losses) >= 0.05 and max(losses) <= 0.6,
+                        ", ".join(f"{100 * x:.0f} %" for x in losses) or "Nexus goodput 0 with 1 frontend")]
+        return Section(self.title, figures, headlines, claims)
+
+
+EXPERIMENT = register(Fig1())

@@ -1,0 +1,262 @@
+"""Symphony (issue 14 part A): analytics, the scheduler's invariants, goodput, bad input."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shepherd.cli.app import main
+from shepherd.core import batch_analytics as ba
+from shepherd.core.artifacts import write_artifact
+from shepherd.core.engine import simulate
+from shepherd.core.errors import UserError
+from shepherd.core.policies.queues import DeadlineQueues
+from shepherd.core.policies.symphony import Symphony, SymphonyConfig
+from shepherd.experiments.symphony import common as c
+from shepherd.traces.arrivals import gamma
+from shepherd.traces.synthetic import assemble
+
+RESNET = ba.Linear(1.053, 5.072)
+IRV2 = ba.Linear(5.090, 18.368)
+
+
+# --------------------------------------------------------------------------- Table 4 analytics
+
+def test_table4_analytic_batch_sizes_and_throughputs():
+    r, i = ba.ideal(RESNET, 25, 8), ba.ideal(IRV2, 70, 8)
+    assert (r.uncoordinated_batch, r.staggered_batch) == (7, 16)
+    assert (i.uncoordinated_batch, i.staggered_batch) == (3, 8)
+    assert [round(x) for x in (r.uncoordinated_rps, r.staggered_rps)] == [4501, 5839]
+    assert [round(x) for x in (i.uncoordinated_rps, i.staggered_rps)] == [713, 1083]
+
+
+@given(st.floats(0.2, 6), st.floats(0.5, 30), st.floats(1.0, 6.0), st.floats(1, 50_000))
+def test_gpus_needed_is_the_smallest_sufficient_n(alpha, beta, slack, rate):
+    lin = ba.Linear(alpha, beta)
+    slo = slack * (alpha + beta) * 2
+    n = ba.gpus_needed(lin, slo, rate)
+    assert ba.throughput_rps(lin, ba.staggered_batch(lin, slo, n), n) >= rate
+    if n > 1:
+        assert ba.throughput_rps(lin, ba.staggered_batch(lin, slo, n - 1), n - 1) < rate
+
+
+# --------------------------------------------------------------------------- the scheduler
+
+@st.composite
+def workloads(draw):
+    n = draw(st.integers(1, 3))
+    models = [f"m{i}" for i in range(n)]
+    ab = [(draw(st.floats(0.2, 3.0)), draw(st.floats(0.5, 12.0))) for _ in models]
+    slo = [int(1000 * (a + b) * draw(st.floats(1.05, 6.0))) for a, b in ab]
+    rates = [draw(st.floats(50, 3000)) for _ in models]
+    cv = draw(st.sampled_from([0.5, 1.0, 3.0]))
+    gpus = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 1000))
+    rng = np.random.default_rng(seed)
+    trace = assemble([gamma(rng, r, cv, 300_000) for r in rates], models, slo)
+    return trace, c.linear_profiles([(m, a, b) for m, (a, b) in zip(models, ab)]), gpus
+
+
+@settings(max_examples=25)
+@given(workloads(), st.sampled_from(["symphony", "symphony-wc"]), st.sampled_from(["window", "clipper"]))
+def test_symphony_never_dispatches_a_batch_that_misses_a_deadline(wl, policy, prune):
+    trace, prof, gpus = wl
+    res = simulate(trace, prof, policy, {"prune": prune}, gpus=gpus, max_batch=c.MAX_BATCH)
+    rq = res.requests_frame()
+    assert (rq["outcome"] == "late").sum() == 0
+    served = rq.filter(pl.col("outcome") == "served")
+    assert (served["finish_us"] <= served["deadline_us"]).all()
+    stats = res.extra["policy_stats"]
+    # a cancelled candidate timer never fires
+    assert stats["stale_timer_fired"] == 0
+
+
+def test_cancelled_candidate_timers_never_fire_and_some_are_cancelled():
+    wl = c.workload(["a", "b"], 30.0, duration_s=1.0)
+    res = c.run("symphony", wl.trace(1500, 1), c.linear_profiles([("a", 1.0, 8.0), ("b", 0.5, 3.0)]), 2)
+    stats = res.extra["policy_stats"]
+    assert stats["timers_cancelled"] > 20
+    assert stats["stale_timer_fired"] == 0
+
+
+def _stub(lat_row, maxb, prune):
+    """A Symphony instance over a stub Actions: one model, one hardware."""
+    dropped = []
+    act = SimpleNamespace(models=["m"], max_batch=maxb, workers=[0], hardware=[0], lat=[[lat_row]],
+                          runtime=SimpleNamespace(hardware=["hw"]),
+                          drop=lambda rids, now: dropped.extend(rids), set_timer=lambda at, p: None,
+                          cancel_timer=lambda t: None)
+    return Symphony(act, SymphonyConfig(prune=prune)), dropped
+
+
+@given(st.lists(st.integers(0, 20_000), min_size=1, max_size=40), st.integers(0, 5_000), st.integers(0, 3_000),
+       st.floats(100, 2_000), st.floats(200, 8_000), st.sampled_from(["clipper", "window"]))
+def test_pruning_keeps_the_earliest_deadline_feasible_subset(deadlines, now, wait, alpha, beta, prune):
+    maxb = 16
+    lat = [0] + [int(alpha * b + beta) for b in range(1, maxb + 1)]
+    pol, dropped = _stub(lat, maxb, prune)
+    for rid, d in enumerate(sorted(deadlines)):
+        pol.q.push(0, d, rid)
+    g = now + wait
+    cand = pol.candidate(0, now, g)
+    ds = sorted(deadlines)
+    alive = [d for d in ds if d >= g + lat[1]]  # can finish alone
+
+    def fits(window):
+        return len(window) <= maxb and all(d >= g + lat[len(window)] for d in window)
+
+    if not alive:
+        assert cand is None and len(dropped) == len(ds)
+        return
+    if prune == "clipper":
+        best_b = max(b for b in range(1, len(alive) + 1) if fits(alive[:b]))
+        assert len(dropped) == len(ds) - len(alive)
+        assert cand.bs == best_b
+    else:  # the largest feasible window of consecutive deadlines, the earliest such — if the head's is < ¾ of it
+        best_b = max(b for i in range(len(alive)) for b in range(1, len(alive) - i + 1) if fits(alive[i:i + b]))
+        first = min(i for i in range(len(alive)) if fits(alive[i:i + best_b]))
+        head_b = max(b for b in range(1, len(alive) + 1) if fits(alive[:b]))
+        if 4 * head_b >= 3 * best_b:
+            best_b, first = head_b, 0
+        assert cand.bs == best_b
+        assert len(dropped) == len(ds) - len(alive) + first
+    # the batch is the queue's earliest-deadline prefix and it is feasible
+    q: DeadlineQueues = pol.q
+    batch = q.d[0][q.h[0]:q.h[0] + cand.bs]
+    assert batch == sorted(batch) and fits(batch)
+    assert all(d <= batch[0] for d in ds[:len(dropped)])
+
+
+# --------------------------------------------------------------------------- goodput (Table 4)
+
+@pytest.mark.parametrize("name, lin, slo, paper", [("ResNet50", RESNET, 25, 5169),
+                                                   ("InceptionResNetV2", IRV2, 70, 907)])
+def test_table4_simulated_goodput(name, lin, slo, paper):
+    prof = c.linear_profiles([(name, lin.alpha_ms, lin.beta_ms)])
+    wl = c.workload([name], slo, duration_s=3.0)
+    start = 0.9 * paper
+    sym = c.goodput("symphony", wl, prof, 8, 0, start=start, rel_tol=0.02)
+    assert abs(sym / paper - 1) <= 0.15
+    assert sym > c.goodput("clockwork", wl, prof, 8, 0, start=start, rel_tol=0.02)
+    assert sym > c.goodput("nexus", wl, prof, 8, 0, start=start, rel_tol=0.02)
+    # below the analytic staggered ceiling (Eq. 2-3), above the uncoordinated one
+    ideal = ba.ideal(lin, slo, 8)
+    assert ideal.uncoordinated_rps < sym <= ideal.staggered_rps * 1.02
+
+
+# --------------------------------------------------------------------------- bad input
+
+def test_slo_below_alpha_plus_beta_is_one_line_exit_2(tmp_path, capsys):
+    wl = c.workload(["a"], 3.0, duration_s=0.2)
+    path = tmp_path / "t.parquet"
+    write_artifact(wl.trace(100, 0), path, "trace")
+    with pytest.raises(UserError, match="below"):
+        simulate(pl.read_parquet(path), c.linear_profiles([("a", 1.0, 5.0)]), "symphony", gpus=2)
+    with pytest.raises(UserError, match="below"):
+        ba.ideal(ba.Linear(1.0, 5.0), 3.0, 8)
+    with pytest.raises(UserError):
+        ba.staggered_batch(RESNET, 25, 0)
+    rc = main(["simulate", "--policy", "symphony", "--trace", str(path), "--gpus", "2",
+               "--profiles", str(_profiles_file(tmp_path)), "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "below" in err
+
+
+def test_zero_gpus_on_the_cli_is_one_line_exit_2(capsys):
+    rc = main(["simulate", "--policy", "symphony", "--trace", "t.parquet", "--gpus", "0"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--gpus" in err
+
+
+def test_delays_book_ahead_and_still_never_late():
+    names = [f"r{i}" for i in range(4)]
+    wl = c.workload(names, 25.0, duration_s=0.5)
+    prof = c.linear_profiles([(m, 2.0, 5.0) for m in names])
+    for d in (20.0, 1000.0):
+        res = c.run("symphony", wl.trace(1500, 0), prof, 4, d_ctrl_us=d, d_data_us=5.0)
+        rq = res.requests_frame()
+        assert (rq["outcome"] == "late").sum() == 0
+        assert res.extra["policy_stats"]["booked_ahead"] > 0
+        # every batch starts at least d_ctrl after its requests' last arrival (its inputs travel)
+        b = rq.filter(pl.col("outcome") == "served").group_by("batch_id").agg(
+            pl.col("arrival_us").max(), pl.col("start_us").first())
+        assert (b["start_us"] - b["arrival_us"] >= d).all()
+
+
+def test_zero_gpus_is_a_user_error():
+    wl = c.workload(["a"], 30.0, duration_s=0.2)
+    with pytest.raises(UserError, match="GPU|gpus"):
+        simulate(wl.trace(100, 0), c.linear_profiles([("a", 1.0, 5.0)]), "symphony", gpus=0)
+    with pytest.raises(UserError):
+        ba.gpus_needed(RESNET, 3.0, 100)
+
+
+def _profiles_file(tmp_path):
+    path = tmp_path / "p.parquet"
+    write_artifact(c.linear_profiles([("a", 1.0, 5.0)]), path, "profiles")
+    return path
+
+
+def test_analytic_throughput_is_math():
+    assert math.isclose(ba.throughput_rps(RESNET, 16, 8), 8 * 16 / (1.053 * 16 + 5.072) * 1000)
+
+
+# --------------------------------------------------------------------------- autoscaling (§4.4)
+
+def test_autoscale_advice_formula():
+    from shepherd.core.autoscale import AutoscaleConfig, advise
+    assert advise(10, 0.2, 0.0) == math.ceil(10 * 0.2 / 0.8)  # +N·b/(1−b)
+    assert advise(10, 0.0, 0.35) == -3  # −N·f
+    assert advise(10, 0.005, 0.35) == -3  # below the bad-rate threshold: release
+    assert advise(2, 0.0, 0.9, AutoscaleConfig(min_gpus=1)) == -1
+
+
+def test_closed_loop_autoscaling_follows_the_load():
+    from shepherd.core.autoscale import advice_frame
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0, 4, 16000))
+    keep = rng.uniform(0, 1, len(t)) < (300 + 3700 * np.sin(np.pi * t / 4) ** 2) / 4000
+    trace = assemble([(t[keep] * 1e6).astype(np.int64)], ["a"], [30000])
+    res = c.run("symphony", trace, c.linear_profiles([("a", 1.0, 5.0)]), 2, autoscale_epoch_s=0.5)
+    adv = advice_frame(res.windows(500_000), 500_000)
+    gpus = adv["gpus"].to_list()
+    peak = int(np.argmax(gpus))
+    assert max(gpus) > 2 * gpus[0]  # it grew under the rising load …
+    assert gpus[-2] < max(gpus)  # … and shrank after it
+    # each epoch's GPUs follow the previous epoch's advice (within the epoch boundary rounding)
+    assert all(abs(gpus[k + 1] - (gpus[k] + adv["advice"][k])) <= 1 for k in range(peak))
+
+
+# --------------------------------------------------------------------------- Fig. 10 flat top (quick scale)
+
+def test_fig10_flat_top_at_quick_scale():
+    from shepherd.experiments.base import Scale
+    from shepherd.experiments.symphony import fig10_flat_top as f10
+    exp = f10.EXPERIMENT
+    cells = [cell for cell in exp.cells(Scale(quick=True, seeds=1))
+             if cell.params["system"] in ("symphony", "symphony-sa", "clockwork")]
+    rows = pl.concat([exp.run_cell(cell.params) for cell in cells])
+    m = {s: f10.flat_top(rows.filter(pl.col("system") == s)) for s in ("symphony", "symphony-sa", "clockwork")}
+    # past saturation Symphony's goodput stays within 5 % of its peak, Clockwork's falls
+    assert m["symphony"]["over_min_ratio"] >= 0.95
+    assert m["symphony-sa"]["over_min_ratio"] >= 0.95
+    assert m["clockwork"]["last_ratio"] < 0.9
+    # below saturation the idle fraction tracks (p − o)/p (Appendix C's rule; §4.3's β·λ rule does not)
+    assert m["symphony-sa"]["idle_gap_max"] <= 0.1
+    assert m["clockwork"]["idle_gap_max"] > 0.1
+
+
+def test_symphony_experiments_are_registered_with_small_quick_grids():
+    from shepherd.experiments.base import Scale
+    from shepherd.experiments.registry import resolve
+    names = {e.name for e in resolve(["symphony"])}
+    assert {"symphony-table2", "symphony-fig1", "symphony-fig4", "symphony-fig6", "symphony-fig7",
+            "symphony-table4", "symphony-fig10", "symphony-fig11", "symphony-fig13", "symphony-fig14"} <= names
+    assert sum(len(e.cells(Scale(quick=True, seeds=1))) for e in resolve(["symphony"])) <= 150
+    assert [e.name for e in resolve(["cross-symphony-shepherd"])] == ["cross-symphony-shepherd"]
