@@ -13,6 +13,7 @@ from shepherd.core import profiles as prof
 from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
 from shepherd.core.checks import number
 from shepherd.core.errors import UserError
+from shepherd.core.pipelines.rules import check as check_rules
 from shepherd.solvers.backend import BACKENDS, SolverConfig, preflight
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
 from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
@@ -42,6 +43,7 @@ def plan(
     slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).")] = 0.4,
     slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.")] = 5.0,
     milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).")] = "counts",
+    rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="ppipe/np/dart-r: the paper's rules or the authors' artifact's (batch-build term, ≤ 2 partitions, NP without MPS, 10/6 Gbit/s, their DART-r).")] = "paper",
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the plan artifact.")] = Path("plan.parquet"),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of named traces (planners are deterministic; recorded for provenance).")] = 0,
 ) -> None:
@@ -66,6 +68,7 @@ def plan(
         number("--bandwidth-gbps", bandwidth_gbps, low=0, low_open=True)
     number("--slo-margin", slo_margin, low=0, high=0.99)
     number("--slo-scale", slo_scale, low=0, low_open=True, high=1e6)
+    check_rules(rules)
     preflight(solver)  # fail fast, before the trace is read or anything is solved
     loaded = load_trace(trace, seed=seed)
     pipeline = planner in PPIPE_PLANNERS
@@ -81,7 +84,7 @@ def plan(
     req = PlanRequest(loaded.frame, prof_frame, gpus, solver_cfg, group_limit, affinity_k, gpu_memory_mb,
                       reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms, cluster=cluster,
                       bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
-                      milp_formulation=milp_formulation)
+                      milp_formulation=milp_formulation, rules=rules)
     with progress() as bar:
         bar.add_task(f"planning ({planner}, {solver})", total=None)
         output = run(req)
@@ -89,7 +92,7 @@ def plan(
                   affinity_k=affinity_k, gpu_memory_mb=gpu_memory_mb, reserve_mb=reserve_mb, solver=solver,
                   time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware,
                   cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
-                  milp_formulation=milp_formulation)
+                  milp_formulation=milp_formulation, rules=rules)
     inputs = list(loaded.inputs) + ([profiles] if profiles else [])
     extra = dict(output.extra)
     write_artifact(output.frame, out, output.kind, make_provenance(config, seed, inputs), extra=extra)

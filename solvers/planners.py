@@ -50,6 +50,7 @@ class PlanRequest:
     slo_margin: float = 0.4  # pipeline planners: SLO fraction deducted in the MILP (PPipe §7.1)
     slo_scale: float = 5.0  # pipeline planners: SLO = scale × L4 batch-1 latency (PPipe §7.1)
     milp_formulation: str = "counts"  # ppipe/np: "counts" (integer vGPUs) or "points" (see solvers.ppipe_milp)
+    rules: str = "paper"  # pipeline planners: named rule set, paper | artifact (core.pipelines.rules)
 
 
 @dataclass

@@ -61,6 +61,11 @@ class PPipePlanConfig:
     candidates: int = 4  # configurations kept per (DNN, template); 0 = all
     mps: bool = True  # virtual GPUs (§5.3)
     formulation: str = "counts"  # "counts": integer g per partition; "points": one efficient g-vector per config
+    #: batch-building latency factor: ``factor·10⁶·(bs−1)/est_xput`` µs joins each pipeline's latency,
+    #: est_xput = the DNN's NP throughput (artifact MILP: 1.3; paper: 0 = no term). Rule sets: core.pipelines.rules
+    batch_build: float = 0.0
+    np_mps: bool = True  #: NP may use MPS shares (paper §7.1); the artifact's NP uses whole GPUs
+    dart: str = "paper"  #: DART-r: "paper" (pairs over the cluster) or "artifact" (pairs within NP's GPU split)
 
     def validate(self) -> "PPipePlanConfig":
         if not 0 <= self.slo_margin < 1:
@@ -71,6 +76,10 @@ class PPipePlanConfig:
             raise UserError(f"max partitions must be 1–3, got {self.max_partitions}")
         if self.candidates < 0:
             raise UserError(f"candidates must be ≥ 0, got {self.candidates}")
+        if not (0 <= self.batch_build < 1e3):
+            raise UserError(f"batch-build factor must be in [0, 1000), got {self.batch_build:g}")
+        if self.dart not in ("paper", "artifact"):
+            raise UserError(f"DART-r rule must be paper or artifact, got '{self.dart}'")
         if self.formulation not in FORMULATIONS:
             raise UserError(f"unknown MILP formulation '{self.formulation}' (known: {', '.join(FORMULATIONS)})")
         return self
@@ -89,13 +98,42 @@ def check_inputs(profiles: list[BlockProfile], weights: dict[str, float], cluste
         raise UserError("workload shares must be non-negative with a positive sum")
 
 
+def build_terms(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
+                cfg: PPipePlanConfig, solver: SolverConfig) -> dict[str, float]:
+    """Per DNN the batch-building latency per extra request, µs: ``factor·10⁶/est_xput`` (0 without the term).
+
+    ``est_xput`` is the DNN's throughput in the NP plan of the same inputs
+    (NP as the rule set has it, without the term) — the artifact MILP's
+    ``est_xput``.
+    """
+    if cfg.batch_build <= 0:
+        return {p.model: 0.0 for p in profiles}
+    from dataclasses import replace
+
+    base = replace(cfg, batch_build=0.0, max_partitions=1, candidates=0, mps=cfg.np_mps)
+    np_plan = solve_pipelines(profiles, weights, cluster, base, solver, "np")
+    out = {}
+    for p in profiles:
+        est = np_plan.model_xput(p.model)
+        out[p.model] = cfg.batch_build * 1e6 / est if est > 0 else 0.0
+    return out
+
+
 def candidate_configs(profiles: list[BlockProfile], cluster: ClusterSpec, cfg: PPipePlanConfig,
-                      weights: dict[str, float], solver: SolverConfig) -> dict[str, list[Config]]:
-    """Feasible, dominance-pruned configurations per DNN, pre-selected by LP prices."""
+                      weights: dict[str, float], solver: SolverConfig,
+                      build_us: dict[str, float] | None = None) -> dict[str, list[Config]]:
+    """Feasible, dominance-pruned configurations per DNN, pre-selected by LP prices.
+
+    ``build_us``: per DNN the batch-building latency per extra request
+    (:func:`build_terms`; computed here when not given).
+    """
     out: dict[str, list[Config]] = {}
+    if build_us is None:
+        build_us = build_terms(profiles, weights, cluster, cfg, solver)
     for p in profiles:
         budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
-        cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps)
+        cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps,
+                                 build_us=build_us.get(p.model, 0.0))
         if not cfgs and weights.get(p.model, 0) > 0:
             fastest = min(p.whole_us(h) for h in cluster.hardware if cluster.count(h) > 0)
             raise UserError(f"'{p.model}': no feasible pipeline — SLO·(1−margin) = {budget / 1000:.2f} ms is below "
@@ -224,7 +262,8 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
     meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()),
                              "objective_name": "max-min normalised throughput (req/s)",
-                             "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions}
+                             "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
+                             "batch_build": cfg.batch_build}
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
 
 
