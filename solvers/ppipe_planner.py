@@ -38,9 +38,9 @@ def _run(name: str, req: Any) -> Any:
         raise UserError(f"planner '{name}' needs block profiles (shepherd profile --from-ppipe DIR --out …)")
     weights = workload_shares(req.trace)
     profs = blocks.from_frame(req.profiles, sorted(weights))
-    name = req.cluster or "HC1-L"
-    bw = req.bandwidth_gbps if req.bandwidth_gbps is not None else rules.bandwidth_gbps(name, req.rules)
-    cluster = make_cluster(name, bw)
+    cname = req.cluster or "HC1-L"
+    bw = req.bandwidth_gbps if req.bandwidth_gbps is not None else rules.bandwidth_gbps(cname, req.rules)
+    cluster = make_cluster(cname, bw)
     cfg = PPipePlanConfig(slo_margin=req.slo_margin, slo_scale=req.slo_scale, formulation=req.milp_formulation,
                           **rules.planner_fields(req.rules)).validate()
     result = PIPELINE_PLANNERS[name](list(profs.values()), weights, cluster, cfg, req.solver)

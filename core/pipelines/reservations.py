@@ -321,7 +321,7 @@ def probe_scored(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
             elif floor >= best:
                 break  # (scores only grow from here: none can beat the best)
             if j and ln > 0 and (last_end[up] > tg or last_end[down] > tg):
-                ts = _link_slot(fit, up, down, tg, ln)
+                ts = _link_slot(fit, up, down, fit(up, tg, ln), ln)  # (_link_slot starts from a free uplink)
             else:
                 ts = tg
             start = fit(w, ts + ln, li)
