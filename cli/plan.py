@@ -124,3 +124,42 @@ def plan(
     })
     if extra.get("warning"):
         typer.echo(f"warning: {extra['warning']}", err=True)
+
+
+def plan_import(
+    plan_file: Annotated[Path, typer.Argument(help="A plan in the PPipe artifact's JSON format (data/plans/…).")],
+    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Table 1 cluster HC1-L … HC4-S (default: from the GPU types and the file name).")] = None,
+    weights: Annotated[Optional[str], typer.Option("--weights", help="Workload shares in the file's DNN order, e.g. 0.3,0.33,0.37 (default: from the file name, else equal).")] = None,
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="block_profiles artifact: check that every DNN is profiled and its layers span its blocks.")] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the pipeline_plan artifact.")] = Path("plan.parquet"),
+) -> None:
+    """Import a published PPipe plan (the authors' JSON) as a pipeline_plan artifact for simulate.
+
+    Example: shepherd plan-import data/plans/maf19/…_v4.json -o pp.parquet && shepherd simulate --plan pp.parquet --policy ppipe --rules artifact …
+    """
+    from shepherd.core.pipelines import blocks
+    from shepherd.core.pipelines import plan as pplan
+    from shepherd.core.pipelines.importer import read_plan
+
+    check_output_file(out, "-o")
+    shares = None
+    if weights is not None:
+        try:
+            shares = [float(x) for x in weights.split(",")]
+        except ValueError:
+            raise UserError(f"--weights expects comma-separated numbers, got '{weights}'") from None
+    profs = None
+    if profiles is not None:
+        profs = blocks.from_frame(read_artifact(profiles, "block_profiles").frame)
+    result = read_plan(plan_file, cluster, shares, profs)
+    extra = pplan.extra_of(result)
+    config = dict(command="plan-import", plan_file=Path(plan_file).name, cluster=cluster, weights=weights)
+    write_artifact(pplan.to_frame(result), out, "pipeline_plan",
+                   make_provenance(config, 0, [plan_file] + ([profiles] if profiles else [])), extra=extra)
+    summary_table("plan import", {
+        "file": Path(plan_file).name, "cluster": result.cluster.name,
+        "bandwidth (Gbit/s)": result.cluster.bandwidth_gbps,
+        "DNNs": len(result.slo_us), "pipelines": len(result.pipelines),
+        "virtual GPUs": sum(s.vgpus for p in result.pipelines for s in p.stages),
+        "normalised throughput (req/s)": round(result.normalized_xput, 1), "written": out,
+    })
