@@ -11,9 +11,11 @@ Data plane (:class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`):
 * ``uplink_score`` — (a) a candidate GPU of a non-last stage is scored by the
   later of its finish time and its server uplink's last reservation (artifact
   simulator); paper: Algorithm 2 scores by the GPU's finish time only.
-* ``head_drop`` — (b) the head request is dropped unless the pipeline's
-  planned batch size still meets its deadline (artifact load balancer);
-  paper: Algorithm 1 lines 9–14 shrink the batch from ``bs`` down to 1.
+* ``head_drop`` — (b) a request that becomes the head of its queue is
+  dropped unless a batch of ``round(0.95·bs)`` … ``bs`` (the planned size,
+  for bs < 10) still meets its deadline; once admitted it is served by the
+  paper's rule (artifact load balancer, ``ReservationSlaLoadBalancer``);
+  paper: Algorithm 1 lines 9–14 shrink every head's batch from ``bs`` down to 1.
 * ``slot_receive`` — (c) every last-stage GPU slot (vGPU) has its own receive
   link (artifact network model); paper §4 C3 / §7.1: the GPUs of a server
   share one NIC.

@@ -61,8 +61,10 @@ class PPipeDataPlaneConfig:
     #: (a) artifact simulator: a non-last stage's GPU is scored by max(GPU finish, its server uplink's
     #: last reservation); paper (Algorithm 2): by the GPU finish only
     uplink_score: bool = False
-    #: (b) artifact load balancer: drop the head request unless the planned batch size meets its
-    #: deadline; paper (Algorithm 1 lines 9–14): shrink the batch from bs down to 1
+    #: (b) artifact load balancer: a request that becomes the head is dropped unless a batch of
+    #: round(0.95·bs) … bs (in practice the planned bs) still meets its deadline; once admitted it is
+    #: served as the paper's rule does (the largest batch ≤ bs that meets it, else dropped). Paper
+    #: (Algorithm 1 lines 9–14): every head goes straight to the shrinking from bs down to 1
     head_drop: bool = False
     #: (c) artifact network model: every last-stage vGPU has its own receive link; paper (§4 C3):
     #: one NIC per server, shared by its GPUs
@@ -93,6 +95,7 @@ class PPipePolicy(Policy):
         self.queue: list[deque[tuple[int, int]]] = [deque() for _ in range(n_models)]
         self.wait_until = [-1] * n_models  # a wake-up is set; skip probing before it
         self.wait_need = [0] * n_models
+        self.admitted = [-1] * n_models  # rule (b): the request id of the head admitted last
         self.probes = 0
         self.dispatched = 0
         if config.uplink_score:  # rule (a): the scored plain scan (bound unused: it answers in full)
@@ -163,9 +166,20 @@ class PPipePolicy(Policy):
             deadline = q[0][1]
             finish, _, resv = first
             bs = best.batch
-            if finish > deadline and head_drop:  # rule (b): the planned batch size or nothing
-                bs = 0
-            elif finish > deadline:
+            if head_drop and q[0][0] != self.admitted[m]:
+                # rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline
+                if finish > deadline:
+                    lowest = max(1, int(0.95 * best.batch + 0.5))
+                    for b in range(best.batch - 1, lowest - 1, -1):
+                        self.probes += 1
+                        if probe(res, best, b, now)[0] <= deadline:
+                            break
+                    else:
+                        rid, _ = q.popleft()
+                        act.drop([rid], now)
+                        continue
+                self.admitted[m] = q[0][0]
+            if finish > deadline:
                 bs = 0
                 for b in range(best.batch - 1, 0, -1):
                     finish, _, resv = probe(res, best, b, now)
