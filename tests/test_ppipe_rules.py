@@ -122,3 +122,33 @@ def test_scored_probe_never_double_books_and_without_the_score_is_probe(pipes, s
             assert got == probe(res, pipe, bs, now)
         reserve(res, got[2], now)  # raises on any overlap
         assert got[1] >= 0
+
+
+def test_report_shows_paper_and_both_rule_sets(tmp_path):
+    """A PPipe section over rows of both rule sets: one headline table with paper | ours (paper rules) |
+    ours (artifact rules); the artifact claims marked."""
+    import polars as pl
+
+    from shepherd.experiments.ppipe.fig10_reactive import EXPERIMENT
+    from shepherd.experiments.report import render
+
+    rows = [dict(group=g, data_plane=d, seed=0, max_lf=lf, rules=r)
+            for r, base in (("paper", 0.8), ("artifact", 0.9)) for g in (1, 2)
+            for d, lf in (("ppipe", base), ("reactive", base - 0.3))]
+    sec = EXPERIMENT.report(pl.DataFrame(rows), tmp_path / "figures")
+    text = render([sec], tmp_path)
+    assert "| what | paper | ours (paper rules) | ours (artifact rules) |" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("| PPipe: average max load factor"))
+    assert "| 0.8 |" in line and "| 0.9 |" in line
+    assert any(cl.text.startswith("[artifact rules]") for cl in sec.claims)
+    assert (tmp_path / "figures" / "artifact-rules" / "ppipe-fig10.png").exists()
+
+
+def test_experiment_groups_are_the_authors():
+    from shepherd.experiments.ppipe import common as c
+
+    if not c.data_dir().is_dir():  # pragma: no cover
+        pytest.skip("PPipe data not available")
+    gs = c.groups()
+    assert len(gs) == 6 and len({m for g in gs for m in g}) == 18
+    assert gs[2] == ("colorization-v2", "googlenet-v3-pytorch", "repvgg-b3") and gs[3] == c.G1

@@ -201,3 +201,38 @@ def sweep(p: PipelinePlan, capacity: float, group: tuple[str, ...], workload: st
         if stop_when_found and len(found) == len(group):
             break
     return {m: found.get(m, 0.0) for m in group}, runs
+
+
+def tagged(frame: pl.DataFrame, p: dict) -> pl.DataFrame:
+    """A cell's rows with its rule set in a ``rules`` column."""
+    return frame.with_columns(pl.lit(p.get("rules", "paper")).alias("rules"))
+
+
+def by_rules(make, results: pl.DataFrame, figures_dir: Path):
+    """One report section for both rule sets: ``make(results, figures_dir)`` on the paper-rules rows gives
+    the section (its figures, claims, notes; headline "ours"); on the artifact-rules rows (figures in
+    ``figures_dir/artifact-rules``) it fills each headline's artifact column and adds its claims, marked."""
+    from dataclasses import replace
+
+    if "rules" not in results.columns:
+        return make(results, figures_dir)
+    paper_rows = results.filter(pl.col("rules") == "paper")
+    art_rows = results.filter(pl.col("rules") == "artifact")
+    if art_rows.height == 0:
+        return make(paper_rows, figures_dir)
+    if paper_rows.height == 0:
+        sec = make(art_rows, figures_dir)
+        sec.notes.append("Artifact rules only: no paper-rules rows were collected.")
+        return sec
+    sec = make(paper_rows, figures_dir)
+    art = make(art_rows, figures_dir / "artifact-rules")
+    by_what = {h.what: h for h in art.headlines}
+    sec.headlines = [replace(h, artifact=by_what[h.what].ours, artifact_half_width=by_what[h.what].half_width)
+                     if h.what in by_what else h for h in sec.headlines]
+    sec.claims += [replace(cl, text=f"[artifact rules] {cl.text}") for cl in art.claims]
+    sec.figures += art.figures
+    sec.notes.append("Both rule sets (`--rules paper|artifact`, core/pipelines/rules.py): the figure(s) and "
+                     "claims without a mark are under the paper's rules; the second figure and the "
+                     "[artifact rules] claims under the authors' artifact's (planner settings, bandwidth, data "
+                     "plane). Groups: the authors' six (G1–G6 = their G0–G5).")
+    return sec
