@@ -36,6 +36,7 @@ pair, pooled), so PPipe's optimum is never below NP's or DART-r's;
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import mip
@@ -44,11 +45,14 @@ from shepherd.core.errors import UserError
 from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
-from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, solve
+from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
 from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, efficient_points, enumerate_configs
 
 TIE_EPSILON = 1e-4
-FORMULATIONS = ("counts", "points")
+FORMULATIONS = ("counts", "points", "hybrid")
+#: "hybrid": the share of the time limit given to "counts" before "points" takes over (at most HYBRID_FIRST_S)
+HYBRID_SHARE = 0.2
+HYBRID_FIRST_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -215,7 +219,41 @@ def solve_pipelines(profiles: list[BlockProfile], weights: dict[str, float], clu
 def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile], weights: dict[str, float],
                   cluster: ClusterSpec, cfg: PPipePlanConfig, solver: SolverConfig,
                   planner: str = "ppipe") -> PipelinePlan:
-    """The MILP over given candidate configurations."""
+    """The MILP over given candidate configurations.
+
+    ``formulation="hybrid"`` ("counts then points"): "counts" first, with
+    ``HYBRID_SHARE`` of the time limit (at most ``HYBRID_FIRST_S``); it
+    proves most instances within seconds. If it stops above the gap,
+    "points" (the same optimum, a tighter relaxation) gets the rest of the
+    limit; the better plan is kept and the gap is taken against the tighter of
+    the two proven bounds (both bound the same optimum).
+    """
+    if cfg.formulation == "hybrid":
+        from dataclasses import replace
+
+        first_s = min(HYBRID_FIRST_S, HYBRID_SHARE * solver.time_limit_s)
+        t0 = time.perf_counter()
+        try:
+            a = solve_configs(configs, profiles, weights, cluster, replace(cfg, formulation="counts"),
+                              replace(solver, time_limit_s=first_s), planner)
+        except UserError as e:  # no incumbent in the first share of the time: points gets all the rest
+            if "infeasible" in str(e):
+                raise
+            a = None
+        if a is not None and a.meta.get("status") == "optimal":
+            return _hybrid_meta(a, [a], "counts")
+        rest = max(solver.time_limit_s - (time.perf_counter() - t0), 1.0)
+        try:
+            b = solve_configs(configs, profiles, weights, cluster, replace(cfg, formulation="points"),
+                              replace(solver, time_limit_s=rest), planner)
+        except UserError:
+            if a is None:
+                raise
+            return _hybrid_meta(a, [a], "counts")  # points found nothing better in the rest of the time
+        if a is None:
+            return _hybrid_meta(b, [b], "points")
+        first = (a.meta.get("objective") or -1) > (b.meta.get("objective") or -1)
+        return _hybrid_meta(a if first else b, [a, b], "counts" if first else "points")
     model = new_model(solver, mip.MAXIMIZE, planner)
     counts = {h: cluster.count(h) for h in cluster.hardware}
     t = model.add_var("t", lb=0.0)
@@ -260,11 +298,27 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
         raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
     pipes = _extract(chosen, res)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
-    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()),
+    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
                              "batch_build": cfg.batch_build}
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
+
+
+def _hybrid_meta(best: PipelinePlan, runs: list[PipelinePlan], used: str) -> PipelinePlan:
+    """``best`` with the hybrid's combined status, bound, gap and time over the ``runs`` made."""
+    bounds = [r.meta["bound"] for r in runs if r.meta.get("bound") is not None]
+    obj = best.meta.get("objective")
+    bound = min(bounds) if bounds else None
+    gap = relative_gap(obj, bound)
+    limit = best.meta.get("gap_limit")
+    meta = dict(best.meta)
+    meta.update(bound=bound, gap=gap, solve_s=sum(float(r.meta.get("solve_s", 0.0)) for r in runs),
+                formulation="hybrid", hybrid_used=used)
+    if meta.get("status") == "feasible" and gap is not None and limit is not None and gap <= limit + 1e-12:
+        meta["status"] = "optimal"
+    best.meta = meta
+    return best
 
 
 def _add_counts(model: mip.Model, n: int, c: Config, cluster: ClusterSpec) -> tuple[mip.Var, list[mip.Var], mip.Var]:
