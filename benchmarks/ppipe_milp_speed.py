@@ -1,7 +1,7 @@
 """PPipe MILP solve time: one 3-DNN group on a 100-GPU, 2-type cluster, default open-source backend.
 
 For each Table 1 large cluster (HC1-L … HC4-L, 25 high + 75 low GPUs) and each
-DNN group (G1 = the paper's, G2–G6 seeded), plans with the PPipe MILP
+DNN group (the authors' six, G1–G6 = their G0–G5), under a rule set (``--rules``), plans with the PPipe MILP
 (Appendix A.2; HiGHS through python-mip, relative gap 1 %) and prints the
 MILP solve time, the total planning time (configuration enumeration + LP
 pricing + MILP), status and proven gap; then the medians next to the paper's
@@ -9,7 +9,8 @@ pricing + MILP), status and proven gap; then the medians next to the paper's
 planned throughput next to NP's and DART-r's. Not a test: never fails on timing.
 
 Usage: python benchmarks/ppipe_milp_speed.py [--groups 6] [--clusters HC1-L,HC2-L,HC3-L,HC4-L]
-       [--solver highs] [--gap 0.01] [--time-limit 60] [--formulation counts|points]
+       [--solver highs] [--gap 0.01] [--time-limit 60] [--formulation counts|points|hybrid]
+       [--rules paper|artifact]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import statistics
 import time
 
+from shepherd.core.pipelines import rules as rule_sets
 from shepherd.core.pipelines.cluster import make_cluster
 from shepherd.experiments.ppipe import common as c
 from shepherd.solvers.backend import SolverConfig
@@ -35,21 +37,24 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.01)
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--formulation", default=PPipePlanConfig.formulation, help="PPipe MILP formulation")
+    parser.add_argument("--rules", default="paper", help="named rule set (core/pipelines/rules.py)")
     args = parser.parse_args()
+    fields = rule_sets.planner_fields(args.rules)
     solver = SolverConfig(args.solver, args.time_limit, args.gap)
     profs = c.profiles()
     solve, total, worse = [], [], 0
     print(f"{'cluster':8} {'group':5} {'status':9} {'gap %':>6} {'MILP s':>7} {'total s':>7} "
           f"{'PPipe':>7} {'NP':>7} {'DART-r':>7}")
     for name in args.clusters.split(","):
-        cluster = make_cluster(name)
+        cluster = c.rules_cluster(make_cluster(name), args.rules)
         for gi, group in enumerate(c.groups()[: args.groups]):
             ps = [profs[m] for m in group]
             w = c.weights_for(group, "poisson")
             t0 = time.perf_counter()
-            plan = PIPELINE_PLANNERS["ppipe"](ps, w, cluster, PPipePlanConfig(formulation=args.formulation), solver)
+            plan = PIPELINE_PLANNERS["ppipe"](ps, w, cluster, PPipePlanConfig(formulation=args.formulation, **fields),
+                                               solver)
             t1 = time.perf_counter() - t0
-            others = {n: PIPELINE_PLANNERS[n](ps, w, cluster, PPipePlanConfig(), solver).normalized_xput
+            others = {n: PIPELINE_PLANNERS[n](ps, w, cluster, PPipePlanConfig(**fields), solver).normalized_xput
                       for n in ("np", "dart-r")}
             solve.append(plan.meta["solve_s"])
             total.append(t1)

@@ -58,6 +58,7 @@ def _root(
 app.add_typer(profile_cmd.app, name="profile")
 app.add_typer(traces_cmd.app, name="traces")
 app.command("plan")(plan_cmd.plan)
+app.command("plan-import")(plan_cmd.plan_import)  # `plan import` once `plan` is a group (issue 13)
 app.command("simulate")(simulate_cmd.simulate)
 app.command("reproduce")(reproduce_cmd.reproduce)
 app.command("report")(reproduce_cmd.report_cmd)

@@ -13,6 +13,7 @@ from shepherd.core import profiles as prof
 from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
 from shepherd.core.checks import number
 from shepherd.core.errors import UserError
+from shepherd.core.pipelines.rules import check as check_rules
 from shepherd.solvers.backend import BACKENDS, SolverConfig, preflight
 from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
 from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
@@ -43,6 +44,7 @@ def plan(
     slo_margin: Annotated[float, typer.Option("--slo-margin", help="ppipe/np/dart-r: SLO fraction deducted in the MILP (PPipe §7.1).", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = 0.4,
     slo_scale: Annotated[float, typer.Option("--slo-scale", help="ppipe/np/dart-r: SLO = scale × L4 batch-1 latency.", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = 5.0,
     milp_formulation: Annotated[str, typer.Option("--milp-formulation", help="ppipe/np: 'counts' (integer vGPUs per partition, default) or 'points' (one binary per efficient vGPU vector: the same optimum, proves the gap on HC1-L where counts stalls; slower on easy instances).", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = "counts",
+    rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="ppipe/np/dart-r: the paper's rules or the authors' artifact's (batch-build term, ≤ 2 partitions, NP without MPS, 10/6 Gbit/s, their DART-r).", rich_help_panel="PPipe planners: ppipe, np, dart-r")] = "paper",
     partitions: Annotated[Optional[int], typer.Option("--partitions", help="symphony-partition: sub-clusters l (default ⌈gpus / group limit⌉).", rich_help_panel="Symphony partitioning (App. A)")] = None,
     rate_cap: Annotated[float, typer.Option("--rate-cap", help="symphony-partition: dispatcher rate cap R_max per sub-cluster, req/s (Eq. 5).", rich_help_panel="Symphony partitioning (App. A)")] = math.inf,
     balance_weight: Annotated[Optional[float], typer.Option("--balance-weight", help="symphony-partition: w in ΔR + w·ΔS (default R̄/S̄).", rich_help_panel="Symphony partitioning (App. A)")] = None,
@@ -93,6 +95,7 @@ def plan(
     if previous is not None:
         from shepherd.solvers.symphony_planner import previous_assignment
         prev_rows = tuple(previous_assignment(read_artifact(previous, "plan").frame))
+    check_rules(rules)
     preflight(solver)  # fail fast, before the trace is read or anything is solved
     loaded = load_trace(trace, seed=seed)
     pipeline = planner in PPIPE_PLANNERS
@@ -109,7 +112,7 @@ def plan(
                       reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms, cluster=cluster,
                       bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
                       milp_formulation=milp_formulation, partitions=partitions, rate_cap=rate_cap,
-                      balance_weight=balance_weight, previous=prev_rows, max_move_cost=max_move_cost)
+                      balance_weight=balance_weight, previous=prev_rows, max_move_cost=max_move_cost, rules=rules)
     with progress() as bar:
         bar.add_task(f"planning ({planner}, {solver})", total=None)
         output = run(req)
@@ -118,7 +121,7 @@ def plan(
                   time_limit_s=time_limit, gap=gap, epoch_s=epoch_s, time_step_ms=time_step_ms, hardware=hardware,
                   cluster=cluster, bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
                   milp_formulation=milp_formulation, partitions=partitions, rate_cap=rate_cap,
-                  balance_weight=balance_weight, max_move_cost=max_move_cost)
+                  balance_weight=balance_weight, max_move_cost=max_move_cost, rules=rules)
     inputs = list(loaded.inputs) + ([profiles] if profiles else []) + ([previous] if previous else [])
     extra = dict(output.extra)
     write_artifact(output.frame, out, output.kind, make_provenance(config, seed, inputs), extra=extra)
@@ -208,3 +211,42 @@ def show_plan(path: Path) -> None:
                     pipelines=frame["pipeline"].n_unique() if frame.height else 0)
         summary_table(f"plan {path.name}", rows)
         frame_table("pipelines", frame.head(30))
+
+
+def plan_import(
+    plan_file: Annotated[Path, typer.Argument(help="A plan in the PPipe artifact's JSON format (data/plans/…).")],
+    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Table 1 cluster HC1-L … HC4-S (default: from the GPU types and the file name).")] = None,
+    weights: Annotated[Optional[str], typer.Option("--weights", help="Workload shares in the file's DNN order, e.g. 0.3,0.33,0.37 (default: from the file name, else equal).")] = None,
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="block_profiles artifact: check that every DNN is profiled and its layers span its blocks.")] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the pipeline_plan artifact.")] = Path("plan.parquet"),
+) -> None:
+    """Import a published PPipe plan (the authors' JSON) as a pipeline_plan artifact for simulate.
+
+    Example: shepherd plan-import data/plans/maf19/…_v4.json -o pp.parquet && shepherd simulate --plan pp.parquet --policy ppipe --rules artifact …
+    """
+    from shepherd.core.pipelines import blocks
+    from shepherd.core.pipelines import plan as pplan
+    from shepherd.core.pipelines.importer import read_plan
+
+    check_output_file(out, "-o")
+    shares = None
+    if weights is not None:
+        try:
+            shares = [float(x) for x in weights.split(",")]
+        except ValueError:
+            raise UserError(f"--weights expects comma-separated numbers, got '{weights}'") from None
+    profs = None
+    if profiles is not None:
+        profs = blocks.from_frame(read_artifact(profiles, "block_profiles").frame)
+    result = read_plan(plan_file, cluster, shares, profs)
+    extra = pplan.extra_of(result)
+    config = dict(command="plan-import", plan_file=Path(plan_file).name, cluster=cluster, weights=weights)
+    write_artifact(pplan.to_frame(result), out, "pipeline_plan",
+                   make_provenance(config, 0, [plan_file] + ([profiles] if profiles else [])), extra=extra)
+    summary_table("plan import", {
+        "file": Path(plan_file).name, "cluster": result.cluster.name,
+        "bandwidth (Gbit/s)": result.cluster.bandwidth_gbps,
+        "DNNs": len(result.slo_us), "pipelines": len(result.pipelines),
+        "virtual GPUs": sum(s.vgpus for p in result.pipelines for s in p.stages),
+        "normalised throughput (req/s)": round(result.normalized_xput, 1), "written": out,
+    })

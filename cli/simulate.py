@@ -58,6 +58,18 @@ def parse_options(policy: str, pairs: list[str]) -> dict:
     return out
 
 
+def rule_options(policy: str, rules: str) -> dict:
+    """The policy-config fields a named rule set (:mod:`shepherd.core.pipelines.rules`) sets."""
+    from shepherd.core.pipelines.rules import dataplane_fields
+
+    fields = {f.name for f in dataclasses.fields(registry.get(policy).config_cls)}
+    wanted = dataplane_fields(rules)
+    got = {k: v for k, v in wanted.items() if k in fields}
+    if rules != "paper" and not got:
+        raise UserError(f"--rules {rules} applies to the ppipe data plane; policy '{policy}' has no rule switches")
+    return got
+
+
 def simulate(
     trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace.")],
     policy: Annotated[str, typer.Option("--policy", metavar="[" + "|".join(registry.names()) + "]", help="Online policy (see the README's policy table).")] = "flex",
@@ -68,6 +80,7 @@ def simulate(
     slo: Annotated[Optional[float], typer.Option("--slo-ms", help="Override every request's SLO, ms.")] = None,
     slo_old: Annotated[Optional[float], typer.Option("--slo", hidden=True, help="Deprecated spelling of --slo-ms.")] = None,
     record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", help="Which tables to write (each adds to the previous).")] = "requests",
+    rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="PPipe data plane: the paper's rules or the authors' artifact's (uplink-aware GPU choice, head drop, per-slot receive links); --set overrides single switches.")] = "paper",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
     overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,
     hardware: Annotated[Optional[str], typer.Option("--hardware", help="GPU type of the workers when the profiles cover several.")] = None,
@@ -91,7 +104,7 @@ def simulate(
     number("--load", load, low=0, low_open=True, high=1e6)
     if slo is not None:
         number("--slo-ms", slo, low=0, low_open=True, high=1e9)
-    config = registry.make_config(policy, parse_options(policy, options or []))
+    config = registry.make_config(policy, rule_options(policy, rules) | parse_options(policy, options or []))
     if hasattr(config, "validate"):
         config.validate()
     ovh = spec.cls.default_overhead

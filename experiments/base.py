@@ -90,6 +90,9 @@ class Headline:
     ours: float
     half_width: float = 0.0
     unit: str = ""
+    #: ours under a second rule set (PPipe: ``--rules artifact``), shown as its own column when set
+    artifact: float | None = None
+    artifact_half_width: float = 0.0
 
     @property
     def ratio(self) -> float | None:

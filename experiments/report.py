@@ -62,7 +62,19 @@ def render(sections: Sequence[Section], results_dir: Path, synthetic_note: str |
         for fig in sec.figures:
             if fig.suffix == ".png":
                 lines.append(f"![{fig.stem}]({os.path.relpath(fig, results_dir)})")
-        if sec.headlines:
+        two = any(h.artifact is not None for h in sec.headlines)
+        if sec.headlines and two:  # two rule sets (PPipe): paper | ours (paper rules) | ours (artifact rules)
+            lines += ["", "| what | paper | ours (paper rules) | ours (artifact rules) | ratio (ours/paper) |",
+                      "|---|---|---|---|---|"]
+            for h in sec.headlines:
+                ours = _fmt(h.ours) + (f" ± {_fmt(h.half_width)}" if h.half_width else "")
+                unit = f" {h.unit}" if h.unit else ""
+                art = "—" if h.artifact is None else (
+                    _fmt(h.artifact) + (f" ± {_fmt(h.artifact_half_width)}" if h.artifact_half_width else "") + unit)
+                ratio = "—" if h.ratio is None else f"{h.ratio:.2f}"
+                lines.append(f"| {h.what} | {_fmt(h.paper)}{unit if h.paper is not None else ''} | {ours}{unit} "
+                             f"| {art} | {ratio} |")
+        elif sec.headlines:
             lines += ["", "| what | paper | ours | ratio (ours/paper) |", "|---|---|---|---|"]
             for h in sec.headlines:
                 ours = _fmt(h.ours) + (f" ± {_fmt(h.half_width)}" if h.half_width else "")

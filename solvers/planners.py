@@ -55,6 +55,7 @@ class PlanRequest:
     balance_weight: float | None = None  # symphony-partition: w in Eq. 4 (None: R̄ / S̄)
     previous: tuple[tuple[str, int], ...] | None = None  # symphony-partition: X' as (model, sub-cluster)
     max_move_cost: float = math.inf  # symphony-partition: C_max (Eq. 11), c_ij = 1
+    rules: str = "paper"  # pipeline planners: named rule set, paper | artifact (core.pipelines.rules)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
 from shepherd.solvers.backend import SolverConfig, new_model, solve
 from shepherd.solvers.ppipe_configs import Config, enumerate_configs
-from shepherd.solvers.ppipe_milp import PPipePlanConfig, check_inputs, solve_pipelines
+from shepherd.solvers.ppipe_milp import PPipePlanConfig, build_terms, check_inputs, solve_pipelines
 
 
 def solve_np(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
@@ -33,7 +33,8 @@ def solve_np(profiles: list[BlockProfile], weights: dict[str, float], cluster: C
     """NP: the PPipe MILP restricted to whole-DNN (1-partition) pipelines."""
     from dataclasses import replace
 
-    return solve_pipelines(profiles, weights, cluster, replace(cfg, max_partitions=1, candidates=0), solver, "np")
+    return solve_pipelines(profiles, weights, cluster, replace(cfg, max_partitions=1, candidates=0, mps=cfg.np_mps),
+                           solver, "np")
 
 
 def _best(cfgs: list[Config], key) -> Config | None:
@@ -42,9 +43,12 @@ def _best(cfgs: list[Config], key) -> Config | None:
 
 def solve_dart_r(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
                  cfg: PPipePlanConfig, solver: SolverConfig) -> PipelinePlan:
-    """DART-r (see module docstring)."""
+    """DART-r (see module docstring; ``cfg.dart == "artifact"``: :func:`solve_dart_r_artifact`)."""
     cfg.validate()
     check_inputs(profiles, weights, cluster)
+    if cfg.dart == "artifact":
+        return solve_dart_r_artifact(profiles, weights, cluster, cfg, solver)
+    build = build_terms(profiles, weights, cluster, cfg, solver)
     highs = [p.hardware for p in cluster.pools if p.high and p.count > 0]
     lows = [p.hardware for p in cluster.pools if not p.high and p.count > 0]
     n_pairs = min(sum(cluster.count(h) for h in highs), sum(cluster.count(h) for h in lows))
@@ -52,13 +56,9 @@ def solve_dart_r(profiles: list[BlockProfile], weights: dict[str, float], cluste
     whole: dict[tuple[str, str], Config | None] = {}
     for p in profiles:
         budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
-        cfgs = enumerate_configs(p, cluster, budget, 2, prune=False, mps=False)
-        pairs = [c for c in cfgs if c.partitions == 2 and len(set(c.template)) == 2
-                 and {c.template[0] in highs, c.template[1] in highs} == {True, False}]
-        pair[p.model] = _best(pairs, lambda c: (min(c.xput), c.batch))
+        pair[p.model], ones = _dart_options(p, cluster, cfg, build[p.model], highs)
         for h in cluster.hardware:
-            ones = [c for c in cfgs if c.partitions == 1 and c.template == (h,)]
-            whole[(p.model, h)] = _best(ones, lambda c: (c.xput[0], c.batch))
+            whole[(p.model, h)] = ones[h]
         if pair[p.model] is None and all(whole[(p.model, h)] is None for h in cluster.hardware) \
                 and weights.get(p.model, 0) > 0:
             raise UserError(f"'{p.model}': no feasible pipeline — SLO·(1−margin) = {budget / 1000:.2f} ms is "
@@ -103,6 +103,68 @@ def solve_dart_r(profiles: list[BlockProfile], weights: dict[str, float], cluste
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
     meta = res.metadata() | {"pairs": used_pairs, "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale}
+    return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, "dart-r", meta)
+
+
+def _dart_options(p: BlockProfile, cluster: ClusterSpec, cfg: PPipePlanConfig, build_us: float,
+                  highs: list[str]) -> tuple[Config | None, dict[str, Config | None]]:
+    """The best whole-GPU high/low pair configuration of ``p`` and its best whole-DNN one per GPU type."""
+    budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
+    cfgs = enumerate_configs(p, cluster, budget, 2, prune=False, mps=False, build_us=build_us)
+    pairs = [c for c in cfgs if c.partitions == 2 and len(set(c.template)) == 2
+             and {c.template[0] in highs, c.template[1] in highs} == {True, False}]
+    ones = {h: _best([c for c in cfgs if c.partitions == 1 and c.template == (h,)], lambda c: (c.xput[0], c.batch))
+            for h in cluster.hardware}
+    return _best(pairs, lambda c: (min(c.xput), c.batch)), ones
+
+
+def solve_dart_r_artifact(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
+                          cfg: PPipePlanConfig, solver: SolverConfig) -> PipelinePlan:
+    """DART-r as the authors' artifact plans it: NP splits the GPUs between the DNNs, then each DNN
+    replicates its best 1 high + 1 low whole-GPU sub-plan over ``min(high, low)`` of its GPUs — one
+    pooled pipeline of that many GPU pairs — and runs whole DNNs on its leftover GPUs (whichever of
+    pairs-plus-leftovers or all-whole serves more; the artifact's plans show both)."""
+    from math import ceil
+
+    np_plan = solve_np(profiles, weights, cluster, cfg, solver)
+    highs = [p.hardware for p in cluster.pools if p.high and p.count > 0]
+    build = build_terms(profiles, weights, cluster, cfg, solver)
+    pipes: list[Pipeline] = []
+    for p in profiles:
+        share: dict[str, int] = {}
+        for pipe in np_plan.pipelines:
+            if pipe.model == p.model:
+                for s in pipe.stages:
+                    share[s.hardware] = share.get(s.hardware, 0) + ceil(s.gpus - 1e-9)
+        if not share:
+            continue
+        pair, ones = _dart_options(p, cluster, cfg, build[p.model], highs)
+        n_pairs = min(share.get(h, 0) for h in pair.template) if pair is not None else 0
+
+        def whole_pipes(counts: dict[str, int]) -> list[Pipeline]:
+            out = []
+            for h, n in counts.items():
+                c = ones.get(h)
+                if n > 0 and c is not None:
+                    out.append(Pipeline(p.model, c.batch, (Stage(h, 1, 0, c.bounds[1], n, c.latency_us[0], 0,
+                                                                 c.xput[0]),)))
+            return out
+
+        all_whole = whole_pipes(share)
+        mixed = []
+        if n_pairs:
+            left = dict(share)
+            for h in pair.template:
+                left[h] -= n_pairs
+            mixed = [Pipeline(p.model, pair.batch, tuple(
+                Stage(h, 1, pair.bounds[d], pair.bounds[d + 1], n_pairs, pair.latency_us[d], pair.transfer_us[d],
+                      pair.xput[d]) for d, h in enumerate(pair.template)))] + whole_pipes(left)
+        pick = max((mixed, all_whole), key=lambda ps: sum(x.xput for x in ps))
+        pipes += pick
+    slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
+    meta = {k: np_plan.meta.get(k) for k in ("status", "gap", "solve_s", "objective", "bound") if k in np_plan.meta}
+    meta |= {"objective_name": "max-min normalised throughput (req/s)", "slo_scale": cfg.slo_scale,
+             "dart": "artifact", "batch_build": cfg.batch_build}
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, "dart-r", meta)
 
 

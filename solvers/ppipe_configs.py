@@ -73,11 +73,13 @@ def _cut_sets(blocks: int, parts: int) -> list[tuple[int, ...]]:
 
 def enumerate_configs(profile: BlockProfile, cluster: ClusterSpec, budget_us: float,
                       max_partitions: int = MAX_PARTITIONS, prune: bool = True,
-                      mps: bool = True) -> list[Config]:
+                      mps: bool = True, build_us: float = 0.0) -> list[Config]:
     """Every latency-feasible configuration of ``profile`` on ``cluster`` (pruned if asked).
 
     ``budget_us`` is the planning latency budget SLO·(1 − margin). ``mps=False``
-    restricts every partition to whole GPUs (DART-r).
+    restricts every partition to whole GPUs (DART-r). ``build_us``: the
+    batch-building latency per request beyond the first (the artifact MILP's
+    term ``1.3·10⁶·(b−1)/est_xput``), counted against the budget only.
     """
     bw = cluster.bandwidth_gbps
     hw_list = [h for h in cluster.hardware if cluster.count(h) > 0]
@@ -95,7 +97,7 @@ def enumerate_configs(profile: BlockProfile, cluster: ClusterSpec, budget_us: fl
                                 for p, (h, k) in enumerate(zip(tpl, levels)))
                     trs = tuple(int(np.ceil(b * per_sample[bounds[p + 1] - 1])) if p < d - 1 else 0
                                 for p in range(d))
-                    if sum(lat) + sum(trs) > budget_us:
+                    if sum(lat) + sum(trs) + build_us * (b - 1) > budget_us:
                         continue
                     xs = []
                     for p, (h, k) in enumerate(zip(tpl, levels)):

@@ -36,6 +36,7 @@ pair, pooled), so PPipe's optimum is never below NP's or DART-r's;
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import mip
@@ -44,11 +45,14 @@ from shepherd.core.errors import UserError
 from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
-from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, solve
+from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
 from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, efficient_points, enumerate_configs
 
 TIE_EPSILON = 1e-4
-FORMULATIONS = ("counts", "points")
+FORMULATIONS = ("counts", "points", "hybrid")
+#: "hybrid": the share of the time limit given to "counts" before "points" takes over (at most HYBRID_FIRST_S)
+HYBRID_SHARE = 0.2
+HYBRID_FIRST_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,11 @@ class PPipePlanConfig:
     candidates: int = 4  # configurations kept per (DNN, template); 0 = all
     mps: bool = True  # virtual GPUs (§5.3)
     formulation: str = "counts"  # "counts": integer g per partition; "points": one efficient g-vector per config
+    #: batch-building latency factor: ``factor·10⁶·(bs−1)/est_xput`` µs joins each pipeline's latency,
+    #: est_xput = the DNN's NP throughput (artifact MILP: 1.3; paper: 0 = no term). Rule sets: core.pipelines.rules
+    batch_build: float = 0.0
+    np_mps: bool = True  #: NP may use MPS shares (paper §7.1); the artifact's NP uses whole GPUs
+    dart: str = "paper"  #: DART-r: "paper" (pairs over the cluster) or "artifact" (pairs within NP's GPU split)
 
     def validate(self) -> "PPipePlanConfig":
         if not 0 <= self.slo_margin < 1:
@@ -71,6 +80,10 @@ class PPipePlanConfig:
             raise UserError(f"max partitions must be 1–3, got {self.max_partitions}")
         if self.candidates < 0:
             raise UserError(f"candidates must be ≥ 0, got {self.candidates}")
+        if not (0 <= self.batch_build < 1e3):
+            raise UserError(f"batch-build factor must be in [0, 1000), got {self.batch_build:g}")
+        if self.dart not in ("paper", "artifact"):
+            raise UserError(f"DART-r rule must be paper or artifact, got '{self.dart}'")
         if self.formulation not in FORMULATIONS:
             raise UserError(f"unknown MILP formulation '{self.formulation}' (known: {', '.join(FORMULATIONS)})")
         return self
@@ -89,13 +102,42 @@ def check_inputs(profiles: list[BlockProfile], weights: dict[str, float], cluste
         raise UserError("workload shares must be non-negative with a positive sum")
 
 
+def build_terms(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
+                cfg: PPipePlanConfig, solver: SolverConfig) -> dict[str, float]:
+    """Per DNN the batch-building latency per extra request, µs: ``factor·10⁶/est_xput`` (0 without the term).
+
+    ``est_xput`` is the DNN's throughput in the NP plan of the same inputs
+    (NP as the rule set has it, without the term) — the artifact MILP's
+    ``est_xput``.
+    """
+    if cfg.batch_build <= 0:
+        return {p.model: 0.0 for p in profiles}
+    from dataclasses import replace
+
+    base = replace(cfg, batch_build=0.0, max_partitions=1, candidates=0, mps=cfg.np_mps)
+    np_plan = solve_pipelines(profiles, weights, cluster, base, solver, "np")
+    out = {}
+    for p in profiles:
+        est = np_plan.model_xput(p.model)
+        out[p.model] = cfg.batch_build * 1e6 / est if est > 0 else 0.0
+    return out
+
+
 def candidate_configs(profiles: list[BlockProfile], cluster: ClusterSpec, cfg: PPipePlanConfig,
-                      weights: dict[str, float], solver: SolverConfig) -> dict[str, list[Config]]:
-    """Feasible, dominance-pruned configurations per DNN, pre-selected by LP prices."""
+                      weights: dict[str, float], solver: SolverConfig,
+                      build_us: dict[str, float] | None = None) -> dict[str, list[Config]]:
+    """Feasible, dominance-pruned configurations per DNN, pre-selected by LP prices.
+
+    ``build_us``: per DNN the batch-building latency per extra request
+    (:func:`build_terms`; computed here when not given).
+    """
     out: dict[str, list[Config]] = {}
+    if build_us is None:
+        build_us = build_terms(profiles, weights, cluster, cfg, solver)
     for p in profiles:
         budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
-        cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps)
+        cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps,
+                                 build_us=build_us.get(p.model, 0.0))
         if not cfgs and weights.get(p.model, 0) > 0:
             fastest = min(p.whole_us(h) for h in cluster.hardware if cluster.count(h) > 0)
             raise UserError(f"'{p.model}': no feasible pipeline — SLO·(1−margin) = {budget / 1000:.2f} ms is below "
@@ -177,7 +219,41 @@ def solve_pipelines(profiles: list[BlockProfile], weights: dict[str, float], clu
 def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile], weights: dict[str, float],
                   cluster: ClusterSpec, cfg: PPipePlanConfig, solver: SolverConfig,
                   planner: str = "ppipe") -> PipelinePlan:
-    """The MILP over given candidate configurations."""
+    """The MILP over given candidate configurations.
+
+    ``formulation="hybrid"`` ("counts then points"): "counts" first, with
+    ``HYBRID_SHARE`` of the time limit (at most ``HYBRID_FIRST_S``); it
+    proves most instances within seconds. If it stops above the gap,
+    "points" (the same optimum, a tighter relaxation) gets the rest of the
+    limit; the better plan is kept and the gap is taken against the tighter of
+    the two proven bounds (both bound the same optimum).
+    """
+    if cfg.formulation == "hybrid":
+        from dataclasses import replace
+
+        first_s = min(HYBRID_FIRST_S, HYBRID_SHARE * solver.time_limit_s)
+        t0 = time.perf_counter()
+        try:
+            a = solve_configs(configs, profiles, weights, cluster, replace(cfg, formulation="counts"),
+                              replace(solver, time_limit_s=first_s), planner)
+        except UserError as e:  # no incumbent in the first share of the time: points gets all the rest
+            if "infeasible" in str(e):
+                raise
+            a = None
+        if a is not None and a.meta.get("status") == "optimal":
+            return _hybrid_meta(a, [a], "counts")
+        rest = max(solver.time_limit_s - (time.perf_counter() - t0), 1.0)
+        try:
+            b = solve_configs(configs, profiles, weights, cluster, replace(cfg, formulation="points"),
+                              replace(solver, time_limit_s=rest), planner)
+        except UserError:
+            if a is None:
+                raise
+            return _hybrid_meta(a, [a], "counts")  # points found nothing better in the rest of the time
+        if a is None:
+            return _hybrid_meta(b, [b], "points")
+        first = (a.meta.get("objective") or -1) > (b.meta.get("objective") or -1)
+        return _hybrid_meta(a if first else b, [a, b], "counts" if first else "points")
     model = new_model(solver, mip.MAXIMIZE, planner)
     counts = {h: cluster.count(h) for h in cluster.hardware}
     t = model.add_var("t", lb=0.0)
@@ -222,10 +298,27 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
         raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
     pipes = _extract(chosen, res)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
-    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()),
+    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
-                             "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions}
+                             "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
+                             "batch_build": cfg.batch_build}
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
+
+
+def _hybrid_meta(best: PipelinePlan, runs: list[PipelinePlan], used: str) -> PipelinePlan:
+    """``best`` with the hybrid's combined status, bound, gap and time over the ``runs`` made."""
+    bounds = [r.meta["bound"] for r in runs if r.meta.get("bound") is not None]
+    obj = best.meta.get("objective")
+    bound = min(bounds) if bounds else None
+    gap = relative_gap(obj, bound)
+    limit = best.meta.get("gap_limit")
+    meta = dict(best.meta)
+    meta.update(bound=bound, gap=gap, solve_s=sum(float(r.meta.get("solve_s", 0.0)) for r in runs),
+                formulation="hybrid", hybrid_used=used)
+    if meta.get("status") == "feasible" and gap is not None and limit is not None and gap <= limit + 1e-12:
+        meta["status"] = "optimal"
+    best.meta = meta
+    return best
 
 
 def _add_counts(model: mip.Model, n: int, c: Config, cluster: ClusterSpec) -> tuple[mip.Var, list[mip.Var], mip.Var]:

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from shepherd.core.errors import UserError
-from shepherd.core.pipelines import blocks, plan as pplan
+from shepherd.core.pipelines import blocks, plan as pplan, rules
 from shepherd.core.pipelines.cluster import make_cluster
 from shepherd.solvers.ppipe_baselines import PIPELINE_PLANNERS
 from shepherd.solvers.ppipe_milp import PPipePlanConfig
@@ -38,14 +38,17 @@ def _run(name: str, req: Any) -> Any:
         raise UserError(f"planner '{name}' needs block profiles (shepherd profile --from-ppipe DIR --out …)")
     weights = workload_shares(req.trace)
     profs = blocks.from_frame(req.profiles, sorted(weights))
-    cluster = make_cluster(req.cluster or "HC1-L", req.bandwidth_gbps)
-    cfg = PPipePlanConfig(slo_margin=req.slo_margin, slo_scale=req.slo_scale,
-                          formulation=req.milp_formulation).validate()
+    cname = req.cluster or "HC1-L"
+    bw = req.bandwidth_gbps if req.bandwidth_gbps is not None else rules.bandwidth_gbps(cname, req.rules)
+    cluster = make_cluster(cname, bw)
+    cfg = PPipePlanConfig(slo_margin=req.slo_margin, slo_scale=req.slo_scale, formulation=req.milp_formulation,
+                          **rules.planner_fields(req.rules)).validate()
     result = PIPELINE_PLANNERS[name](list(profs.values()), weights, cluster, cfg, req.solver)
     problems = pplan.verify(result, profs)
     if problems:  # pragma: no cover - a formulation bug, not a user error
         raise AssertionError(f"{name} plan violates: {problems[0]}")
-    return PlanOutput(pplan.to_frame(result), pplan.extra_of(result), kind="pipeline_plan")
+    extra = pplan.extra_of(result) | {"rules": req.rules}
+    return PlanOutput(pplan.to_frame(result), extra, kind="pipeline_plan")
 
 
 def plan_ppipe(req: Any) -> Any:

@@ -146,3 +146,32 @@ def test_reproduce_and_report_ppipe_fig2_and_fig10_cell(cli, tmp_path, monkeypat
     row = EXPERIMENT.run_cell({"group": 1, "data_plane": "ppipe", "seed": 0, "seconds": 0.5, "step": 0.5})
     v = float(row["max_lf"][0])  # mean over 3 DNNs of factors from the grid {1.0, 0.5} (0 if neither)
     assert 0.0 <= v <= 1.0 and abs(6 * v - round(6 * v)) < 1e-9
+
+
+@pytest.mark.parametrize("planner", ["ppipe", "np", "dart-r"])
+def test_plan_with_artifact_rules(cli, inputs, tmp_path, planner):
+    """--rules artifact: their bandwidth (6 Gbit/s on P4 clusters), ≤ 2 partitions, NP on whole GPUs,
+    DART-r within NP's GPU split, and the batch-build term recorded."""
+    bp, tp, frame = inputs
+    out = tmp_path / "pp.parquet"
+    r = cli("plan", "--trace", tp, "--planner", planner, "--profiles", bp, "--cluster", "HC1-S",
+            "--rules", "artifact", "-o", out)
+    assert r.code == 0, r.err
+    art = read_artifact(out, "pipeline_plan")
+    plan = from_frame(art.frame, art.extra)
+    assert art.extra["rules"] == "artifact" and plan.cluster.bandwidth_gbps == 6.0
+    assert art.extra["batch_build"] == 1.3
+    assert all(len(p.stages) <= 2 for p in plan.pipelines)
+    if planner != "ppipe":
+        assert all(s.k == 1 for p in plan.pipelines for s in p.stages)  # whole GPUs
+    assert verify(plan, blocks.from_frame(frame)) == []
+
+
+def test_rules_must_be_named(cli, inputs, tmp_path):
+    bp, tp, _ = inputs
+    r = cli("plan", "--trace", tp, "--planner", "ppipe", "--profiles", bp, "--rules", "gurobi",
+            "-o", tmp_path / "x.parquet")
+    assert_user_error(r, "--rules")
+    r = cli("simulate", "--trace", tp, "--policy", "flex", "--gpus", "2", "--rules", "artifact",
+            "-o", tmp_path / "sim")
+    assert_user_error(r, "no rule switches")

@@ -227,3 +227,17 @@ def test_efficient_points_are_minimal_and_fit():
 def test_unknown_formulation_is_a_user_error():
     with pytest.raises(UserError, match="formulation"):
         PPipePlanConfig(formulation="magic").validate()
+
+
+def test_hybrid_formulation_reaches_the_same_optimum():
+    """"counts then points": a valid plan, and the same optimum (within the gaps) as counts alone."""
+    profs = profiles()
+    g = group(5)
+    w = dict(zip(g, [0.5, 0.3, 0.2]))
+    ps = [profs[m] for m in g]
+    a = solve_pipelines(ps, w, make_cluster("HC2-S"), PPipePlanConfig(), FAST)
+    h = solve_pipelines(ps, w, make_cluster("HC2-S"), PPipePlanConfig(formulation="hybrid"), FAST)
+    assert h.meta["formulation"] == "hybrid" and h.meta["hybrid_used"] in ("counts", "points")
+    assert verify(h, profs) == []
+    if h.meta["status"] == "optimal" and a.meta["status"] == "optimal":  # both within 1 % of one optimum
+        assert abs(a.normalized_xput - h.normalized_xput) <= 0.021 * a.normalized_xput

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from shepherd.core.pipelines.table import PRUNE, Reservations
 
-__all__ = ["PipeRuntime", "Reservations", "probe", "reserve", "stage_views"]
+__all__ = ["PipeRuntime", "Reservations", "probe", "probe_scored", "reserve", "stage_views"]
 
 NEVER = 1 << 62
 
@@ -63,6 +63,8 @@ class PipeRuntime:
         #: :func:`stage_views` of the table probed last: a one-entry cache in front of
         #: ``Reservations.views`` (a plain attribute, not a field: ``asdict`` must not copy a table)
         self._view: tuple | None = None
+        #: :func:`probe_scored`'s candidates, keyed by the table they were made for
+        self._cands: tuple | None = None
 
 
 def stage_views(res: Reservations, pipe: PipeRuntime) -> tuple:
@@ -273,3 +275,66 @@ def reserve(res: Reservations, resv: list[tuple[int, int, int]], now: int) -> No
                 del keys[bisect_left(keys, key)]
             if start > last and start > res.pool_bf[pid]:
                 res.pool_bf[pid] = start
+
+
+def probe_scored(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
+                 uplink_score: bool = True) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """Algorithm 2 ``probe`` by a plain scan, with the artifact's GPU score (rule (a), :mod:`.rules`).
+
+    Same layout and answer types as :func:`probe`. Every vGPU of each stage's
+    pool is a candidate: its transfer takes the earliest common slot of the
+    previous server's uplink and its downlink, then the GPU's earliest slot.
+    With ``uplink_score`` a candidate of a non-last stage is scored by the
+    later of its finish time and its server uplink's last reservation (the
+    next transfer leaves through that uplink), the last stage by its finish
+    time; without it the score is the finish time (the paper's Algorithm 2,
+    the same choice as :func:`probe`). Ties go to the first in pool order.
+    A candidate is skipped, without changing the answer, when a lower bound
+    of its score (transfer and GPU free at once; its uplink's last end) does
+    not beat the best so far.
+    """
+    cached = pipe._cands
+    if cached is None or cached[0] is not res:
+        cached = pipe._cands = (res, [[(w, res.downlink(n), res.uplink(n)) for w, n in zip(pool, nodes)]
+                                      for pool, nodes in zip(pipe.workers, pipe.nodes)])
+    stages = cached[1]
+    fit, last_end = res.fit, res.last_end
+    last_j = len(stages) - 1
+    out: list[tuple[int, int, int]] = []
+    tg = now
+    up = -1
+    busy = 0
+    for j, cands in enumerate(stages):
+        li = pipe.lat[j][bs]
+        ln = pipe.transfer_in[j][bs] if j else 0
+        busy += li + ln
+        score_up = uplink_score and j < last_j
+        floor = tg + ln + li  # no candidate finishes earlier
+        best = NEVER
+        pick = None
+        for c in cands:
+            w, down, upw = c
+            if score_up:
+                lu = last_end[upw]
+                if (lu if lu > floor else floor) >= best:
+                    continue
+            elif floor >= best:
+                break  # (scores only grow from here: none can beat the best)
+            if j and ln > 0 and (last_end[up] > tg or last_end[down] > tg):
+                ts = _link_slot(fit, up, down, fit(up, tg, ln), ln)  # (_link_slot starts from a free uplink)
+            else:
+                ts = tg
+            start = fit(w, ts + ln, li)
+            score = start + li
+            if score_up and last_end[upw] > score:
+                score = last_end[upw]
+            if score < best:
+                best, pick = score, (c, ts, start)
+        (w, down, upw), ts, start = pick
+        if j:
+            out += ((up, ts, ln), (down, ts, ln), (w, start, li))
+        else:
+            out.append((w, start, li))
+        tg = start + li
+        up = upw
+    return tg, tg - now - busy, out

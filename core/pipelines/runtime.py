@@ -22,8 +22,15 @@ from shepherd.core.pipelines.reservations import PipeRuntime
 
 
 def build(plan: PipelinePlan, profiles: dict[str, BlockProfile],
-          models: list[str]) -> tuple[Cluster, list[PipeRuntime], int]:
-    """(engine cluster, pipelines with model indices into ``models``, number of servers)."""
+          models: list[str], slot_receive: bool = False) -> tuple[Cluster, list[PipeRuntime], int]:
+    """(engine cluster, pipelines with model indices into ``models``, number of link nodes).
+
+    ``slot_receive`` (artifact rule (c), :mod:`.rules`): the last stage of
+    every multi-stage pipeline gets one receive link per vGPU — each such
+    vGPU is given a link node of its own (numbered after the servers; its
+    uplink is never used, a last stage sends nothing) — instead of its
+    server's shared NIC. The engine workers keep their real servers.
+    """
     vgpus = place(plan)
     workers = tuple(Worker(i, 0, v.hardware, v.node, f"{v.hardware}-gpu{v.gpu}-p{v.pipeline}s{v.stage}")
                     for i, v in enumerate(vgpus))
@@ -51,17 +58,22 @@ def build(plan: PipelinePlan, profiles: dict[str, BlockProfile],
             ns.append([vgpus[i].node for i in ids])
         pipes.append(PipeRuntime(index[p.model], p.batch, ws, ns, lat, tin, maxb))
     nodes = max((v.node for v in vgpus), default=0) + 1
+    if slot_receive:
+        for pipe in pipes:
+            if len(pipe.workers) > 1:
+                pipe.nodes[-1] = list(range(nodes, nodes + len(pipe.workers[-1])))
+                nodes += len(pipe.workers[-1])
     return Cluster(workers, (0,)), pipes, nodes
 
 
-def prepare_pipelines(inputs: Inputs) -> Runtime:
+def prepare_pipelines(inputs: Inputs, slot_receive: bool = False) -> Runtime:
     """The runtime of a data-plane policy: the plan's vGPU cluster and its pipelines
-    (``runtime.tables``: ``pipelines``, ``nodes``)."""
+    (``runtime.tables``: ``pipelines``, ``nodes``; ``slot_receive``: see :func:`build`)."""
     plan: PipelinePlan = inputs.get("pipeline_plan")
     profiles: dict[str, BlockProfile] = inputs.get("block_profiles")
     missing = [m for m in inputs.models if m not in profiles]
     if missing:
         raise UserError(f"profiles have no model '{missing[0]}'")
-    cluster, pipes, nodes = build(plan, profiles, inputs.models)
+    cluster, pipes, nodes = build(plan, profiles, inputs.models, slot_receive)
     hw_names = sorted({w.hardware for w in cluster.workers})
     return Runtime(cluster, hw_names, tables={"pipelines": tuple(pipes), "nodes": nodes})

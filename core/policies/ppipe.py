@@ -44,16 +44,31 @@ from typing import Any
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
-from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, reserve
+from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, probe_scored, reserve
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 
 
 @dataclass(frozen=True)
 class PPipeDataPlaneConfig:
-    """PPipe data-plane options (the pipelines come from the plan: ``prepare``)."""
+    """PPipe data-plane options (the pipelines come from the plan: ``prepare``).
+
+    The defaults are the paper's rules; ``--rules artifact`` sets the three
+    rule switches to the authors' simulator's (:mod:`shepherd.core.pipelines.rules`).
+    """
 
     wait: bool = True  #: wait-till-last-moment for a full batch (Algorithm 1 line 17)
+    #: (a) artifact simulator: a non-last stage's GPU is scored by max(GPU finish, its server uplink's
+    #: last reservation); paper (Algorithm 2): by the GPU finish only
+    uplink_score: bool = False
+    #: (b) artifact load balancer: a request that becomes the head is dropped unless a batch of
+    #: round(0.95·bs) … bs (in practice the planned bs) still meets its deadline; once admitted it is
+    #: served as the paper's rule does (the largest batch ≤ bs that meets it, else dropped). Paper
+    #: (Algorithm 1 lines 9–14): every head goes straight to the shrinking from bs down to 1
+    head_drop: bool = False
+    #: (c) artifact network model: every last-stage vGPU has its own receive link; paper (§4 C3):
+    #: one NIC per server, shared by its GPUs
+    slot_receive: bool = False
 
 
 @register("ppipe", PPipeDataPlaneConfig)
@@ -67,7 +82,7 @@ class PPipePolicy(Policy):
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:
         from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
 
-        return prepare_pipelines(inputs)
+        return prepare_pipelines(inputs, slot_receive=config.slot_receive)
 
     def __init__(self, act: Actions, config: PPipeDataPlaneConfig) -> None:
         super().__init__(act, config)
@@ -80,8 +95,14 @@ class PPipePolicy(Policy):
         self.queue: list[deque[tuple[int, int]]] = [deque() for _ in range(n_models)]
         self.wait_until = [-1] * n_models  # a wake-up is set; skip probing before it
         self.wait_need = [0] * n_models
+        self.admitted = [-1] * n_models  # rule (b): the request id of the head admitted last
         self.probes = 0
         self.dispatched = 0
+        if config.uplink_score:  # rule (a): the scored plain scan (bound unused: it answers in full)
+            scored = probe_scored
+            self.probe = lambda r, p, b, t, bound=0: scored(r, p, b, t, True)
+        else:
+            self.probe = probe
 
     # ------------------------------------------------------------------ events
 
@@ -125,6 +146,8 @@ class PPipePolicy(Policy):
             q.clear()
             return
         several = len(pipes) > 1
+        probe = self.probe
+        head_drop = self.config.head_drop
         while q:
             # step 1: the pipeline with the least waiting time at its planned batch size
             if several:
@@ -143,6 +166,19 @@ class PPipePolicy(Policy):
             deadline = q[0][1]
             finish, _, resv = first
             bs = best.batch
+            if head_drop and q[0][0] != self.admitted[m]:
+                # rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline
+                if finish > deadline:
+                    lowest = max(1, int(0.95 * best.batch + 0.5))
+                    for b in range(best.batch - 1, lowest - 1, -1):
+                        self.probes += 1
+                        if probe(res, best, b, now)[0] <= deadline:
+                            break
+                    else:
+                        rid, _ = q.popleft()
+                        act.drop([rid], now)
+                        continue
+                self.admitted[m] = q[0][0]
             if finish > deadline:
                 bs = 0
                 for b in range(best.batch - 1, 0, -1):

@@ -26,19 +26,23 @@ class Fig7(Experiment):
     def cells(self, scale):
         step = 0.1 if scale.quick else 0.05
         lfs = [round(step * (i + 1), 4) for i in range(int(round(1 / step)))]
-        return [self.cell(system=s, seed=seed, lfs=lfs, seconds=5.0 if scale.quick else 30.0)
-                for s in c.SYSTEMS for seed in range(scale.seeds)]
+        return [self.cell(system=s, seed=seed, lfs=lfs, seconds=5.0 if scale.quick else 30.0, rules=r)
+                for r in c.RULE_SETS for s in c.SYSTEMS for seed in range(scale.seeds)]
 
     def run_cell(self, p):
         cluster = c.make_cluster("HC1-L")
-        cap = c.plan("ppipe", cluster, c.G1, "poisson").normalized_xput
-        plan = c.plan(p["system"], cluster, c.G1, "poisson")
+        rules = p.get("rules", "paper")
+        cap = c.plan("ppipe", cluster, c.G1, "poisson", rules=rules).normalized_xput
+        plan = c.plan(p["system"], cluster, c.G1, "poisson", rules=rules)
         _, runs = c.sweep(plan, cap, c.G1, "poisson", p["seconds"], p["seed"], 0.0, stop_when_found=False,
-                          lfs=list(p["lfs"]))
-        return pl.DataFrame([dict(system=p["system"], seed=p["seed"], load_factor=r["lf"],
-                                  attainment=sum(r["att"].values()) / len(r["att"])) for r in runs])
+                          lfs=list(p["lfs"]), rules=rules)
+        return c.tagged(pl.DataFrame([dict(system=p["system"], seed=p["seed"], load_factor=r["lf"],
+                                  attainment=sum(r["att"].values()) / len(r["att"])) for r in runs]), p)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        return c.by_rules(self._report, results, figures_dir)
+
+    def _report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         from shepherd.experiments import plotting
         from shepherd.experiments.report import save_figure
 

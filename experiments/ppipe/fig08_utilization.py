@@ -28,13 +28,16 @@ class Fig8(Experiment):
     def cells(self, scale):
         groups = range(2) if scale.quick else range(6)
         return [self.cell(cluster=cl, group=g, workload="poisson", seed=seed, seconds=5.0 if scale.quick else 30.0,
-                          step=0.1 if scale.quick else 0.05)
-                for cl in c.CLUSTERS for g in groups for seed in range(scale.seeds)]
+                          step=0.1 if scale.quick else 0.05, rules=r)
+                for r in c.RULE_SETS for cl in c.CLUSTERS for g in groups for seed in range(scale.seeds)]
 
     def run_cell(self, p):
         return run_group_cell(p)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        return c.by_rules(self._report, results, figures_dir)
+
+    def _report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         import seaborn as sns
 
         from shepherd.experiments import plotting

@@ -25,18 +25,22 @@ class Fig10(Experiment):
     def cells(self, scale):
         groups = range(2) if scale.quick else range(6)
         return [self.cell(group=g, data_plane=d, seed=seed, seconds=5.0 if scale.quick else 30.0,
-                          step=0.1 if scale.quick else 0.05)
-                for g in groups for d in ("ppipe", "reactive") for seed in range(scale.seeds)]
+                          step=0.1 if scale.quick else 0.05, rules=r)
+                for r in c.RULE_SETS for g in groups for d in ("ppipe", "reactive") for seed in range(scale.seeds)]
 
     def run_cell(self, p):
         group = c.groups()[p["group"]]
-        plan = c.plan("ppipe", c.make_cluster("HC2-L"), group, "poisson")
+        rules = p.get("rules", "paper")
+        plan = c.plan("ppipe", c.make_cluster("HC2-L"), group, "poisson", rules=rules)
         found, _ = c.sweep(plan, plan.normalized_xput, group, "poisson", p["seconds"], p["seed"], p["step"],
-                           policy=p["data_plane"])
-        return pl.DataFrame([dict(group=p["group"] + 1, data_plane=p["data_plane"], seed=p["seed"],
-                                  max_lf=sum(found.values()) / len(found))])
+                           policy=p["data_plane"], rules=rules)
+        return c.tagged(pl.DataFrame([dict(group=p["group"] + 1, data_plane=p["data_plane"], seed=p["seed"],
+                                           max_lf=sum(found.values()) / len(found))]), p)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        return c.by_rules(self._report, results, figures_dir)
+
+    def _report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         import seaborn as sns
 
         from shepherd.experiments import plotting

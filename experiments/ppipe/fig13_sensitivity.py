@@ -38,8 +38,8 @@ class Fig13(Experiment):
     def cells(self, scale):
         panels = PANELS_QUICK if scale.quick else PANELS_FULL
         return [self.cell(panel=k, value=v, dnn=d, seed=seed, seconds=5.0 if scale.quick else 30.0,
-                          step=0.1 if scale.quick else 0.05)
-                for k, vals in panels.items() for v in vals for d in _dnns(scale.quick) for seed in range(scale.seeds)]
+                          step=0.1 if scale.quick else 0.05, rules=r)
+                for r in c.RULE_SETS for k, vals in panels.items() for v in vals for d in _dnns(scale.quick) for seed in range(scale.seeds)]
 
     def run_cell(self, p):
         cluster = c.make_cluster("HC1-S")
@@ -51,22 +51,26 @@ class Fig13(Experiment):
         else:
             scale = float(p["value"])
         group = (p["dnn"],)
+        rules = p.get("rules", "paper")
         rows = []
         try:
-            plans = {s: c.plan(s, cluster, group, "poisson", margin, scale) for s in ("ppipe", "np")}
+            plans = {s: c.plan(s, cluster, group, "poisson", margin, scale, rules=rules) for s in ("ppipe", "np")}
         except UserError:  # e.g. no feasible pipeline at SLO scale 2 with the margin
             plans = {}
         for s in ("ppipe", "np"):
             lf = 0.0
             if s in plans:
                 found, _ = c.sweep(plans[s], plans["ppipe"].normalized_xput, group, "poisson", p["seconds"], p["seed"],
-                                   p["step"])
+                                   p["step"], rules=rules)
                 lf = found[p["dnn"]]
             rows.append(dict(panel=p["panel"], value=float(p["value"]), dnn=p["dnn"], seed=p["seed"], system=s,
                              max_lf=lf))
-        return pl.DataFrame(rows)
+        return c.tagged(pl.DataFrame(rows), p)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        return c.by_rules(self._report, results, figures_dir)
+
+    def _report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         from shepherd.experiments import plotting
         from shepherd.experiments.report import save_figure
 

@@ -33,8 +33,10 @@ class Fig14(Experiment):
         limit = 20.0 if scale.quick else 300.0
         sizes = (100, 10_000, 100_000) if scale.quick else (100, 1_000, 10_000, 100_000)
         groups = (1, 2) if scale.quick else range(6)
-        return ([self.cell(panel="gpus", value=n, group=g, time_limit=limit) for n in sizes for g in groups]
-                + [self.cell(panel="types", value=k, group=g, time_limit=limit) for k in TYPES for g in groups])
+        return ([self.cell(panel="gpus", value=n, group=g, time_limit=limit, rules=r)
+                 for r in c.RULE_SETS for n in sizes for g in groups]
+                + [self.cell(panel="types", value=k, group=g, time_limit=limit, rules=r)
+                   for r in c.RULE_SETS for k in TYPES for g in groups])
 
     def run_cell(self, p):
         if p["panel"] == "gpus":
@@ -42,13 +44,16 @@ class Fig14(Experiment):
         else:
             cluster = custom_cluster(TYPES[int(p["value"])], 10.0, name=f"{p['value']}-types")
         solver = SolverConfig("highs", float(p["time_limit"]), 0.01)
-        plan = c.plan("ppipe", cluster, c.groups()[p["group"]], "poisson", solver=solver)
-        return pl.DataFrame([dict(panel=p["panel"], value=int(p["value"]), group=p["group"] + 1,
+        plan = c.plan("ppipe", cluster, c.groups()[p["group"]], "poisson", solver=solver, rules=p.get("rules", "paper"))
+        return c.tagged(pl.DataFrame([dict(panel=p["panel"], value=int(p["value"]), group=p["group"] + 1,
                                   solve_s=float(plan.meta["solve_s"]),
                                   status=str(plan.meta["status"]), gap=float(plan.meta.get("gap") or 0.0),
-                                  candidates=int(plan.meta["candidates"]), xput=plan.normalized_xput)])
+                                  candidates=int(plan.meta["candidates"]), xput=plan.normalized_xput)]), p)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
+        return c.by_rules(self._report, results, figures_dir)
+
+    def _report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         import seaborn as sns
 
         from shepherd.experiments import plotting

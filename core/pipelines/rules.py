@@ -1,0 +1,80 @@
+"""Named rule sets of PPipe: ``paper`` (the text and pseudocode) and ``artifact`` (the authors' code).
+
+The authors' public artifact (GitHub ``JonnyKong/PPipe``: the MILP in Python,
+the simulator in Java under ``cluster-sim/``, the plans under ``data/plans/``)
+differs from the paper's text in a few rules. Each rule is one documented
+field of a typed config, so a user can also mix them (``--set`` on
+``simulate``; planner fields through :class:`~shepherd.solvers.ppipe_milp.PPipePlanConfig`):
+
+Data plane (:class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`):
+
+* ``uplink_score`` — (a) a candidate GPU of a non-last stage is scored by the
+  later of its finish time and its server uplink's last reservation (artifact
+  simulator); paper: Algorithm 2 scores by the GPU's finish time only.
+* ``head_drop`` — (b) a request that becomes the head of its queue is
+  dropped unless a batch of ``round(0.95·bs)`` … ``bs`` (the planned size,
+  for bs < 10) still meets its deadline; once admitted it is served by the
+  paper's rule (artifact load balancer, ``ReservationSlaLoadBalancer``);
+  paper: Algorithm 1 lines 9–14 shrink every head's batch from ``bs`` down to 1.
+* ``slot_receive`` — (c) every last-stage GPU slot (vGPU) has its own receive
+  link (artifact network model); paper §4 C3 / §7.1: the GPUs of a server
+  share one NIC.
+
+Planner (:class:`~shepherd.solvers.ppipe_milp.PPipePlanConfig`):
+
+* ``batch_build`` — the batch-building latency ``factor·10⁶·(bs−1)/est_xput``
+  µs added to a pipeline's latency in the MILP, ``est_xput`` the NP
+  throughput of that DNN (artifact MILP, factor 1.3; the paper has no such
+  term: 0);
+* ``max_partitions`` — 2 (artifact plans; 3 only in its single-model
+  ablation); paper §3: 3;
+* ``np_mps`` — NP may use MPS shares (paper §7.1: "PPipe's MILP without model
+  partitioning"); the artifact's NP uses whole GPUs;
+* ``dart`` — ``"artifact"``: GPUs are split between DNNs by the NP plan, then
+  each DNN replicates a 1 high + 1 low GPU sub-plan on its share (leftovers run
+  whole DNNs); ``"paper"``: pairs for the whole cluster (§7.1 "Baselines").
+
+Cluster: :func:`bandwidth_gbps` — the artifact plans use 10 Gbit/s on the T4
+clusters and 6 on the P4 clusters; the paper's Table 1 / 5 gives 6.4 and 10.
+"""
+
+from __future__ import annotations
+
+from shepherd.core.errors import UserError
+
+RULE_SETS = ("paper", "artifact")
+
+#: data-plane fields per rule set (PPipeDataPlaneConfig)
+DATAPLANE = {
+    "paper": {"uplink_score": False, "head_drop": False, "slot_receive": False},
+    "artifact": {"uplink_score": True, "head_drop": True, "slot_receive": True},
+}
+#: planner fields per rule set (PPipePlanConfig)
+PLANNER = {
+    "paper": {"batch_build": 0.0, "max_partitions": 3, "np_mps": True, "dart": "paper"},
+    "artifact": {"batch_build": 1.3, "max_partitions": 2, "np_mps": False, "dart": "artifact"},
+}
+#: effective bandwidth (Gbit/s) of the artifact's plans, by the cluster's low-class GPU type
+ARTIFACT_BANDWIDTH = {"T4": 10.0, "P4": 6.0}
+
+
+def check(rules: str) -> str:
+    if rules not in RULE_SETS:
+        raise UserError(f"--rules must be one of {', '.join(RULE_SETS)}, got '{rules}'")
+    return rules
+
+
+def dataplane_fields(rules: str) -> dict:
+    return dict(DATAPLANE[check(rules)])
+
+
+def planner_fields(rules: str) -> dict:
+    return dict(PLANNER[check(rules)])
+
+
+def bandwidth_gbps(cluster_name: str, rules: str) -> float | None:
+    """The effective bandwidth a rule set gives a Table 1 cluster (``None``: the cluster's Table 1 / 5 default)."""
+    if check(rules) == "paper":
+        return None
+    low = {"HC1": "P4", "HC2": "T4", "HC3": "P4", "HC4": "T4"}.get(cluster_name.upper().split("-")[0])
+    return ARTIFACT_BANDWIDTH.get(low) if low else None
