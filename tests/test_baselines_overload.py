@@ -1,4 +1,4 @@
-"""Nexus under overload (Shepherd §7.1): it plans for the highest load it can fully
+"""Nexus and Clockwork under overload (Shepherd §7.1): Nexus plans for the highest load it can fully
 satisfy, drops the excess at admission, keeps its goodput flat as the load grows,
 and merges streams of one model and SLO into one session (Nexus §6.1)."""
 
@@ -41,3 +41,21 @@ def test_nexus_plans_one_session_per_model_and_slo():
     _, pol = _run(1_000, streams=50)
     assert len(pol.stream_model) == 1  # 50 streams of one model and SLO: one session
     assert sum(1 for slots in pol.slots if slots) <= 2
+
+
+def test_clockwork_levels_off_under_overload_instead_of_collapsing():
+    """Predictive admission (Clockwork §5): goodput at 4× the load stays near the 2× level."""
+    def run(rate):
+        a = _poisson(rate, 2.0, 7)
+        trace = assemble([a], ["ResNet50"], [100_000])
+        return simulate(trace, PROF, "clockwork", gpus=2, seed=1).summary_frame()["goodput_rps"][0]
+
+    def run_no_admission(rate):
+        a = _poisson(rate, 2.0, 7)
+        trace = assemble([a], ["ResNet50"], [100_000])
+        return simulate(trace, PROF, "clockwork", {"admission": "none"}, gpus=2,
+                        seed=1).summary_frame()["goodput_rps"][0]
+
+    mid, high = run(4_000), run(16_000)
+    assert high > 0.8 * mid
+    assert run_no_admission(16_000) < 0.8 * high  # without it EDF collapses under overload
