@@ -48,7 +48,8 @@ def test_clockwork_levels_off_under_overload_instead_of_collapsing():
     def run(rate):
         a = _poisson(rate, 2.0, 7)
         trace = assemble([a], ["ResNet50"], [100_000])
-        return simulate(trace, PROF, "clockwork", gpus=2, seed=1).summary_frame()["goodput_rps"][0]
+        return simulate(trace, PROF, "clockwork", {"admission": "predictive"}, gpus=2,
+                        seed=1).summary_frame()["goodput_rps"][0]
 
     def run_no_admission(rate):
         a = _poisson(rate, 2.0, 7)

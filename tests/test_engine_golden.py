@@ -72,8 +72,8 @@ def workload_two_groups() -> tuple[pl.DataFrame, dict]:
 WORKLOADS = {"one-group": workload_one_group, "two-groups": workload_two_groups}
 
 GOLDEN = {
-    ("clockwork", "one-group"): "8e41aaf76d9d1e784d73",
-    ("clockwork", "two-groups"): "33434037360494e84915",
+    ("clockwork", "one-group"): "4b7aa0beebca4dfdd6b0",
+    ("clockwork", "two-groups"): "f651ff386e4ee770e3d7",
     ("flex", "one-group"): "ec001503abf0ed5ff90e",
     ("flex", "two-groups"): "dc6db558b4d4e0963ae7",
     ("flex-np", "one-group"): "95eccac7e76af149d5d0",
