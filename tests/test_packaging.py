@@ -36,4 +36,7 @@ def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
     for sub in ("cli", "core/engine", "core/policies", "core/pipelines", "solvers", "traces", "experiments/ppipe"):
         assert (pkg / sub / "__init__.py").is_file(), sub
     assert any((pkg / "core" / "profile_tables").glob("*.csv"))  # package data still included
+    sample = pkg / "traces" / "data" / "maf2019_sample"  # the packaged real MAF 2019 subset + its licence
+    assert (sample / "invocations-500x480.parquet").is_file() and (sample / "LICENSE").is_file()
+    assert (sample / "README.md").is_file()
     assert not (pkg / "tests").exists() and not (pkg / "benchmarks").exists()

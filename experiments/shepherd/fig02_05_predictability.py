@@ -47,12 +47,13 @@ class Predictability(Experiment):
         from shepherd.experiments import plotting
         from shepherd.experiments.report import save_figure
 
-        data = results.with_columns(pl.format("{} streams", pl.col("group_size")).alias("group"),
+        data = results.with_columns(pl.when(pl.col("group_size") == 1).then(pl.lit("1 stream"))
+                                    .otherwise(pl.format("{} streams", pl.col("group_size"))).alias("group"),
                                     pl.col("cv_mean").alias("CV"), pl.col("tau_min").alias("τ (min)"))
         fig, axes = plotting.figure(ncols=2)
         plotting.lines(axes[0][0], data.filter(pl.col("group_size") == 1), "τ (min)", "CV", "group")
         axes[0][0].set_title("Fig. 2: per stream")
-        plotting.lines(axes[0][1], data, "τ (min)", "CV", "group", [f"{g} streams" for g in GROUPS])
+        plotting.lines(axes[0][1], data, "τ (min)", "CV", "group", [f"{g} stream{'s' if g > 1 else ''}" for g in GROUPS])
         axes[0][1].set_title("Fig. 5: per group")
         for ax in axes[0]:
             ax.set_xscale("log")
