@@ -21,6 +21,8 @@ SKIP = shutil.ignore_patterns(".git", ".venv", "results", "build", "*.egg-info",
 def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=SKIP)
+    packaged = Path("traces") / "data" / "maf2019_sample" / "invocations-500x480.parquet"  # package data
+    shutil.copy2(ROOT / packaged, src / packaged)
     new = src / "experiments" / "symphony"
     new.mkdir()
     (new / "__init__.py").write_text('"""Symphony (a later issue)."""\n')
