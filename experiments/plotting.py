@@ -59,7 +59,10 @@ def subset_note(results: pl.DataFrame) -> str | None:
         real = real.filter(~pl.col("synthetic").fill_null(False))
     if real.height == 0:
         return None
-    from shepherd.traces.registry import maf2019_subset  # local: only when a report needs it
+    from shepherd.traces.registry import SAMPLE_SUBSET, maf2019_subset  # local: only when a report needs it
+
+    if real["trace"].cast(pl.String).str.starts_with("maf2019-sample").all():
+        return f"real MAF 2019 subset: {SAMPLE_SUBSET}, not the full trace"
 
     subset = maf2019_subset()
     return f"MAF 2019 subset: {subset}, not the full trace" if subset else None
@@ -68,10 +71,12 @@ def subset_note(results: pl.DataFrame) -> str | None:
 def synthetic_caption(fig, synthetic: bool, results: pl.DataFrame | None = None) -> None:  # noqa: ANN001
     """Caption a figure drawn from synthetic data, or from a subset of the real trace (``results``
     given, or else the MAF 2019 data in the cache when the figure is not synthetic)."""
+    # a suptitle, not fig.text at the bottom: the constrained layout reserves room for it
+    # (a bottom caption overlapped the x-axis labels of Figs. 7–11b)
     if synthetic:
-        fig.text(0.99, 0.01, "synthetic MAF-like workload", ha="right", va="bottom", fontsize=7,
-                 color="firebrick", style="italic")
+        fig.suptitle("synthetic MAF-like workload", x=0.99, ha="right", fontsize=7,
+                     color="firebrick", style="italic")
         return
     note = subset_note(results if results is not None else pl.DataFrame({"trace": ["maf2019"]}))
     if note:
-        fig.text(0.99, 0.01, note, ha="right", va="bottom", fontsize=7, color="darkorange", style="italic")
+        fig.suptitle(note, x=0.99, ha="right", fontsize=7, color="darkorange", style="italic")

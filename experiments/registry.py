@@ -15,6 +15,7 @@ from shepherd.experiments.base import Experiment
 
 EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.shepherd.fig02_05_predictability",
+    "shepherd.experiments.shepherd.fig03_worked_example",
     "shepherd.experiments.shepherd.fig07_load",
     "shepherd.experiments.shepherd.fig08_latency_cdf",
     "shepherd.experiments.shepherd.fig09_slo",

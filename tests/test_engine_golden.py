@@ -72,14 +72,14 @@ def workload_two_groups() -> tuple[pl.DataFrame, dict]:
 WORKLOADS = {"one-group": workload_one_group, "two-groups": workload_two_groups}
 
 GOLDEN = {
-    ("clockwork", "one-group"): "870401c969ceb87c0aa4",
-    ("clockwork", "two-groups"): "c9ff26737ee580710c6e",
+    ("clockwork", "one-group"): "4b7aa0beebca4dfdd6b0",
+    ("clockwork", "two-groups"): "f651ff386e4ee770e3d7",
     ("flex", "one-group"): "ec001503abf0ed5ff90e",
     ("flex", "two-groups"): "dc6db558b4d4e0963ae7",
     ("flex-np", "one-group"): "95eccac7e76af149d5d0",
     ("flex-np", "two-groups"): "81e0c2972ba0b17f7c36",
-    ("nexus", "one-group"): "28b28269a641543a393f",
-    ("nexus", "two-groups"): "e1045bbfe60d930cde8b",
+    ("nexus", "one-group"): "a98ca905d736407c23b1",
+    ("nexus", "two-groups"): "54350e2d67e5327569b0",
     ("flex-exit-overhead", "one-group"): "8ebe2f2c5b1d4567bb04",
 }
 

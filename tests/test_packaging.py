@@ -21,6 +21,8 @@ SKIP = shutil.ignore_patterns(".git", ".venv", "results", "build", "*.egg-info",
 def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=SKIP)
+    packaged = Path("traces") / "data" / "maf2019_sample" / "invocations-500x480.parquet"  # package data
+    shutil.copy2(ROOT / packaged, src / packaged)
     new = src / "experiments" / "laterpaper"  # (experiments/symphony now exists: a name no issue uses)
     new.mkdir()
     (new / "__init__.py").write_text('"""A later paper."""\n')
@@ -37,4 +39,7 @@ def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
                 "experiments/symphony"):
         assert (pkg / sub / "__init__.py").is_file(), sub
     assert any((pkg / "core" / "profile_tables").glob("*.csv"))  # package data still included
+    sample = pkg / "traces" / "data" / "maf2019_sample"  # the packaged real MAF 2019 subset + its licence
+    assert (sample / "invocations-500x480.parquet").is_file() and (sample / "LICENSE").is_file()
+    assert (sample / "README.md").is_file()
     assert not (pkg / "tests").exists() and not (pkg / "benchmarks").exists()

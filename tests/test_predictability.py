@@ -61,7 +61,7 @@ def test_figs_2_and_5_shapes_on_synthetic_default():
 
 def test_synthetic_counts_span_orders_of_magnitude():
     """ATC '20 Fig. 5a: daily invocations per function span many orders of magnitude."""
-    data = maf_synthetic.generate(maf_synthetic.SyntheticMafSpec(functions=5000), np.random.default_rng(2))
+    data = maf_synthetic.generate(maf_synthetic.SyntheticMafSpec(functions=5000, rates="atc20"), np.random.default_rng(2))
     daily = data.counts.sum(axis=1)
     active = daily[daily > 0]
     assert np.log10(active.max() / active.min()) >= 7
@@ -99,3 +99,12 @@ def test_stats_per_minute_cv_on_real_rows(cli, tmp_path):
 def test_stats_per_minute_needs_a_maf_name(cli, tmp_path):
     from conftest import assert_user_error
     assert_user_error(cli("traces", "stats", "maf2021", "--cv", "--per-minute"), "per-minute counts")
+
+
+def test_calibrated_synthetic_rates_span_the_real_samples_range():
+    """Default (calibrated to the real MAF 2019 sample): per-function rates span ≈ 6 orders of magnitude."""
+    data = maf_synthetic.generate(maf_synthetic.SyntheticMafSpec(functions=5000), np.random.default_rng(2))
+    daily = data.counts.sum(axis=1)
+    active = daily[daily > 0]
+    assert np.log10(active.max() / active.min()) >= 5.5
+    assert daily.sum() / 86400 == pytest.approx(3000, rel=0.05)

@@ -345,6 +345,52 @@ register(NamedTrace("maf2019-bursty", "MAF 2019, MMPP within each minute (Shephe
                     _maf2019("bursty"), dataset="maf2019"))
 register(NamedTrace("maf2021", "MAF 2021 per-invocation arrivals, upscaled to --rate (PPipe §7.1 'Bursty')",
                     _maf2021, dataset="maf2021"))
+# --------------------------------------------------------------------------- packaged real sample
+
+#: the packaged real MAF 2019 subset (package data; CC-BY 4.0, attribution in its README/LICENSE)
+SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "maf2019_sample"
+SAMPLE_FILE = SAMPLE_DIR / "invocations-500x480.parquet"
+SAMPLE_SUBSET = "packaged real sample, 500 functions × 8 h (minutes 480…959 of one day)"
+
+
+def sample_counts(opts: TraceOptions) -> maf2019.MafCounts:
+    """The packaged real sample's counts for the options' window (default: from its first
+    minute, 480, for ``duration_min`` minutes); an error outside the 8 hours it holds."""
+    frame = pl.read_parquet(SAMPLE_FILE)
+    minute_cols = [c for c in frame.columns if c.isdigit()]
+    held = np.asarray([int(c) for c in minute_cols], dtype=np.int64)
+    if opts.day not in (None, 1):
+        raise UserError("maf2019-sample holds one day (which one is not recorded): drop --day")
+    first = opts.start_minute or int(held[0])
+    last = first + opts.duration_min - 1
+    if first < held[0] or last > held[-1]:
+        raise UserError(f"maf2019-sample holds minutes {held[0]}…{held[-1]} only; asked for {first}…{last}: "
+                        "use --start-minute/--duration-min inside them, or fetch the full trace (maf2019)")
+    cols = [str(m) for m in range(first, last + 1)]
+    counts = frame.select(cols).to_numpy().astype(np.int64)
+    keys = frame.select(list(maf2019.KEY_COLUMNS))
+    return maf2019.MafCounts(keys, np.arange(first - 1, last, dtype=np.int64), counts, "maf2019-sample",
+                             [SAMPLE_FILE])
+
+
+def _sample(default_process: str) -> Callable[[TraceOptions], Built]:
+    def run(opts: TraceOptions) -> Built:
+        process = opts.process or default_process
+        data = sample_counts(opts)
+        frame, info = counts_to_trace(data, opts, process, np.random.default_rng(opts.seed))
+        info["source_files"] = [SAMPLE_FILE.name]
+        info["subset"] = SAMPLE_SUBSET
+        info["real"] = True
+        name = "maf2019-sample" if process == "stable" else "maf2019-sample-bursty"
+        return Built(frame, _config(name, opts, process, False, info), [], False)
+    return run
+
+
+register(NamedTrace("maf2019-sample", "REAL MAF 2019 subset (packaged, 500 functions × 8 h, CC-BY 4.0), "
+                    "Poisson within each minute", _sample("stable")))
+register(NamedTrace("maf2019-sample-bursty", "REAL MAF 2019 subset (packaged, 500 functions × 8 h, CC-BY 4.0), "
+                    "MMPP within each minute", _sample("bursty")))
+
 register(NamedTrace("maf-synthetic", "SYNTHETIC MAF-2019-like counts, Poisson within each minute (no data needed)",
                     _synthetic("stable"), synthetic=True))
 register(NamedTrace("maf-synthetic-bursty", "SYNTHETIC MAF-2019-like counts, MMPP within each minute",

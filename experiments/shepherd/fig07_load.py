@@ -71,11 +71,23 @@ class Fig7(Experiment):
             headlines += [Headline(f"MAF-{w} @ {top/1000:g}k: Shepherd / Clockwork goodput", vs_cw, *r_cw, "×"),
                           Headline(f"MAF-{w} @ {top/1000:g}k: Shepherd / Nexus goodput", vs_nx, *r_nx, "×")]
             ci = mean_ci(results.filter(pl.col("workload") == w), ["system", "load"], "goodput_rps")
-            util = mean_ci(results.filter(pl.col("workload") == w), ["system"], "utilization")
-            nx_util = c.lookup(util, system="nexus")
-            sh_util = c.lookup(util, system="shepherd")
-            headlines.append(Headline(f"MAF-{w}: Nexus utilization (max over loads, paper: under)", nexus_util,
-                                      float(results.filter((pl.col("workload") == w) & (pl.col("system") == "nexus"))["utilization"].max())))
+            # intervals over seeds only: utilization per (system, load), then the load of interest
+            util = mean_ci(results.filter(pl.col("workload") == w), ["system", "load"], "utilization")
+            nx_util = c.lookup(util, system="nexus", load=top)
+            sh_util = c.lookup(util, system="shepherd", load=top)
+            nx_rows = util.filter(pl.col("system") == "nexus").sort("mean", descending=True).row(0, named=True)
+            headlines.append(Headline(f"MAF-{w}: Nexus utilization (highest over loads, at {nx_rows['load']/1000:g}k; "
+                                      "paper: under)", nexus_util, nx_rows["mean"], nx_rows["half_width"]))
+            claims.append(Claim(f"MAF-{w}: Nexus utilization stays under {nexus_util:.2f} at every load (paper)",
+                                nx_rows["mean"] < nexus_util,
+                                f"highest {nx_rows['mean']:.3f} at {nx_rows['load']/1000:g}k"
+                                + ("" if nx_rows["mean"] < nexus_util else
+                                   " — provisioned for the 1 s peak, the admitted load's mean/peak is higher than the paper's")))
+            nx_curve = ci.filter(pl.col("system") == "nexus")
+            nx_top = c.lookup(ci, system="nexus", load=top)["mean"]
+            claims.append(Claim(f"MAF-{w}: Nexus goodput largely the same as load grows (at {top/1000:g}k within 20 % of its peak)",
+                                nx_top >= 0.8 * nx_curve["mean"].max(),
+                                f"peak {nx_curve['mean'].max():.0f} → {nx_top:.0f} req/s"))
             sh, cw, nx = (c.lookup(ci, system=s, load=top) for s in ("shepherd", "clockwork", "nexus"))
             claims.append(Claim(f"MAF-{w}: Shepherd goodput > Clockwork and > Nexus at {top/1000:g}k req/s",
                                 clearly_greater(sh["mean"], sh["half_width"], cw["mean"], cw["half_width"])
@@ -87,10 +99,17 @@ class Fig7(Experiment):
             cw_curve = ci.filter(pl.col("system") == "clockwork").sort("load")
             sh_curve = ci.filter(pl.col("system") == "shepherd").sort("load")
             cw_peak, sh_peak = cw_curve["mean"].max(), sh_curve["mean"].max()
-            claims.append(Claim(f"MAF-{w}: Clockwork saturates (goodput at {top/1000:g}k below its peak) "
+            claims.append(Claim(f"MAF-{w}: Clockwork saturates and stays (goodput at {top/1000:g}k ≥ 70 % of its peak) "
                                 "while Shepherd's keeps rising",
-                                cw["mean"] < 0.95 * cw_peak and sh["mean"] >= 0.95 * sh_peak,
+                                cw["mean"] >= 0.7 * cw_peak and sh["mean"] >= 0.95 * sh_peak,
                                 f"Clockwork peak {cw_peak:.0f} → {cw['mean']:.0f}; Shepherd peak {sh_peak:.0f} → {sh['mean']:.0f}"))
+            claims.append(Claim(f"MAF-{w}: Shepherd ≥ Clockwork ≥ Nexus at {top/1000:g}k req/s",
+                                sh["mean"] >= cw["mean"] >= nx["mean"],
+                                f"{sh['mean']:.0f} / {cw['mean']:.0f} / {nx['mean']:.0f} req/s"))
+            low = results["load"].min()
+            sh_low = c.lookup(util, system="shepherd", load=low)
+            claims.append(Claim(f"MAF-{w}: Shepherd utilization high at low load ({low/1000:g}k; paper > 0.95)",
+                                sh_low["mean"] > 0.95, f"{sh_low['mean']:.3f} ± {sh_low['half_width']:.3f}"))
         return headlines, claims
 
 

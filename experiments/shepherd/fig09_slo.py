@@ -51,6 +51,22 @@ class Fig9(Experiment):
             sh_t, sh_l = c.lookup(ci, system="shepherd", slo_ms=tight), c.lookup(ci, system="shepherd", slo_ms=loose)
             claims.append(Claim(f"MAF-{w}: goodput falls as the SLO tightens ({loose} → {tight} ms)",
                                 sh_t["mean"] < sh_l["mean"], f"{sh_l['mean']:.0f} → {sh_t['mean']:.0f} req/s"))
+            tightest = min(x for x in part["slo_ms"].unique().to_list()
+                           if c.lookup(ci, system="clockwork", slo_ms=x)["mean"] > 0 or x == loose)
+            r_cw = c.paired_ratio(part, "shepherd", "clockwork", "goodput_rps", slo_ms=tightest)
+            claims.append(Claim(f"MAF-{w}: at the tightest SLO ({tightest} ms) Shepherd ≥ Clockwork (paper up to 1.3×)",
+                                r_cw[0] >= 1.0, f"Shepherd / Clockwork {r_cw[0]:.2f}×"))
+            r_nx = c.paired_ratio(part, "shepherd", "nexus", "goodput_rps", slo_ms=tightest)
+            claims.append(Claim(f"MAF-{w}: at tight SLOs Shepherd ≫ Nexus (paper up to 38×; checked ≥ 2× at {tightest} ms)",
+                                r_nx[0] >= 2.0, f"Shepherd / Nexus {r_nx[0]:.2f}×"))
+            cw_l, nx_l = c.lookup(ci, system="clockwork", slo_ms=loose), c.lookup(ci, system="nexus", slo_ms=loose)
+            offered = float(part.filter(pl.col("slo_ms") == loose)["offered_rps"].mean())
+            claims.append(Claim(f"MAF-{w}: all systems do well at {loose} ms (goodput ≥ 80 % of offered)",
+                                min(sh_l["mean"], cw_l["mean"], nx_l["mean"]) >= 0.8 * offered,
+                                f"{sh_l['mean']:.0f} / {cw_l['mean']:.0f} / {nx_l['mean']:.0f} of {offered:.0f} req/s"
+                                + ("" if min(sh_l["mean"], cw_l["mean"], nx_l["mean"]) >= 0.8 * offered else
+                                   " — Nexus provisions for 1 s peaks; on 12 workers its peak plan does not fit "
+                                   "even at 3k req/s, so it admits only the fraction that does")))
             nx_t = c.lookup(ci, system="nexus", slo_ms=tight)
             claims.append(Claim(f"MAF-{w}: at {tight} ms Shepherd ≥ Nexus",
                                 sh_t["mean"] + sh_t["half_width"] >= nx_t["mean"] - nx_t["half_width"],
