@@ -92,19 +92,7 @@ class Resources:
             start = now
         if start < at:
             start = at
-        if duration_us is None:
-            end = start + self.lat[self.w_hw[worker]][model][len(rids)]
-        else:
-            end = start + duration_us
-        self.w_final[worker] = final
-        bid = self.rec.batch(worker, model, len(rids), start, end)
-        self.w_batch[worker] = bid
-        self.w_start[worker] = start
-        self.w_end[worker] = end
-        self.w_model[worker] = model
-        self.w_reqs[worker] = rids
-        self.clock.push(end, COMPLETION, worker, bid)  # ends the run of arrivals at ``end`` if earlier
-        return end
+        return self._occupy(worker, model, rids, start, duration_us, final)
 
     def book(self, worker: int, model: int, rids: list[int], now: int, *,
              duration_us: int | None = None, final: bool = True) -> None:
@@ -166,8 +154,13 @@ class Resources:
         """Start the worker's next booked batch at ``max(now, at)`` (its decision was charged when it
         was booked); the worker has just freed."""
         model, rids, duration, final, at = self.w_next[worker].popleft()
-        start = now if now >= at else at
-        end = start + (self.lat[self.w_hw[worker]][model][len(rids)] if duration is None else duration)
+        self._occupy(worker, model, rids, now if now >= at else at, duration, final)
+
+    def _occupy(self, worker: int, model: int, rids: list[int], start: int, duration_us: int | None,
+                final: bool) -> int:
+        """Run a batch on ``worker`` from ``start`` (profile latency unless ``duration_us``): record it and
+        queue its completion, which ends the run of arrivals at its end if earlier. Returns the end."""
+        end = start + (self.lat[self.w_hw[worker]][model][len(rids)] if duration_us is None else duration_us)
         self.w_final[worker] = final
         bid = self.rec.batch(worker, model, len(rids), start, end)
         self.w_batch[worker] = bid
@@ -176,6 +169,7 @@ class Resources:
         self.w_model[worker] = model
         self.w_reqs[worker] = rids
         self.clock.push(end, COMPLETION, worker, bid)
+        return end
 
     # ------------------------------------------------------------------ workers added / removed
 
