@@ -72,12 +72,12 @@ def simulate(trace: Any, *, policy: str = "flex", gpus: int | None = None, plan:
     frame = _trace(trace, seed)
     if isinstance(plan, (str, Path)) or (isinstance(profiles, (str, Path)) and Path(profiles).is_file()):
         # files by their artifact kind, as `shepherd simulate` reads them (plan or pipeline plan, block profiles …)
-        from shepherd.cli.simulate import _read_inputs
+        from shepherd.core.sim_inputs import read_simulation_inputs
 
         builtin = "profiles" in registry.get(policy).cls.requires
         prof_path = Path(profiles) if isinstance(profiles, (str, Path)) and Path(profiles).is_file() else None
         plan_path = Path(plan) if isinstance(plan, (str, Path)) else None
-        prof_obj, plan_obj, extra = _read_inputs(prof_path, plan_path, frame, builtin)
+        prof_obj, plan_obj, extra = read_simulation_inputs(prof_path, plan_path, frame, builtin)
         if prof_path is None and profiles is not None:
             prof_obj = _profiles(profiles)
         kwargs.setdefault("artifacts", extra)

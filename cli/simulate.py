@@ -13,7 +13,7 @@ import typer
 from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.cli.deprecated import renamed
 from shepherd.core import profiles as prof
-from shepherd.core.artifacts import artifact_kind, make_provenance, read_artifact, write_artifact
+from shepherd.core.artifacts import artifact_kind, make_provenance, write_artifact
 from shepherd.core.artifacts import artifact_dir, check_output_dir
 from shepherd.core.engine import OverheadConfig, simulate as run_simulation
 from shepherd.core.checks import number
@@ -21,10 +21,11 @@ from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
 from shepherd.core.policies import registry
 from shepherd.core.runinfo import with_run_columns
+from shepherd.core.sim_inputs import read_simulation_inputs
 from shepherd.traces.resolve import load_trace
 
 RECORD_LEVELS = ("summary", "batches", "requests")
-DEFAULT_PROFILES = "shepherd-v100"
+DEFAULT_PROFILES = prof.DEFAULT_TABLE
 MAX_WORKERS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000 GPUs)
 
 
@@ -118,7 +119,7 @@ def simulate(
     if pipeline and (load != 1.0 or slo is not None):
         raise UserError("--load and --slo-ms do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
-    prof_obj, plan_obj, extra = _read_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
+    prof_obj, plan_obj, extra = read_simulation_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
     with progress() as bar:
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
@@ -130,43 +131,6 @@ def simulate(
         bar.update(task, completed=span_s)
     _write_outputs(result, out, record, policy, loaded, profiles, plan, gpus, load, slo, max_batch, hardware,
                    seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
-
-
-def _read_inputs(profiles: Optional[Path], plan: Optional[Path], trace, builtin: bool):
-    """The profiles and plan artifacts as ``simulate()`` takes them, by artifact kind (the policy
-    says which kinds it requires): profiles frame or block profiles; plan frame or pipeline plan.
-    Without ``--profiles`` the built-in tables stand in when the policy requires ``profiles``; a
-    ``--profiles`` artifact of another kind is handed over under its kind (``simulate(artifacts=…)``)."""
-    from shepherd.core.pipelines import blocks
-    from shepherd.core.pipelines.plan import from_frame
-
-    models = sorted(trace["model"].unique().to_list())
-    extra = {}
-    kind = artifact_kind(profiles) if profiles is not None and Path(profiles).is_file() else None
-    if kind not in (None, "profiles", "block_profiles"):
-        extra[kind] = read_artifact(profiles, kind).frame
-        prof_obj = None
-    elif kind == "block_profiles":
-        block_frame = read_artifact(profiles, "block_profiles").frame
-        known = set(block_frame["model"].unique().to_list())
-        if set(models) - known:
-            raise UserError(f"profiles have no model '{sorted(set(models) - known)[0]}'")
-        prof_obj = blocks.from_frame(block_frame, models)
-    elif profiles is None and not builtin:
-        prof_obj = None
-    else:
-        prof_obj = read_artifact(profiles, "profiles").frame if profiles else prof.load_builtin(DEFAULT_PROFILES)
-        missing = sorted(set(models) - set(prof_obj["model"].unique().to_list()))
-        if missing:
-            raise UserError(f"profiles have no model '{missing[0]}' ({len(missing)} model(s) of the trace are "
-                            "unprofiled)")
-    plan_obj = None
-    if plan is not None and artifact_kind(plan) == "pipeline_plan":
-        art = read_artifact(plan, "pipeline_plan")
-        plan_obj = from_frame(art.frame, art.extra)
-    elif plan is not None:
-        plan_obj = read_artifact(plan, "plan").frame
-    return prof_obj, plan_obj, extra
 
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,

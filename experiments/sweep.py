@@ -167,7 +167,7 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     from shepherd.core import profiles as prof
     from shepherd.core.engine import simulate as run_simulation
     from shepherd.core.policies import registry
-    from shepherd.cli.simulate import _read_inputs
+    from shepherd.core.sim_inputs import read_simulation_inputs
     from shepherd.traces.resolve import load_trace
 
     spec = registry.get(p["policy_name"])
@@ -180,7 +180,7 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     max_batch = p["max_batch"] or prof.DEFAULT_MAX_BATCH
     builtin = "profiles" in spec.cls.requires
     profiles_path = Path(p["_profiles_path"]) if p["_profiles_path"] else None
-    prof_obj, plan_obj, extra = _read_inputs(profiles_path, Path(p["_plan_path"]) if p["_plan_path"] else None,
+    prof_obj, plan_obj, extra = read_simulation_inputs(profiles_path, Path(p["_plan_path"]) if p["_plan_path"] else None,
                                              loaded.frame, builtin)
     if prof_obj is not None and profiles_path is None and p["_profiles_name"] != DEFAULT_PROFILES:
         prof_obj = prof.load_builtin(p["_profiles_name"], max_batch)
