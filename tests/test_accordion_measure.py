@@ -11,8 +11,9 @@ from conftest import assert_user_error
 def mlp():
     """A model dominated by batched matrix products (factory used as test_accordion_measure:mlp)."""
     import torch.nn as nn
-    m = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 256))
-    m.input_shape = (256,)
+    # Layers large enough (tens of ms at batch 128) that per-call overhead does not dominate a layer.
+    m = nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 512))
+    m.input_shape = (512,)
     return m
 
 
