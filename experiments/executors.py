@@ -60,10 +60,36 @@ Finish = Callable[[Cell, pl.DataFrame, float], None]
 Take = Callable[[Cell], bool]
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker when the process that started it dies.
+
+    A driver killed with SIGKILL runs no clean-up, and a worker in the middle
+    of a long cell would otherwise compute on (and hold its core) until the
+    cell ends. On Linux the kernel sends the worker SIGTERM when its parent
+    exits (``prctl(PR_SET_PDEATHSIG)``); elsewhere this does nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the request was made
+        os._exit(1)
+
+
+def process_pool(workers: int) -> ProcessPoolExecutor:
+    """Local worker processes: spawned, not forked (polars' thread pool does not
+    survive a fork), and ended with their driver (:func:`die_with_parent`)."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=die_with_parent,
+                               initargs=(os.getpid(),))
+
+
 def run_processes(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int) -> None:
-    # spawn, not fork: polars' thread pool does not survive a fork.
     queue = list(todo)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=get_context("spawn")) as pool:
+    with process_pool(min(jobs, len(todo))) as pool:
         futures: dict = {}
 
         def top_up() -> None:  # keep every worker busy, claiming cells only as they are submitted
