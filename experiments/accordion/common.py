@@ -110,7 +110,21 @@ def scalars(p: Mapping[str, Any]) -> dict:
     if p.get("layers") is not None:
         blob = json.dumps(p["layers"], sort_keys=True).encode()
         out["layers"] = "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
+        out["speedups"] = speedups(cell_layers(p))
     return out
+
+
+def speedups(frame: pl.DataFrame) -> str:
+    """A profile's long-query speedups at 2 / 4 / 8 EPs (Σ layers / bottleneck), as Table 1 prints them."""
+    from shepherd.core.accordion.configs import TABLE1_EPS, is_builtin, model_configs
+
+    parts = []
+    for m in frame["model"].unique().sort().to_list():
+        cfg = model_configs(frame, m, calibrate=is_builtin(frame))
+        total = sum(cfg[0].stages_ms)
+        parts.append(f"{m} " + "/".join(f"{total / cfg[d - 1].bottleneck_ms:.2f}" for d in TABLE1_EPS
+                                        if d <= len(cfg)))
+    return ", ".join(parts)
 
 
 def run_stream_cell(p: Mapping[str, Any]) -> pl.DataFrame:
