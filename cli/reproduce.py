@@ -52,6 +52,8 @@ def reproduce(
     chosen = registry.resolve(experiments)
     scale = Scale.default(quick, seeds)
     runner.check_executor(executor, address)
+    runner.check_writable(results)
+    prepared = [line for e in chosen if (line := e.prepare(results, scale))]  # inputs a grid needs (measured profiles)
     grids = runner.validate_grid(chosen, scale, results)  # the whole grid and every output, before any cell
     preflight("highs")  # the experiments' planners solve with HiGHS: a broken build fails here, not after minutes
     totals = {"cells": 0, "skipped": 0, "ran": 0, "recomputed": 0}
@@ -60,6 +62,8 @@ def reproduce(
     with run_log(results / runner.LOG_NAME) as log, _bar(not log.echo) as bar, _log_failure(log):
         log(f"reproduce {' '.join(e.name for e in chosen)}: {grand} cells into {results}"
             f"{' (quick)' if quick else ''}, seeds {scale.seeds}")
+        for line in prepared:
+            log(line)
         for exp in chosen:
             cells = grids[exp.name]
             finished = len(cells) - len(runner.pending(cells, results))

@@ -93,6 +93,14 @@ class Headline:
     #: ours under a second rule set (PPipe: ``--rules artifact``), shown as its own column when set
     artifact: float | None = None
     artifact_half_width: float = 0.0
+    #: how far ours may be from the paper's number (in the row's unit) and still hold; None: not judged
+    tolerance: float | None = None
+
+    @property
+    def holds(self) -> bool | None:
+        if self.tolerance is None or self.paper is None:
+            return None
+        return abs(self.ours - self.paper) <= self.tolerance
 
     @property
     def ratio(self) -> float | None:
@@ -118,6 +126,11 @@ class Experiment:
     name: str = ""
     paper: str = ""
     title: str = ""
+
+    def prepare(self, results_dir: Path, scale: Scale) -> str | None:
+        """Build, once, an input the grid depends on (e.g. a measured profile, cached under ``results_dir``)
+        before :meth:`cells`; returns a line for the run log, or None. Default: nothing to build."""
+        return None
 
     def cells(self, scale: Scale) -> list[Cell]:  # pragma: no cover - abstract
         raise NotImplementedError

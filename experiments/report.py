@@ -74,6 +74,15 @@ def render(sections: Sequence[Section], results_dir: Path, synthetic_note: str |
                 ratio = "—" if h.ratio is None else f"{h.ratio:.2f}"
                 lines.append(f"| {h.what} | {_fmt(h.paper)}{unit if h.paper is not None else ''} | {ours}{unit} "
                              f"| {art} | {ratio} |")
+        elif sec.headlines and any(h.tolerance is not None for h in sec.headlines):
+            lines += ["", "| what | paper | ours | tolerance | holds |", "|---|---|---|---|---|"]
+            for h in sec.headlines:
+                ours = _fmt(h.ours) + (f" ± {_fmt(h.half_width)}" if h.half_width else "")
+                unit = f" {h.unit}" if h.unit else ""
+                tol = "—" if h.tolerance is None else f"± {_fmt(h.tolerance)}{unit}"
+                holds = {None: "—", True: "yes", False: "**no**"}[h.holds]
+                lines.append(f"| {h.what} | {_fmt(h.paper)}{unit if h.paper is not None else ''} | {ours}{unit} "
+                             f"| {tol} | {holds} |")
         elif sec.headlines:
             lines += ["", "| what | paper | ours | ratio (ours/paper) |", "|---|---|---|---|"]
             for h in sec.headlines:

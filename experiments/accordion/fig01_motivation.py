@@ -3,9 +3,33 @@
 100 VGG16 queries of batch 10 (10 instances) at uniformly random times in a
 20 s window, 8 EPs of 8 cores, SLO 10 s; Malleable = ``accordion``,
 Maximum = ``fastest``, SLO-Compliant = ``slo-conforming`` (predictor off:
-§2.1 has no priorities). Paper: 12 % / 38 % / 45 % SLO violations.
-Table 1's latency is read as one instance's (our latency model,
-:mod:`shepherd.core.accordion.configs`); §2.1 does not say otherwise.
+§2.1 has no priorities). Paper: 12 % / 38 % / 45 % SLO violations; the
+claim we check is their order, Malleable < Maximum < SLO-Compliant.
+
+**Units (our reading).** Table 1's latency is one inference instance's on
+one EP (an image: VGG16 0.69 s), and its speedups are those of a long
+stream of instances through the pipeline (:mod:`shepherd.core.accordion.configs`);
+"batch size 10" is a query of 10 instances (§3.1: "the batch size refers to
+the number of inference instances per request"). Why this reading:
+(i) §2.1 calls 10 s "a challenging target … given the measured end-to-end
+latency for VGG16, shown in Table 1" — a 10-instance query takes 6.9 s on
+1 EP and ≈ 2.9 s on 8, so 10 s is tight; were 0.69 s the whole batch-10
+query, 10 s would be 14× its 1-EP latency; (ii) §4.3 derives the streams'
+SLOs from "the execution times of the 1-Stage pipeline models listed in
+Table 1" for queries of 1 to hundreds of instances, i.e. per instance.
+
+**What no reading gives.** At this reading every on-time query finishes by
+30 s (last arrival + SLO) and a d-EP pipeline spends d·T_d ≥ T_1 EP-seconds
+(speedups are ≤ d), so at most 8 × 30 s / 6.9 s ≈ 34 of the 100 queries can
+be on time under *any* scheduler — ≥ 65 % violations (:func:`violation_bound`,
+reported as a row); the paper's 12 % is out of reach. At the other reading
+(0.69 s per batch-10 query) 1-EP pipelines run at load 0.43 with 14× slack
+and no scheduler violates at all (we measured 0 / 0 / 0). So only the order
+is checked.
+
+On a measured profile (:mod:`.measured`) the window and the SLO scale with
+the measured VGG16 1-EP latency over Table 1's 0.69 s, so the load and the
+tightness are §2.1's.
 """
 
 from __future__ import annotations
@@ -15,13 +39,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from shepherd.core.accordion.configs import builtin_layers
+from shepherd.core.accordion.configs import is_builtin, model_configs
 from shepherd.core.engine import simulate
 from shepherd.experiments.accordion import common as c
+from shepherd.experiments.accordion.measured import OnMeasured
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 
 SYSTEMS = {"accordion": ("Malleable", 12.0), "fastest": ("Maximum", 38.0), "slo-conforming": ("SLO-Compliant", 45.0)}
+TABLE1_VGG16_MS = 690.0
+EPS = 8
 
 
 def trace(seed: int, n: int = 100, window_s: float = 20.0, instances: int = 10, slo_s: float = 10.0) -> pl.DataFrame:
@@ -33,19 +60,32 @@ def trace(seed: int, n: int = 100, window_s: float = 20.0, instances: int = 10, 
                          "instances": np.full(n, instances, np.int32), "priority": np.ones(n, np.int32)})
 
 
+def violation_bound(t: pl.DataFrame, frame: pl.DataFrame, eps: int = EPS) -> float:
+    """A lower bound on the violations of any scheduler: on-time queries all finish by the last deadline
+    and each costs at least min_d d·latency(d) EP-µs; at most ``eps`` × that span of EP time exists."""
+    cfgs = model_configs(frame, "VGG16", calibrate=is_builtin(frame))
+    inst = int(t["instances"][0])
+    cost = min((d + 1) * cfg.latency_us(inst) for d, cfg in enumerate(cfgs[:eps]))
+    span = int(t["deadline_us"].max()) - int(t["arrival_us"].min())
+    return 1.0 - min(t.height, eps * span // cost) / t.height
+
+
 class Fig1(Experiment):
     name = "accordion-fig1"
     paper = "accordion"
     title = "Accordion Fig. 1: malleable vs maximum vs SLO-compliant VGG16 pipelines on 8 EPs"
+    stem = "accordion-fig1"
 
     def cells(self, scale):
         return [self.cell(policy=p, seed=s) for p in SYSTEMS for s in range(max(scale.seeds, 3))]
 
     def run_cell(self, p):
-        t = trace(p["seed"])
-        res = simulate(t, None, p["policy"], {"eps": 8, "window": 0.0},
-                       artifacts={"layer_profiles": builtin_layers()}, seed=p["seed"])
-        return c.summarise(res, t, eps=8, extra=dict(p))
+        frame = c.cell_layers(p)
+        k = 1.0 if p.get("layers") is None else c.one_ep_ms(frame)["VGG16"] / TABLE1_VGG16_MS
+        t = trace(p["seed"], window_s=20.0 * k, slo_s=10.0 * k)
+        res = simulate(t, None, p["policy"], {"eps": EPS, "window": 0.0},
+                       artifacts={"layer_profiles": frame}, seed=p["seed"])
+        return c.summarise(res, t, eps=EPS, extra={**c.scalars(p), "bound": violation_bound(t, frame)})
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         import seaborn as sns
@@ -61,18 +101,34 @@ class Fig1(Experiment):
                                           ("violations_pct", "SLO violations (%)"))):
             sns.barplot(data=runs.to_pandas(), x="Scheduler", y=m, ax=ax, errorbar=plotting.t_interval)
             ax.set_ylabel(lab)
-        figs = save_figure(fig, figures_dir, "accordion-fig1")
+        figs = save_figure(fig, figures_dir, self.stem)
         v = {p: 100 * float(runs.filter(pl.col("policy") == p)["violations"].mean()) for p in SYSTEMS}
-        h = [Headline(f"§2.1 {SYSTEMS[p][0]} pipelines: SLO violations", SYSTEMS[p][1], v[p], unit="%") for p in SYSTEMS]
+        h = [Headline(f"§2.1 {SYSTEMS[p][0]} pipelines: SLO violations", SYSTEMS[p][1], v[p], unit="%",
+                      tolerance=c.tolerance(SYSTEMS[p][1], "%")) for p in SYSTEMS]
+        bound = 100 * float(runs["bound"].mean())
+        h.append(Headline("§2.1 workload: fewest violations any scheduler can have (capacity bound)", None, bound,
+                          unit="%"))
         claims = [Claim("Malleable has the fewest violations (Malleable < Maximum < SLO-Compliant in the paper)",
                         v["accordion"] < min(v["fastest"], v["slo-conforming"]),
                         ", ".join(f"{SYSTEMS[p][0]} {x:.0f} %" for p, x in v.items())),
                   Claim("Maximum < SLO-Compliant violations", v["fastest"] < v["slo-conforming"],
                         f"{v['fastest']:.0f} % vs {v['slo-conforming']:.0f} %")]
-        notes = ["With Table 1's latency per instance, 100 queries × 10 instances in 20 s is several times the "
-                 "capacity of 8 EPs, so every scheduler violates most SLOs; §2.1 does not give the batch "
-                 "Table 1 was measured at."]
-        return Section(self.title, figs, h, claims, notes)
+        notes = [f"Table 1 read per instance (module docstring): 100 queries × 10 instances in 20 s need ≥ "
+                 f"{bound:.0f} % violations under any scheduler, so the paper's 12 / 38 / 45 % cannot be reached."]
+        if not claims[1].holds:
+            notes.append("Why not (Maximum < SLO-Compliant): in this overload the scheduler spending the fewest "
+                         "EP-seconds per query serves the most; SLO-Compliant's 1-EP pipelines cost T1, Maximum's "
+                         "8-EP ones 8·T8 > T1 (speedup < 8).")
+        return Section(self.title + self.suffix(results), figs, h, claims, notes)
+
+    def suffix(self, results: pl.DataFrame) -> str:
+        return ""
+
+
+class Fig1Measured(OnMeasured, Fig1):
+    name = "accordion-fig1-measured"
+    stem = "accordion-fig1-measured"
 
 
 EXPERIMENT = register(Fig1())
+MEASURED = register(Fig1Measured())

@@ -1,25 +1,41 @@
 """Accordion Fig. 3 (§3.2): the dropout predictor's effect on High-priority queries.
 
-Accordion with the predictor (window = the query's SLO) and without
-(window 0) on the six streams, Moderate target; the metric is the mean
-end-to-end latency of served High-priority queries. Paper: ≈ 82 % better.
+§3.2: "Figure 3 shows the processing time of high-priority queries from two
+periodically bursty workloads and scheduling with Accordion. The results
+show that ~82 % of the queries on average have a better processing time
+compared to when the dropout predictor is not used." The measure is a
+*share of queries*, query by query, not a change of the mean: Accordion runs
+each stream twice, with the predictor (window = the query's SLO) and without
+(window 0); every High-priority query completed in both runs is compared
+(end-to-end latency, arrival to finish, as its processing time), and the
+headline is the share that is faster with the predictor, averaged over the
+streams (:func:`~.common.share_faster`). The paper's two workloads are its 2-
+and 5-peak patterns; we run all six streams (Moderate target) and report the
+mean, and the mean latency change as a second row.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from shepherd.experiments.accordion import common as c
+from shepherd.experiments.accordion.measured import OnMeasured
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
+
+#: a High-priority query counts as faster with the predictor when its latency drops by more than this
+EPS_S = 1e-6
+HEAVY = (2, 3, 5, 6)
 
 
 class Fig3(Experiment):
     name = "accordion-fig3"
     paper = "accordion"
     title = "Accordion Fig. 3: dropout predictor and High-priority processing time"
+    stem = "accordion-fig3"
 
     def cells(self, scale):
         dur = 300.0 if scale.quick else 600.0
@@ -27,7 +43,21 @@ class Fig3(Experiment):
                 for k in range(1, 7) for w in (0.0, 1.0) for s in range(scale.seeds)]
 
     def run_cell(self, p):
-        return c.run_stream_cell(p)
+        res, trace = c.simulate_stream(p)
+        dropped = res.extra.get("policy_stats", {}).get("dropped_by_predictor", 0) / max(trace.height, 1)
+        return c.high_latencies(res, trace).with_columns([pl.lit(v).alias(k) for k, v in
+                                                          {**c.scalars(p), "dropped": dropped}.items()])
+
+    def per_stream(self, results: pl.DataFrame) -> pl.DataFrame:
+        """stream, seed → share faster with the predictor, queries compared, mean latency with / without."""
+        rows = []
+        for (k, s), g in sorted(results.group_by(["stream", "seed"]), key=lambda x: x[0]):
+            on = g.filter(pl.col("window") > 0).select("request", "latency_s")
+            off = g.filter(pl.col("window") == 0).select("request", "latency_s")
+            share, n = c.share_faster(on, off, EPS_S)
+            rows.append({"stream": k, "seed": s, "share": share, "compared": n,
+                         "on_s": on["latency_s"].mean(), "off_s": off["latency_s"].mean()})
+        return pl.DataFrame(rows)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         import seaborn as sns
@@ -35,20 +65,45 @@ class Fig3(Experiment):
         from shepherd.experiments import plotting
         from shepherd.experiments.report import save_figure
 
-        runs = results.group_by(["stream", "window", "seed"]).agg(pl.col("latency_high_s").first())
-        runs = runs.with_columns(pl.when(pl.col("window") > 0).then(pl.lit("with predictor"))
-                                 .otherwise(pl.lit("without")).alias("Predictor"))
-        fig, axes = plotting.figure(width=6)
-        sns.barplot(data=runs.to_pandas(), x="stream", y="latency_high_s", hue="Predictor", ax=axes[0][0])
-        axes[0][0].set_ylabel("High-priority end-to-end latency (s)")
-        figs = save_figure(fig, figures_dir, "accordion-fig3")
-        on = float(runs.filter(pl.col("window") > 0)["latency_high_s"].mean())
-        off = float(runs.filter(pl.col("window") == 0)["latency_high_s"].mean())
-        better = 100 * (1 - on / off) if off > 0 else 0.0
-        return Section(self.title, figs,
-                       [Headline("§3.2 Fig. 3: High-priority latency improvement with the predictor", 82.0, better,
-                                 unit="%")],
-                       [Claim("the predictor lowers High-priority latency", on < off, f"{on:.1f} s vs {off:.1f} s")])
+        per = self.per_stream(results)
+        runs = results.drop_nulls("latency_s").with_columns(
+            pl.when(pl.col("window") > 0).then(pl.lit("with predictor")).otherwise(pl.lit("without")).alias("Predictor"))
+        fig, axes = plotting.figure(ncols=2, width=5)
+        sns.boxplot(data=runs.to_pandas(), x="stream", y="latency_s", hue="Predictor", ax=axes[0][0], fliersize=1)
+        axes[0][0].set_ylabel("High-priority processing time (s)")
+        axes[0][0].set_yscale("log")
+        sns.barplot(data=per.with_columns(pl.col("share") * 100).to_pandas(), x="stream", y="share", ax=axes[0][1])
+        axes[0][1].set_ylabel("High-priority queries faster with the predictor (%)")
+        figs = save_figure(fig, figures_dir, self.stem)
+        share = 100 * float(np.nanmean(per["share"].to_numpy()))
+        dropped = float(results.filter(pl.col("window") > 0).group_by("stream", "seed")
+                        .agg(pl.col("dropped").first())["dropped"].mean())
+        heavy = 100 * float(np.nanmean(per.filter(pl.col("stream").is_in(HEAVY))["share"].to_numpy()))
+        on, off = float(per["on_s"].mean()), float(per["off_s"].mean())
+        change = 100 * (1 - on / off) if off > 0 else 0.0
+        h = [Headline("§3.2 Fig. 3: High-priority queries faster with the predictor, streams 1–6", 82.0, share,
+                      unit="%", tolerance=c.tolerance(82.0, "%")),
+             Headline("§3.2 Fig. 3: the same on the saturated streams 2, 3, 5, 6", 82.0, heavy, unit="%",
+                      tolerance=c.tolerance(82.0, "%")),
+             Headline("§3.2 Fig. 3: mean High-priority latency reduction with the predictor", None, change, unit="%")]
+        claims = [Claim("most High-priority queries are faster with the predictor", share > 50,
+                        ", ".join(f"stream {k}: {100 * v:.0f} %" for k, v in zip(per["stream"], per["share"])))]
+        notes = ["Queries that wait for no one have the same latency with and without the predictor (no gain "
+                 "to count): on the light streams 1 and 4 almost every High-priority query starts on arrival."]
+        if not claims[0].holds:
+            notes.append(f"Why not (82 %): our TIME_WINDOW is the query's SLO (§3.2 names no value), under which the "
+                         f"predictor drops {100 * dropped:.1f} % of the queries; only High-priority queries whose "
+                         "wait those drops shorten get faster.")
+        return Section(self.title + self.suffix(results), figs, h, claims, notes)
+
+    def suffix(self, results: pl.DataFrame) -> str:
+        return ""
+
+
+class Fig3Measured(OnMeasured, Fig3):
+    name = "accordion-fig3-measured"
+    stem = "accordion-fig3-measured"
 
 
 EXPERIMENT = register(Fig3())
+MEASURED = register(Fig3Measured())

@@ -1,0 +1,135 @@
+"""Accordion experiments: the measures behind the REPORT rows, the tolerance column, the measured-profile figures."""
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from shepherd.core.accordion.configs import builtin_layers
+from shepherd.core.artifacts import make_provenance, write_artifact
+from shepherd.core.engine import simulate
+from shepherd.core.errors import UserError
+from shepherd.experiments.accordion import common as c
+from shepherd.experiments.accordion import fig01_motivation as f1
+from shepherd.experiments.accordion import measured as m
+from shepherd.experiments.accordion.fig03_predictor import EXPERIMENT as FIG3
+from shepherd.experiments.base import Headline, Scale, Section
+from shepherd.experiments.report import render
+
+
+def test_full_share_is_exact_time_with_every_ep_held():
+    # 2 EPs: both held on [5, 10) of a 20-unit horizon; a resize at 7 (end + start at one instant) is no gap
+    s, e = np.array([0, 5, 7]), np.array([10, 7, 15])
+    assert c.full_share(s, e, 2, 20) == pytest.approx(5 / 20)
+    assert c.full_share(s, e, 3, 20) == 0.0
+    assert c.active_max(s, e) == 2
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 100), st.integers(1, 50)), min_size=1, max_size=20), st.integers(1, 4))
+def test_full_share_matches_a_unit_grid(segs, eps):
+    s = np.array([a for a, _ in segs])
+    e = s + np.array([d for _, d in segs])
+    held = np.zeros(160, int)
+    for a, b in zip(s, e):
+        held[a:b] += 1
+    assert c.full_share(s, e, eps, 160) == pytest.approx((held >= eps).mean())
+
+
+def test_share_faster_pairs_queries_and_skips_unfinished():
+    on = pl.DataFrame({"request": [0, 1, 2, 3], "latency_s": [1.0, 2.0, 3.0, None]})
+    off = pl.DataFrame({"request": [0, 1, 2, 3], "latency_s": [2.0, 2.0, 1.0, 5.0]})
+    share, n = c.share_faster(on, off)
+    assert n == 3 and share == pytest.approx(1 / 3)
+
+
+def test_fig3_per_stream_share():
+    rows = []
+    for w, lats in ((1.0, [1.0, 1.0, 4.0]), (0.0, [2.0, 1.0, 3.0])):
+        rows += [{"stream": 2, "seed": 0, "window": w, "request": i, "latency_s": x} for i, x in enumerate(lats)]
+    per = FIG3.per_stream(pl.DataFrame(rows))
+    assert per["share"][0] == pytest.approx(1 / 3) and per["compared"][0] == 3
+
+
+def test_tolerance_column_and_holds():
+    assert c.tolerance(4.0, "×") == pytest.approx(1.0) and c.tolerance(70.0, "%") == pytest.approx(17.5)
+    assert c.tolerance(0.9, "%") == 2.0
+    near = Headline("a", 4.0, 4.9, unit="×", tolerance=1.0)
+    far = Headline("b", 4.0, 5.1, unit="×", tolerance=1.0)
+    assert near.holds is True and far.holds is False and Headline("c", None, 1.0).holds is None
+    text = render([Section("s", headlines=[near, far])], pytest.importorskip("pathlib").Path("."))
+    assert "| what | paper | ours | tolerance | holds |" in text
+    assert "| b | 4 × | 5.1 × | ± 1 × | **no** |" in text
+
+
+@pytest.mark.parametrize("policy", list(f1.SYSTEMS))
+def test_fig1_violations_never_beat_the_capacity_bound(policy):
+    layers = builtin_layers()
+    for seed in range(2):
+        t = f1.trace(seed)
+        bound = f1.violation_bound(t, layers)
+        # Table 1 per instance: a 10-instance VGG16 query costs ≥ 6.9 EP-s; the last deadline is < 30 s
+        span = int(t["deadline_us"].max() - t["arrival_us"].min())
+        assert bound == pytest.approx(1 - (8 * span // 6_900_000) / 100)
+        res = simulate(t, None, policy, {"eps": 8, "window": 0.0}, artifacts={"layer_profiles": layers}, seed=seed)
+        assert (res.requests_frame()["outcome"] != "served").mean() >= bound - 1e-12
+
+
+def fake_measured(tmp_path, cpu="Test CPU 9000"):
+    """A measured-profile cache without torch: the built-in layers at 0.8×, labelled as measured here."""
+    frame = builtin_layers().with_columns(pl.col("latency_ms") * 0.8, pl.lit("cpu-1t").alias("hardware"))
+    env = {"device": "cpu", "cpu": cpu, "threads": 1, "torch": "test"}
+    write_artifact(frame, tmp_path / m.CACHE, "layer_profiles", make_provenance({"environment": env}, None, []))
+    return frame
+
+
+def test_measured_profile_is_read_from_the_cache_not_remeasured(tmp_path, monkeypatch):
+    frame = fake_measured(tmp_path)
+
+    def no_measuring(*a, **k):
+        raise AssertionError("re-measured although a cached profile exists")
+    monkeypatch.setattr("shepherd.core.measure.artifact.measure", no_measuring)
+    got, cpu = m.measure_or_read(tmp_path)
+    assert cpu == "Test CPU 9000" and got.equals(frame)
+    back = m.frame_of(m.as_param(got), cpu)
+    for model in m.MODELS:
+        assert back.filter(pl.col("model") == model)["latency_ms"].to_list() == pytest.approx(
+            frame.filter(pl.col("model") == model).sort("layer")["latency_ms"].to_list())
+
+
+def test_measured_experiment_cells_carry_the_profile_and_run_deterministically(tmp_path):
+    fake_measured(tmp_path)
+    exp = f1.Fig1Measured()
+    assert exp.cells(Scale(quick=True, seeds=1)) == []  # not prepared: no grid
+    assert exp.prepare(tmp_path, Scale(quick=True)) is None
+    cells = exp.cells(Scale(quick=True, seeds=1))
+    assert len(cells) == len(f1.Fig1().cells(Scale(quick=True, seeds=1)))
+    p = cells[0].params
+    assert p["cpu"] == "Test CPU 9000" and set(p["layers"]) == set(m.MODELS)
+    a, b = exp.run_cell(p), exp.run_cell(p)
+    assert a.equals(b)
+    assert a["layers"][0].startswith("sha256:") and "VGG16" in a["speedups"][0]
+    # the window and SLO scale with the measured VGG16 1-EP latency (0.8 × Table 1)
+    assert a["slo_s"][0] == pytest.approx(8.0)
+    fake_measured(tmp_path / "other", cpu="Other CPU")
+    other = f1.Fig1Measured()
+    other.prepare(tmp_path / "other", Scale(quick=True))
+    assert other.cells(Scale(quick=True, seeds=1))[0].key() != cells[0].key()  # same profile values, other CPU
+
+
+def test_measured_experiment_skips_with_a_line_without_torch(tmp_path, monkeypatch):
+    def no_torch(*a, **k):
+        raise UserError("profile --measure needs PyTorch: pip install 'shepherd[torch]'")
+    monkeypatch.setattr("shepherd.core.measure.artifact.measure", no_torch)
+    exp = f1.Fig1Measured()
+    line = exp.prepare(tmp_path, Scale(quick=True))
+    assert "skipped" in line and "torch" in line and exp.cells(Scale(quick=True)) == []
+
+
+def test_reproduce_and_report_fig1_on_a_cached_measured_profile(tmp_path, cli):
+    fake_measured(tmp_path)
+    r = cli("reproduce", "accordion-fig1-measured", "--quick", "-j", "1", "-o", tmp_path)
+    assert r.code == 0, r.err
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "measured on Test CPU 9000" in report and "| tolerance | holds |" in report
+    assert (tmp_path / "figures" / "accordion-fig1-measured.png").exists()
