@@ -47,6 +47,12 @@ Ambiguities resolved here (each a documented choice, not the paper's text):
   interchangeable, so parts are labelled in order of first use along the models
   sorted by r_i/R̄ + s_i/S̄ (descending): the k-th model (k < l) may only use parts
   0…k. With X' given the labels matter and no such constraint is added.
+* **Bounds on ΔR, ΔS** (ours; sound): the LP relaxation is 0 on every
+  instance (x_ij = 1/l balances exactly), so ΔR and ΔS get the lower bounds of
+  :mod:`shepherd.solvers.symphony_bounds` (pigeonhole on the largest models,
+  integrality of MB sizes), valid for every integer assignment: the optimum of
+  (4) is unchanged, the reported bound is at least their sum, and the plan
+  records them (``floor*``).
 * **Start** (ours): the MILP is handed a greedy partition (each model, largest
   first, to the feasible part where it least grows Σ_j (R_j/R̄)² + (S_j/S̄)²,
   which balances rate and memory at once; X' for kept
@@ -69,6 +75,7 @@ import numpy as np
 
 from shepherd.core.errors import UserError
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, solve
+from shepherd.solvers.symphony_bounds import objective_floor
 
 PAPER_TIME_LIMIT_S = 10.0  # A.2: "which is 10 seconds in our current system"
 TOL = 1e-6  # relative tolerance of constraint checks (solver feasibility tolerance)
@@ -322,8 +329,10 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
     m, l = inst.m, inst.parts
     model = new_model(config, mip.MINIMIZE, "symphony-partition")
     x = [[model.add_var(f"x_{i}_{j}", var_type=mip.BINARY) for j in range(l)] for i in range(m)]
-    d_rate = model.add_var("dR", lb=0.0)
-    d_stat = model.add_var("dS", lb=0.0)
+    floor_r, floor_s, floor = objective_floor(inst.rate, inst.static_mb, l, inst.w)
+    # valid for every integer assignment (symphony_bounds); shaved by 1e-9 so rounding never cuts the optimum
+    d_rate = model.add_var("dR", lb=floor_r * (1 - 1e-9))
+    d_stat = model.add_var("dS", lb=floor_s * (1 - 1e-9))
     rbar, sbar = inst.mean_rate, inst.mean_static
     for i in range(m):  # (9)
         model += mip.xsum(x[i]) == 1, f"one_{i}"
@@ -392,7 +401,8 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
         if problems:  # pragma: no cover - a solver bug, not a user error
             raise AssertionError(f"symphony-partition MILP answer violates {problems}")
         result.objective = objective(inst, assignment)  # recomputed from the rounded x
-        if result.bound is not None:
-            result.gap = abs(result.objective - result.bound) / max(abs(result.objective), 1e-9)
+        result.bound = min(max(result.bound if result.bound is not None else 0.0, floor), result.objective)
+        result.gap = (result.objective - result.bound) / max(abs(result.objective), 1e-9)
     return Partition(assignment, result, "milp", start=used,
-                     extra={"rate_cap_in_model": bool(rate_binds), "memory_cap_in_model": bool(mem_binds)})
+                     extra={"rate_cap_in_model": bool(rate_binds), "memory_cap_in_model": bool(mem_binds),
+                            "floor_delta_rate": floor_r, "floor_delta_static_mb": floor_s, "floor": floor})
