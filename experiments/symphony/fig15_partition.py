@@ -19,6 +19,20 @@ states the setup numbers it does print (800, 20, 10 s) beside ours, and the
 claims with explicit tolerances: the MILP beats random search on both
 imbalance factors in ≥ 90 % of configurations (the issue's acceptance bar),
 and the MILP answers within the 10 s window (solver time ≤ 1.1 × limit + 0.5 s).
+
+Measured (``shepherd reproduce symphony-fig15 -j 1``, 800 × 20 at 10 s, seeds
+0–19, a 2-core machine at load average ~12): MILP (HiGHS, threads = 1, greedy
++ swap start) beats random search on both imbalance factors in 20/20; median
+imbalance load 9.1e-5 / memory 8.4e-4 vs random 0.41 / 0.41 (~2·10^5
+partitions drawn). Solver time median 10.8 s, worst 11.8 s (the start's 1–2 s
+included; HiGHS stops up to 1.8 s past its own limit under that load, so the
+window claim fails there); wall with the model build median 12.9 s. Relative
+gap median 0.86 (0.75–0.94): the bound is the floor of
+:mod:`shepherd.solvers.symphony_bounds` (median 7·10^-5·R̄) and HiGHS never
+raises it nor improves the start (0/20); absolute gap (objective − bound) median
+4.3·10^-4·R̄, worst 9.7·10^-4·R̄. Before the floors and the swap start the
+same runs read gap 100 % (bound 0) and objective ≈ 1.3·10^-2·R̄ (the greedy).
+400 × 4: 10/10 wins, relative gap median 0.69, absolute 5.2·10^-5·R̄.
 """
 
 from __future__ import annotations
@@ -80,7 +94,7 @@ class Fig15(Experiment):
                 abs_gap=(s["objective"] - part.result.bound) if s and part.result.bound is not None else None,
                 imbalance_rate=s["imbalance_rate"] if s else None,
                 imbalance_memory=s["imbalance_memory"] if s else None,
-                solve_s=float(part.result.solve_s), wall_s=float(wall),
+                solve_s=float(part.result.solve_s), wall_s=float(wall), start_s=float(part.extra.get("start_s", 0.0)),
                 gap=float(part.result.gap) if part.result.gap is not None else None,
                 samples=int(part.samples), feasible_samples=int(part.feasible_samples)))
         return pl.DataFrame(rows, schema_overrides={"objective": pl.Float64, "imbalance_rate": pl.Float64,
@@ -138,9 +152,10 @@ class Fig15(Experiment):
                 gaps = milp["gap"].drop_nulls()
                 headlines.append(Headline(f"{tag}: {method} median relative gap (objective − bound)/objective",
                                           None, float(gaps.median()) if gaps.len() else float("nan")))
-                rel = milp.drop_nulls("abs_gap").select(pl.col("abs_gap") / pl.col("mean_rate"))["abs_gap"]
-                headlines.append(Headline(f"{tag}: {method} median absolute gap (objective − bound)/R̄", None,
-                                          float(rel.median()) if rel.len() else float("nan")))
+                if "abs_gap" in milp.columns:  # rows from before the bounds lack it
+                    rel = milp.drop_nulls("abs_gap").select(pl.col("abs_gap") / pl.col("mean_rate"))["abs_gap"]
+                    headlines.append(Headline(f"{tag}: {method} median absolute gap (objective − bound)/R̄", None,
+                                              float(rel.median()) if rel.len() else float("nan")))
                 pair = milp.join(rand, on="seed", suffix="_r")
                 wins = pair.select(
                     (pl.col("imbalance_rate").is_not_null()
@@ -152,12 +167,15 @@ class Fig15(Experiment):
                                     f"≥ {WIN_BAR:.0%} of configurations", frac >= WIN_BAR,
                                     f"{int(wins.sum())}/{pair.height} = {frac:.0%}"))
                 worst = float(milp["solve_s"].max())
+                start_max = float(milp["start_s"].max()) if "start_s" in milp.columns else float("nan")
                 claims.append(Claim(f"{tag}: {method} answers within the {limit:g} s window (solver time ≤ "
                                     f"{LIMIT_SLACK:.2f}× limit + {LIMIT_ABS_S:g} s) with a partition every time",
                                     worst <= LIMIT_SLACK * limit + LIMIT_ABS_S
                                     and milp["imbalance_rate"].null_count() == 0,
-                                    f"worst {worst:.2f} s; statuses {sorted(set(milp['status'].to_list()))}"))
-                if method == "MILP":
+                                    f"worst {worst:.2f} s: the solver stops up to {worst - limit:.2f} s past the "
+                                    f"limit it was given (the window less the start's ≤ {start_max:.2f} s); "
+                                    f"statuses {sorted(set(milp['status'].to_list()))}"))
+                if method == "MILP" and "greedy_objective" in milp.columns:
                     better = milp.select((pl.col("objective") < pl.col("start_objective") * (1 - 1e-9)).sum()).item()
                     notes_extra.append(f"{tag}: HiGHS improved on the start it was handed in {better}/{milp.height} "
                                        "configurations (the rest return the start); the start's Eq. (4) median "
