@@ -52,6 +52,8 @@ def improve(assignment: np.ndarray, rate: np.ndarray, static_mb: np.ndarray, dyn
             parts: int, w: float, rate_cap: float, memory_cap_mb: float, max_rounds: int = 200) -> np.ndarray:
     """Swap/move models between parts while Eq. (4) falls and Eqs. (5), (6) hold; a new assignment."""
     a = np.asarray(assignment, dtype=np.int64).copy()
+    if parts < 2:
+        return a
     r, s, d = (np.asarray(v, dtype=float) for v in (rate, static_mb, dynamic_mb))
     m = len(a)
     rbar, sbar = float(r.sum()) / parts, float(s.sum()) / parts

@@ -52,3 +52,11 @@ def test_swaps_improve_the_greedy_start_at_scale():
     start = sp.greedy(inst)
     after = run(inst, start)
     assert sp.objective(inst, after) < 0.5 * sp.objective(inst, start)
+
+
+def test_one_part_or_one_model_is_left_alone():
+    one_part = sp.PartitionInstance(("a", "b"), [1.0, 2.0], [1.0, 1.0], [0.0, 0.0], 1, 10.0)
+    assert (run(one_part, np.array([0, 0])) == [0, 0]).all()
+    assert sp.solve_partition(one_part).result.status == "optimal"
+    one_model = sp.PartitionInstance(("a",), [1.0], [1.0], [0.0], 3, 10.0)
+    assert sp.verify(one_model, run(one_model, np.array([2]))) == []
