@@ -47,13 +47,26 @@ Ambiguities resolved here (each a documented choice, not the paper's text):
   interchangeable, so parts are labelled in order of first use along the models
   sorted by r_i/R̄ + s_i/S̄ (descending): the k-th model (k < l) may only use parts
   0…k. With X' given the labels matter and no such constraint is added.
+* **Bounds on ΔR, ΔS** (ours; sound): the LP relaxation is 0 on every
+  instance (x_ij = 1/l balances exactly), so ΔR and ΔS get the lower bounds of
+  :mod:`shepherd.solvers.symphony_bounds` (pigeonhole on the largest models,
+  integrality of MB sizes), valid for every integer assignment: the optimum of
+  (4) is unchanged, the reported bound is at least their sum, and the plan
+  records them (``floor*``).
 * **Start** (ours): the MILP is handed a greedy partition (each model, largest
   first, to the feasible part where it least grows Σ_j (R_j/R̄)² + (S_j/S̄)²,
   which balances rate and memory at once; X' for kept
   models when X' is given) as a MIP start when that partition satisfies every
-  constraint. Appendix A used CPLEX, whose primal heuristics find such a point
-  on their own; HiGHS within 10 s on 800 × 20 may not. The plan records it
-  (``start``); ``start=False`` solves from scratch.
+  constraint, improved first by the swap/move local search of
+  :mod:`shepherd.solvers.symphony_swap` (not when Eq. (11) binds: then the
+  greedy start that honours X'). Appendix A used CPLEX, whose primal
+  heuristics find and improve such points on their own; HiGHS on 800 × 20
+  finds none without a start in 10 s and, given one, never improves it (still
+  at the root node after 60 s, measured), so at that scale the answer's
+  quality is the start's and the solver contributes the bound. The start's
+  time comes out of the solver's limit (the solver gets at least 10 % of it)
+  and is counted in ``solve_s``. The plan records the start (``start``:
+  "greedy" or "greedy+swaps"); ``start=False`` solves from scratch.
 * **Random search**, brute force and A.2's instances live in
   :mod:`shepherd.solvers.symphony_baselines` (their choices documented there).
 * **Imbalance factor** with avg = 0 (no load at all) is 0.
@@ -62,13 +75,16 @@ Ambiguities resolved here (each a documented choice, not the paper's text):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 
 import mip
 import numpy as np
 
 from shepherd.core.errors import UserError
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, solve
+from shepherd.solvers.symphony_bounds import objective_floor
+from shepherd.solvers.symphony_swap import improve
 
 PAPER_TIME_LIMIT_S = 10.0  # A.2: "which is 10 seconds in our current system"
 TOL = 1e-6  # relative tolerance of constraint checks (solver feasibility tolerance)
@@ -303,14 +319,36 @@ def greedy(inst: PartitionInstance) -> np.ndarray | None:
         rate[j] += inst.rate[i]
         stat[j] += inst.static_mb[i]
         dyn[j] = max(dyn[j], inst.dynamic_mb[i])
-    if inst.previous is None:  # relabel parts by first use along _order (the symmetry-breaking form)
-        first: dict[int, int] = {}
-        for i in _order(inst):
-            first.setdefault(int(a[i]), len(first))
-        for j in range(inst.parts):
-            first.setdefault(j, len(first))
-        a = np.array([first[int(j)] for j in a], dtype=np.int64)
+    if inst.previous is None:
+        a = _relabel(inst, a)
     return a if not verify(inst, a) else None
+
+
+def _relabel(inst: PartitionInstance, a: np.ndarray) -> np.ndarray:
+    """Parts renamed by first use along _order: the form the symmetry-breaking rows of the MILP accept."""
+    first: dict[int, int] = {}
+    for i in _order(inst):
+        first.setdefault(int(a[i]), len(first))
+    for j in range(inst.parts):
+        first.setdefault(j, len(first))
+    return np.array([first[int(j)] for j in a], dtype=np.int64)
+
+
+def start_partition(inst: PartitionInstance) -> tuple[np.ndarray | None, str | None]:
+    """The MIP start and its name: greedy, then pairwise swaps (symphony_swap) unless Eq. (11) binds."""
+    g = greedy(inst)
+    if g is None:
+        return None, None
+    name = "greedy" if inst.previous is None else "previous+greedy"
+    if inst.previous is not None and math.isfinite(inst.max_move_cost):
+        return g, name  # swaps would have to price every move against C_max: keep the start that honours X'
+    better = improve(g, inst.rate, inst.static_mb, inst.dynamic_mb, inst.parts, inst.w, inst.rate_cap,
+                     inst.memory_cap_mb)
+    if inst.previous is None:
+        better = _relabel(inst, better)
+    if verify(inst, better) or objective(inst, better) >= objective(inst, g):
+        return g, name
+    return better, name + "+swaps"
 
 
 # --------------------------------------------------------------------------- MILP
@@ -322,8 +360,10 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
     m, l = inst.m, inst.parts
     model = new_model(config, mip.MINIMIZE, "symphony-partition")
     x = [[model.add_var(f"x_{i}_{j}", var_type=mip.BINARY) for j in range(l)] for i in range(m)]
-    d_rate = model.add_var("dR", lb=0.0)
-    d_stat = model.add_var("dS", lb=0.0)
+    floor_r, floor_s, floor = objective_floor(inst.rate, inst.static_mb, l, inst.w)
+    # valid for every integer assignment (symphony_bounds); shaved by 1e-9 so rounding never cuts the optimum
+    d_rate = model.add_var("dR", lb=floor_r * (1 - 1e-9))
+    d_stat = model.add_var("dS", lb=floor_s * (1 - 1e-9))
     rbar, sbar = inst.mean_rate, inst.mean_static
     for i in range(m):  # (9)
         model += mip.xsum(x[i]) == 1, f"one_{i}"
@@ -370,8 +410,11 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
                 model += x[i][j] == 0, f"sym_{i}_{j}"
     model.objective = mip.minimize(d_rate + inst.w * d_stat)
     used = None
+    start_s = 0.0
     if start:
-        g = greedy(inst)
+        clock = time.perf_counter()
+        g, used = start_partition(inst)
+        start_s = time.perf_counter() - clock
         if g is not None:
             ld = loads(inst, g)
             model.start = ([(x[i][j], 1.0 if g[i] == j else 0.0) for i in range(m) for j in range(l)]
@@ -382,8 +425,9 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
                            + ([(model.var_by_name(f"z_{k}_{j}"), float((g[members] == j).any()))
                                for k, (_, members) in enumerate(classes) if len(members) > 1 for j in range(l)]
                               if mem_binds else []))
-            used = "greedy" if inst.previous is None else "previous+greedy"
-    result = solve(model, config)
+    # the start's time comes out of the limit, so start + solve stays within the window A.2 gives the MILP
+    result = solve(model, replace(config, time_limit_s=max(config.time_limit_s - start_s, 0.1 * config.time_limit_s)))
+    result.solve_s += start_s
     assignment = None
     if result.has_solution:
         xs = np.array([[result.values.get(f"x_{i}_{j}", 0.0) for j in range(l)] for i in range(m)])
@@ -392,7 +436,9 @@ def solve_partition(inst: PartitionInstance, config: SolverConfig | None = None,
         if problems:  # pragma: no cover - a solver bug, not a user error
             raise AssertionError(f"symphony-partition MILP answer violates {problems}")
         result.objective = objective(inst, assignment)  # recomputed from the rounded x
-        if result.bound is not None:
-            result.gap = abs(result.objective - result.bound) / max(abs(result.objective), 1e-9)
+        result.bound = min(max(result.bound if result.bound is not None else 0.0, floor), result.objective)
+        result.gap = (result.objective - result.bound) / max(abs(result.objective), 1e-9)
     return Partition(assignment, result, "milp", start=used,
-                     extra={"rate_cap_in_model": bool(rate_binds), "memory_cap_in_model": bool(mem_binds)})
+                     extra={"rate_cap_in_model": bool(rate_binds), "memory_cap_in_model": bool(mem_binds),
+                            "floor_delta_rate": floor_r, "floor_delta_static_mb": floor_s, "floor": floor,
+                            "start_s": start_s})

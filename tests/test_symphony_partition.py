@@ -244,7 +244,12 @@ def test_fig15_cells_and_report(tmp_path):
     results = pl.concat(frames)
     assert results.height == 6 and set(results["method"]) == {"MILP", "MILP-CBC-nostart", "random"}
     assert results.filter(pl.col("method") != "MILP-CBC-nostart")["imbalance_rate"].null_count() == 0
+    milp = results.filter(pl.col("method") == "MILP")
+    assert (milp["abs_gap"] >= 0).all() and (milp["abs_gap"] == milp["objective"] - milp["bound"]).all()
+    assert (milp["objective"] <= milp["start_objective"] + 1e-12).all()
+    assert (milp["start_objective"] <= milp["greedy_objective"] + 1e-12).all()
     section = exp.report(results, tmp_path)
     assert all(p.exists() for p in section.figures)
     assert any(h.paper == 800 for h in section.headlines)
     assert any("≥ 90%" in c.text for c in section.claims)
+    assert any("absolute gap" in h.what for h in section.headlines)
