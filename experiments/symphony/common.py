@@ -11,7 +11,8 @@
   requests or sched_at), ``symphony-sa`` (Appendix C as printed: sched_at
   only, see ``core.policies.symphony``), ``symphony-wc``,
   ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it), ``nexus``
-  (one frontend) and ``nexus-8fe`` (``frontends=8``).
+  (one frontend) and ``nexus-8fe`` (``frontends=8``), both 1-s epochs provisioned for each
+  epoch's own load with ``spare="spread"`` (every GPU of the fixed cluster serves).
 * **Goodput** (§2.1): the highest aggregate request rate at which every
   model's p99 latency ≤ its SLO, dropped requests counting as infinitely late:
   ``core.capacity.bisect`` over the offered rate with ``Target("p99-slo")``
@@ -42,8 +43,8 @@ SYSTEMS = {  # label → (policy, config)
     "symphony-wc": ("symphony-wc", {}),
     "symphony-sa": ("symphony", {"rule": "sched_at"}),
     "clockwork": ("clockwork", {}),
-    "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle"}),
-    "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "frontends": 8}),
+    "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread"}),
+    "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread", "frontends": 8}),
 }
 LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)", "clockwork": "Clockwork",
           "nexus": "Nexus 1FE", "nexus-8fe": "Nexus 8FE"}
