@@ -59,6 +59,18 @@ def linear_profiles(rows: Sequence[tuple[str, float, float]], hardware: str = "1
     return linear_rows(raw, "symphony-experiment", max_batch)
 
 
+#: ResNet50's 1080Ti row of Table 5 (α, β ms): the "ResNet-like" models of Figs. 1, 7, 10, 11, 13
+RESNET50 = (2.050, 5.378)
+
+
+def resnet_like(models: int, slo_ms: float, zipf_s: float = 0.0, shape: float = 1.0,
+                duration_s: float = 4.0) -> tuple[pl.DataFrame, "Workload"]:
+    """Profiles and workload of ``models`` copies of ResNet50 (``ResNet-0`` …) at one SLO."""
+    names = [f"ResNet-{i}" for i in range(models)]
+    prof = linear_profiles([(m, *RESNET50) for m in names])
+    return prof, workload(names, slo_ms, zipf_s=zipf_s, shape=shape, duration_s=duration_s)
+
+
 @lru_cache(maxsize=4)
 def zoo(table: str = "symphony-1080ti") -> pl.DataFrame:
     """The model zoo's α/β/SLO rows (Table 5 or 6)."""

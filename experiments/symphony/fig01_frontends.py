@@ -18,7 +18,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA = 2.050, 5.378
+ALPHA, BETA = c.RESNET50
 SETUPS_QUICK = ((8, 1, 50.0), (16, 4, 100.0))  # (GPUs, models, SLO)
 SETUPS_FULL = ((8, 1, 50.0), (16, 4, 100.0), (32, 8, 50.0), (64, 37, 100.0), (64, 16, 20.0))
 
@@ -34,9 +34,7 @@ class Fig1(Experiment):
                 for g, m, s in setups for k in ks for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        names = [f"ResNet-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, p["slo_ms"], duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], p["slo_ms"], duration_s=p["duration_s"])
         lin = ba.Linear(ALPHA, BETA)
         start = 0.5 * ba.throughput_rps(lin, max(1, ba.uncoordinated_batch(lin, p["slo_ms"])), p["gpus"])
         g = c.goodput("nexus", wl, prof, p["gpus"], p["seed"], start, frontends=p["frontends"])

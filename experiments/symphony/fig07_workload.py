@@ -18,7 +18,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA = 2.050, 5.378
+ALPHA, BETA = c.RESNET50
 SYSTEMS = ("symphony", "clockwork", "nexus")
 SETUPS = {"even/Poisson": (0.0, 1.0), "even/Gamma-0.05": (0.0, 0.05),
           "Zipf-0.9/Poisson": (0.9, 1.0), "Zipf-0.9/Gamma-0.05": (0.9, 0.05)}
@@ -37,9 +37,7 @@ class Fig7(Experiment):
 
     def run_cell(self, p):
         zipf, shape = SETUPS[p["setup"]]
-        names = [f"ResNet-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, p["slo_ms"], zipf_s=zipf, shape=shape, duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], p["slo_ms"], zipf_s=zipf, shape=shape, duration_s=p["duration_s"])
         lin = ba.Linear(ALPHA, BETA)
         start = 0.5 * ba.throughput_rps(lin, max(1, ba.staggered_batch(lin, p["slo_ms"], 1)), p["gpus"])
         g = c.goodput(p["system"], wl, prof, p["gpus"], p["seed"], start)

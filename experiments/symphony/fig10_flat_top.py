@@ -21,7 +21,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA, SLO = 2.050, 5.378, 100.0  # ResNet50, Table 5 (1080Ti)
+ALPHA, BETA, SLO = *c.RESNET50, 100.0  # ResNet50, Table 5 (1080Ti)
 SYSTEMS = ("symphony", "symphony-sa", "clockwork", "nexus")
 FACTORS_FULL = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0)
 FACTORS_QUICK = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
@@ -61,9 +61,7 @@ class Fig10(Experiment):
                 for s in SYSTEMS for f in factors for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        names = [f"ResNet50-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, SLO, duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], SLO, duration_s=p["duration_s"])
         rate = p["factor"] * ideal_rps(p["models"], p["gpus"])
         s = c.summary(c.run(p["system"], wl.trace(rate, p["seed"]), prof, p["gpus"], p["seed"]))
         return pl.DataFrame([{**s, "system": p["system"], "factor": p["factor"], "seed": p["seed"]}])

@@ -19,7 +19,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA = 2.050, 5.378
+ALPHA, BETA = c.RESNET50
 RDMA_US = (0, 10, 20, 40)
 TCP_US = (0, 500, 1000, 2000, 4000)
 
@@ -37,9 +37,7 @@ class Fig13(Experiment):
                 for s in slos for d in delays for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        names = [f"ResNet-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, p["slo_ms"], duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], p["slo_ms"], duration_s=p["duration_s"])
         lin = ba.Linear(ALPHA, BETA)
         b = max(1, ba.staggered_batch(lin, p["slo_ms"], max(1, p["gpus"] // p["models"])))
         start = 0.6 * ba.throughput_rps(lin, b, p["gpus"])
