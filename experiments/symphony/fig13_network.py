@@ -70,8 +70,12 @@ class Fig13(Experiment):
             headlines += [Headline(f"SLO {s:g} ms: goodput loss at {max(RDMA_US)} µs (RDMA)", None, 100 * loss_r, unit=" %"),
                           Headline(f"SLO {s:g} ms: goodput loss at {max(TCP_US) / 1000:g} ms (TCP)", None,
                                    100 * loss_tcp[s], unit=" %")]
+            least = min(d for d in RDMA_US if d > 0)
+            loss_least = 1 - float(part.filter(pl.col("delay_us") == least)["goodput_rps"][0]) / base
+            why = (f"; the same loss at {least} µs: one bisection step on a dropped request (1-s quick traces), "
+                   f"not the delay" if loss_r >= 0.05 and abs(loss_least - loss_r) < 1e-9 else "")
             claims.append(Claim(f"SLO {s:g} ms: RDMA-range delay only marginally reduces goodput (< 5 %)",
-                                loss_r < 0.05, f"{100 * loss_r:.1f} %"))
+                                loss_r < 0.05, f"{100 * loss_r:.1f} %{why}"))
         slos = sorted(loss_tcp)
         claims.append(Claim("TCP-range delay hurts tighter SLOs more",
                             all(loss_tcp[a] >= loss_tcp[b] for a, b in zip(slos, slos[1:])),
