@@ -89,14 +89,17 @@ class Table4(Experiment):
                                 f"({ideal.uncoordinated_rps:.0f} < goodput ≤ {ideal.staggered_rps:.0f})",
                                 ideal.uncoordinated_rps < vals["symphony"] <= ideal.staggered_rps * 1.02,
                                 f"{vals['symphony']:.0f} r/s"))
-            # Fig. 8: "the majority of requests run with batch sizes greater than 14 / 8" (Symphony)
+            # Fig. 8: "the majority of requests run with batch sizes greater than 14 and 6 [ResNet50] ...
+            # greater than 8 and 3 [InceptionResNetV2]" (Symphony and Nexus). Read as "at least": Nexus'
+            # batch cannot exceed Eq. 1's uncoordinated batch (3 for InceptionResNetV2, Table 4), nor
+            # Symphony's the staggered one (8), so "greater than 3 / 8" would be impossible there.
             share = results.filter((pl.col("metric") == "batch_share") & (pl.col("model") == m))
             limit = 14 if m == "ResNet50" else 8
             for s, lim in (("symphony", limit), ("nexus", 6 if m == "ResNet50" else 3)):
                 part = share.filter(pl.col("system") == s)
                 seeds = max(1, part["seed"].n_unique())
-                above = float(part.filter(pl.col("x") > lim)["value"].sum()) / seeds
-                claims.append(Claim(f"Fig. 8 {m}: most {c.LABELS[s]} requests run in batches > {lim}",
+                above = float(part.filter(pl.col("x") >= lim)["value"].sum()) / seeds
+                claims.append(Claim(f"Fig. 8 {m}: most {c.LABELS[s]} requests run in batches ≥ {lim}",
                                     above > 0.5, f"{100 * above:.0f} % of requests"))
             # Fig. 9: Symphony's queuing delay 2–3× shorter than the baselines'
             qd = results.filter((pl.col("metric") == "queue_ms") & (pl.col("model") == m) & (pl.col("x") == 0.99))
