@@ -95,7 +95,9 @@ class Fig10(Experiment):
             Claim("Symphony (App. C rule): idle fraction tracks (p − o)/p below saturation (within 0.1)",
                   m["symphony-sa"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony-sa']['idle_gap_max']:.3f}"),
             Claim("Symphony (§4.3 rule): idle fraction tracks (p − o)/p below saturation (within 0.1)",
-                  m["symphony"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony']['idle_gap_max']:.3f}"),
+                  m["symphony"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony']['idle_gap_max']:.3f}"
+                  + ("; its β·λ test dispatches at ≈ β·λ requests, small batches on idle GPUs below saturation "
+                     "(core.policies.symphony: why the rules differ)" if m["symphony"]["idle_gap_max"] > 0.1 else "")),
             Claim("Clockwork reaches full GPU use before its peak (idle gap > 0.1)",
                   m["clockwork"]["idle_gap_max"] > 0.1, f"max gap {m['clockwork']['idle_gap_max']:.3f}"),
         ]
