@@ -68,7 +68,8 @@ class Fig7(Experiment):
                                       v["symphony"] / best_base if best_base else float("inf"), unit="×"))
             claims.append(Claim(f"{k}, tight SLO ({tight:g} ms): Symphony beats Clockwork and Nexus",
                                 v["symphony"] > best_base, f"{v['symphony']:.0f} vs {v['clockwork']:.0f} / "
-                                                           f"{v['nexus']:.0f} r/s"))
+                                                           f"{v['nexus']:.0f} r/s"
+                                + c.clockwork_why(v["symphony"], v["clockwork"])))
         wide = mean.pivot(on="system", index=["setup", "slo_ms"], values="goodput_rps")
         best = wide.select(pl.col("symphony") / pl.max_horizontal("clockwork", "nexus")).to_series()
         best = best.filter(best.is_finite())
