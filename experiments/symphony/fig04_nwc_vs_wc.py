@@ -36,7 +36,8 @@ WHY_NWC_LOSES = (
     "idle GPUs at once; at ≥ 85 % utilization no GPU frees within α and the head is dropped (DenseNet121, "
     "8 GPUs, 30 ms, 4 s at 1200 r/s: 32 heads dropped, each already infeasible when a GPU freed; WC and the "
     "sched_at rule drop none). Not the λ estimator (rate window 250 ms / 1 s / 4 s: the same 0.71), not the "
-    "pruning (Clipper pruning: 0.55), not the timers (no cancelled timer fired).")
+    "pruning (Clipper pruning: 0.55), not the timers (no cancelled timer fired); ranking as Appendix C's "
+    "exec_at does (β·λ candidates by their last update) is worse still (0.39).")
 
 
 def grid(quick: bool) -> list[dict]:
