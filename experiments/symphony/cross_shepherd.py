@@ -44,9 +44,7 @@ def _symphony_side(p) -> float:
         gpus, start = p["gpus6"], 100.0 * p["gpus6"]
     else:
         zipf, shape = fig07_workload.SETUPS[SYM_CASES[p["case"]][0]]
-        names = [f"ResNet-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, fig07_workload.ALPHA, fig07_workload.BETA) for m in names])
-        wl = c.workload(names, p["slo_ms"], zipf_s=zipf, shape=shape, duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], p["slo_ms"], zipf_s=zipf, shape=shape, duration_s=p["duration_s"])
         lin = ba.Linear(fig07_workload.ALPHA, fig07_workload.BETA)
         gpus = p["gpus"]
         start = 0.5 * ba.throughput_rps(lin, max(1, ba.staggered_batch(lin, p["slo_ms"], 1)), gpus)

@@ -18,7 +18,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA = 2.050, 5.378
+ALPHA, BETA = c.RESNET50
 SETUPS_QUICK = ((8, 1, 50.0), (16, 4, 100.0))  # (GPUs, models, SLO)
 SETUPS_FULL = ((8, 1, 50.0), (16, 4, 100.0), (32, 8, 50.0), (64, 37, 100.0), (64, 16, 20.0))
 
@@ -34,9 +34,7 @@ class Fig1(Experiment):
                 for g, m, s in setups for k in ks for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        names = [f"ResNet-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, p["slo_ms"], duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], p["slo_ms"], duration_s=p["duration_s"])
         lin = ba.Linear(ALPHA, BETA)
         start = 0.5 * ba.throughput_rps(lin, max(1, ba.uncoordinated_batch(lin, p["slo_ms"])), p["gpus"])
         g = c.goodput("nexus", wl, prof, p["gpus"], p["seed"], start, frontends=p["frontends"])
@@ -63,7 +61,11 @@ class Fig1(Experiment):
         claims = [Claim("multiple frontends degrade Nexus's goodput by 5 %–40 %",
                         bool(losses) and min(losses) >= 0.05 and max(losses) <= 0.6,
                         ", ".join(f"{100 * x:.0f} %" for x in losses) or "Nexus goodput 0 with 1 frontend")]
-        return Section(self.title, figures, headlines, claims)
+        notes = ["Quick scale: one frontend's round-robin already spreads each model's Poisson stream over at "
+                 "most 8 backends (Erlang-k arrivals at each, k ≤ 8) and 8 frontends make them ≈ Poisson; near "
+                 "capacity that shows as more drops (16 GPUs, 4 models, 100 ms, 6.2k r/s: 36 vs 47 of 6318) but "
+                 "moves the p99 goodput by about one bisection step (3 %)."]
+        return Section(self.title, figures, headlines, claims, notes)
 
 
 EXPERIMENT = register(Fig1())

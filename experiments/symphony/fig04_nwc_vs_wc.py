@@ -29,6 +29,17 @@ MODELS_QUICK = ("DenseNet121", "ResNet50V2", "BERT")
 MIXED = "mixed-35"
 
 
+#: why NWC (§4.3 rule) loses in some cells — measured on the DenseNet121 cell (8 models, 8 GPUs, 30 ms)
+WHY_NWC_LOSES = (
+    "Where NWC (§4.3 rule) loses: a candidate below β·λ requests waits for sched_at, which leaves only "
+    "ℓ(b+1) − ℓ(b) = α of slack, while other models' candidates of ≥ β·λ requests (2 at these rates) take the "
+    "idle GPUs at once; at ≥ 85 % utilization no GPU frees within α and the head is dropped (DenseNet121, "
+    "8 GPUs, 30 ms, 4 s at 1200 r/s: 32 heads dropped, each already infeasible when a GPU freed; WC and the "
+    "sched_at rule drop none). Not the λ estimator (rate window 250 ms / 1 s / 4 s: the same 0.71), not the "
+    "pruning (Clipper pruning: 0.55), not the timers (no cancelled timer fired); ranking as Appendix C's "
+    "exec_at does (β·λ candidates by their last update) is worse still (0.39).")
+
+
 def grid(quick: bool) -> list[dict]:
     if quick:
         dims = (MODELS_QUICK, (8,), (1.0, 2.0), (30.0, 50.0), (1.0,))
@@ -110,6 +121,7 @@ class Fig4(Experiment):
             qs = np.quantile(vals, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]) if len(vals) else [float("nan")] * 7
             notes.append(f"NWC/WC distribution, {label} (min, p10, p25, median, p75, p90, max): "
                          + ", ".join(f"{q:.2f}" for q in qs) + f" — {len(vals)} cells.")
+        notes.append(WHY_NWC_LOSES)
         headlines = [Headline("cells with NWC ≥ 0.95 × WC", None, 100 * frac95, unit=" %"),
                      Headline("cells with NWC ≥ 1.5 × WC (paper: > 10 %)", 10.0, 100 * frac150, unit=" %"),
                      Headline("mixed 35-model setup: NWC / WC (paper: 1.34–1.89)", 1.6,

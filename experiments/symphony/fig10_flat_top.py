@@ -21,7 +21,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA, SLO = 2.050, 5.378, 100.0  # ResNet50, Table 5 (1080Ti)
+ALPHA, BETA, SLO = *c.RESNET50, 100.0  # ResNet50, Table 5 (1080Ti)
 SYSTEMS = ("symphony", "symphony-sa", "clockwork", "nexus")
 FACTORS_FULL = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0)
 FACTORS_QUICK = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
@@ -61,9 +61,7 @@ class Fig10(Experiment):
                 for s in SYSTEMS for f in factors for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        names = [f"ResNet50-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, SLO, duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], SLO, duration_s=p["duration_s"])
         rate = p["factor"] * ideal_rps(p["models"], p["gpus"])
         s = c.summary(c.run(p["system"], wl.trace(rate, p["seed"]), prof, p["gpus"], p["seed"]))
         return pl.DataFrame([{**s, "system": p["system"], "factor": p["factor"], "seed": p["seed"]}])
@@ -97,7 +95,9 @@ class Fig10(Experiment):
             Claim("Symphony (App. C rule): idle fraction tracks (p − o)/p below saturation (within 0.1)",
                   m["symphony-sa"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony-sa']['idle_gap_max']:.3f}"),
             Claim("Symphony (§4.3 rule): idle fraction tracks (p − o)/p below saturation (within 0.1)",
-                  m["symphony"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony']['idle_gap_max']:.3f}"),
+                  m["symphony"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony']['idle_gap_max']:.3f}"
+                  + ("; its β·λ test dispatches at ≈ β·λ requests, small batches on idle GPUs below saturation "
+                     "(core.policies.symphony: why the rules differ)" if m["symphony"]["idle_gap_max"] > 0.1 else "")),
             Claim("Clockwork reaches full GPU use before its peak (idle gap > 0.1)",
                   m["clockwork"]["idle_gap_max"] > 0.1, f"max gap {m['clockwork']['idle_gap_max']:.3f}"),
         ]

@@ -19,7 +19,7 @@ from shepherd.experiments.base import Claim, Experiment, Headline, Section
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
-ALPHA, BETA = 2.050, 5.378
+ALPHA, BETA = c.RESNET50
 RDMA_US = (0, 10, 20, 40)
 TCP_US = (0, 500, 1000, 2000, 4000)
 
@@ -37,9 +37,7 @@ class Fig13(Experiment):
                 for s in slos for d in delays for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        names = [f"ResNet-{i}" for i in range(p["models"])]
-        prof = c.linear_profiles([(m, ALPHA, BETA) for m in names])
-        wl = c.workload(names, p["slo_ms"], duration_s=p["duration_s"])
+        prof, wl = c.resnet_like(p["models"], p["slo_ms"], duration_s=p["duration_s"])
         lin = ba.Linear(ALPHA, BETA)
         b = max(1, ba.staggered_batch(lin, p["slo_ms"], max(1, p["gpus"] // p["models"])))
         start = 0.6 * ba.throughput_rps(lin, b, p["gpus"])
@@ -72,8 +70,12 @@ class Fig13(Experiment):
             headlines += [Headline(f"SLO {s:g} ms: goodput loss at {max(RDMA_US)} µs (RDMA)", None, 100 * loss_r, unit=" %"),
                           Headline(f"SLO {s:g} ms: goodput loss at {max(TCP_US) / 1000:g} ms (TCP)", None,
                                    100 * loss_tcp[s], unit=" %")]
+            least = min(d for d in RDMA_US if d > 0)
+            loss_least = 1 - float(part.filter(pl.col("delay_us") == least)["goodput_rps"][0]) / base
+            why = (f"; the same loss at {least} µs: one bisection step on a dropped request (1-s quick traces), "
+                   f"not the delay" if loss_r >= 0.05 and abs(loss_least - loss_r) < 1e-9 else "")
             claims.append(Claim(f"SLO {s:g} ms: RDMA-range delay only marginally reduces goodput (< 5 %)",
-                                loss_r < 0.05, f"{100 * loss_r:.1f} %"))
+                                loss_r < 0.05, f"{100 * loss_r:.1f} %{why}"))
         slos = sorted(loss_tcp)
         claims.append(Claim("TCP-range delay hurts tighter SLOs more",
                             all(loss_tcp[a] >= loss_tcp[b] for a, b in zip(slos, slos[1:])),

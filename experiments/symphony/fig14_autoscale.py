@@ -8,7 +8,11 @@ thinning. The models are the first ones of Table 5 (1080Ti) at their own
 SLOs. Symphony runs closed-loop: every epoch the cluster follows the advice
 of :mod:`shepherd.core.autoscale` (+N·b/(1−b) above a 1 % bad rate, −N·f
 otherwise). Per epoch: arrivals and in-time requests per model, GPUs, advice,
-bad rate. Full: 24 models, 512 GPUs at the start, 120 s, 5 s epochs; quick:
+bad rate, and the staggered capacity of the epoch's GPUs (Eqs. 2–3): the
+paper's claim is a low bad rate "when the cluster is not overloaded", so it
+is checked over the epochs whose offered rate is within that capacity (the
+autoscaler follows the rate one epoch late, so rising epochs overload).
+Full: 24 models, 512 GPUs at the start, 120 s, 5 s epochs; quick:
 8 models, 16 GPUs, 12 s, 1 s epochs.
 """
 
@@ -43,6 +47,18 @@ def diurnal_trace(names, slos, means, period_s, duration_s, seed) -> pl.DataFram
     return assemble(streams, names, [int(s * 1000) for s in slos])
 
 
+def capacity_rps(ab, slos, means, gpus: int) -> float:
+    """The analytic (Eqs. 2–3, staggered) rate ``gpus`` GPUs serve for this mix of models (shares by mean
+    rate): what "not overloaded" means in an epoch (§5.6: a low bad rate "when the cluster is not overloaded")."""
+    if gpus <= 0:
+        return 0.0
+    n = max(1, gpus // len(means))
+    w = np.asarray(means) / float(np.sum(means))
+    per_gpu = [ba.throughput_rps(ba.Linear(a, b), max(1, ba.staggered_batch(ba.Linear(a, b), s, n)), 1)
+               for (a, b), s in zip(ab, slos)]
+    return float(gpus / np.sum(w / np.asarray(per_gpu)))
+
+
 class Fig14(Experiment):
     name = "symphony-fig14"
     paper = "symphony"
@@ -72,7 +88,8 @@ class Fig14(Experiment):
         rq = res.requests_frame().with_columns((pl.col("arrival_us") // epoch).alias("window"),
                                                (pl.col("outcome") == "served").alias("good"))
         per_model = rq.group_by("window", "model").agg(pl.len().alias("arrivals"), pl.col("good").sum())
-        out = win.select("window", "arrivals", "bad_rate", "idle_fraction", "gpus", "advice")
+        out = win.select("window", "arrivals", "bad_rate", "idle_fraction", "gpus", "advice").with_columns(
+            capacity_rps=pl.col("gpus").map_elements(lambda n: capacity_rps(ab, slos, means, n), pl.Float64))
         models = per_model.pivot(on="model", index="window", values="good").fill_null(0)
         models = models.rename({m: f"good:{m}" for m in models.columns if m != "window"})
         return out.join(models, on="window", how="left").fill_null(0).with_columns(
@@ -101,12 +118,17 @@ class Fig14(Experiment):
         offered = r["arrivals"].to_numpy().astype(float)
         corr = float(np.corrcoef(offered, g)[0, 1]) if len(g) > 2 and g.std() > 0 else float("nan")
         bad = float((r["bad_rate"] * r["arrivals"]).sum() / max(1, r["arrivals"].sum()))
+        ok = r.filter(pl.col("arrivals") / epoch <= pl.col("capacity_rps")) if "capacity_rps" in r.columns else r.clear()
+        bad_ok = float((ok["bad_rate"] * ok["arrivals"]).sum() / max(1, ok["arrivals"].sum()))
         headlines = [Headline("overall bad rate", None, 100 * bad, unit=" %"),
+                     Headline("bad rate in epochs not overloaded", None, 100 * bad_ok, unit=" %"),
                      Headline("correlation of GPUs with offered load per epoch", None, corr),
                      Headline("GPUs min / max over the run", None, float(g.min()) / max(1.0, float(g.max())))]
         claims = [Claim("Symphony consolidates GPUs when underloaded and grows them at peaks "
                         "(GPUs follow the offered load, correlation > 0.5)", corr > 0.5, f"{corr:.2f}"),
-                  Claim("low bad rate overall with autoscaling (< 5 %)", bad < 0.05, f"{100 * bad:.1f} %")]
+                  Claim("low bad rate when the cluster is not overloaded (< 5 % over the epochs whose offered "
+                        "rate is within their GPUs' staggered capacity)", ok.height > 0 and bad_ok < 0.05,
+                        f"{100 * bad_ok:.1f} % over {ok.height} of {r.height} epochs (overall {100 * bad:.1f} %)")]
         return Section(self.title, figures, headlines, claims, notes=[f"Workload: {LABEL}."])
 
 
