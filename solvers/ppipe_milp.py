@@ -46,13 +46,16 @@ from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
+from shepherd.solvers.ppipe_knapsack import knapsack_bound
 from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, efficient_points, enumerate_configs
 
 TIE_EPSILON = 1e-4
-FORMULATIONS = ("counts", "points", "hybrid")
+FORMULATIONS = ("counts", "points", "hybrid", "knapsack")
 #: "hybrid": the share of the time limit given to "counts" before "points" takes over (at most HYBRID_FIRST_S)
 HYBRID_SHARE = 0.2
 HYBRID_FIRST_S = 8.0
+#: "knapsack": relative slack on the cut ``t ≤ bound`` (solver tolerances, never the proof)
+CUT_SLACK = 1e-7
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,9 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
         if hs:
             model += mip.xsum(hs) <= cluster.count(h)
     model.objective = mip.maximize(t + TIE_EPSILON * mip.xsum(norm_terms))
+    extra: dict = {}
+    if cfg.formulation == "knapsack":
+        extra = _knapsack_guide(model, t, chosen, configs, weights, cluster)
     res = solve(model, solver)
     if res.status == "infeasible":
         raise UserError(f"{planner}: infeasible — no plan fits the cluster")
@@ -301,8 +307,40 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
-                             "batch_build": cfg.batch_build}
+                             "batch_build": cfg.batch_build} | extra
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
+
+
+def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[str, list[Config]],
+                    weights: dict[str, float], cluster: ClusterSpec) -> dict:
+    """``formulation="knapsack"``: the counts MILP plus the knapsack relaxation's cut and start.
+
+    :func:`.ppipe_knapsack.knapsack_bound` gives an upper bound on ``t`` that
+    every MILP solution meets (a valid cut, far tighter than the LP bound),
+    and its selection of pipelines; when that selection also fits the
+    per-MPS-level physical GPUs it is a MIP start at the bound.
+    """
+    kb = knapsack_bound(configs, weights, cluster)
+    if kb is None:
+        return {}
+    model += t <= kb.t_upper * (1 + CUT_SLACK)
+    index = {c: (z, gs, x) for c, z, gs, x in chosen}
+    start: list[tuple[mip.Var, float]] = []
+    use: dict[tuple[str, int], int] = {}
+    for items in kb.selection.values():
+        for it in items:
+            z, gs, x = index[it.config]
+            start += [(z, 1.0), (x, it.xput)] + [(g, float(n)) for g, n in zip(gs, it.vgpus)]
+            for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
+                use[(h, k)] = use.get((h, k), 0) + n
+    placeable = all(sum(-(-n // k) for (hh, k), n in use.items() if hh == h) <= cluster.count(h)
+                    for h in cluster.hardware)
+    if placeable:
+        for (h, k), n in use.items():
+            start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
+        start.append((t, kb.t_lower))
+        model.start = start
+    return {"knapsack_bound": kb.t_upper, "knapsack_start": placeable}
 
 
 def _hybrid_meta(best: PipelinePlan, runs: list[PipelinePlan], used: str) -> PipelinePlan:
