@@ -178,6 +178,30 @@ def _backtrack(tables: list[np.ndarray], groups: list[list[Item]], a: int, b: in
     return tuple(reversed(chosen))
 
 
+def max_min(finals: tuple[np.ndarray, ...], weights: tuple[float, ...],
+            B: int) -> tuple[float, float, list[tuple[int, int]]]:
+    """Largest ``t`` with ``F_m[a_m, b_m] ≥ w_m·t`` for all DNNs and ``Σ a_m ≤ A``, ``Σ b_m ≤ B``.
+
+    ``A`` is the tables' first size − 1. Returns ``(lo, hi, split)``: ``lo``
+    is reached by ``split`` (units per DNN), no ``t ≥ hi`` is reachable
+    (``hi − lo ≤ BISECT_TOL·hi``, or ``lo == hi`` at the tables' own maximum).
+    """
+    lo, hi = 0.0, min(float(F[-1, -1]) / w for F, w in zip(finals, weights))
+    best = _split(list(finals), [w * hi for w in weights], B)
+    if best is not None:
+        return hi, hi, best
+    best = _split(list(finals), [0.0] * len(weights), B)
+    while hi - lo > BISECT_TOL * max(hi, 1e-12):
+        mid = (lo + hi) / 2
+        found = _split(list(finals), [w * mid for w in weights], B)
+        if found is None:
+            hi = mid
+        else:
+            lo, best = mid, found
+    assert best is not None
+    return lo, hi, best
+
+
 def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
                    cluster: ClusterSpec) -> KnapsackBound | None:
     """Max-min ``t`` of the relaxation (module docstring) and a selection reaching it.
@@ -195,21 +219,6 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
     size = (counts[hw[0]] * units[0], counts[hw[1]] * units[1])
     groups = {m: template_items(configs[m], counts, hw, units) for m in models}
     tables = {m: knapsack_table(groups[m], size) for m in models}
-    finals = [tables[m][-1] for m in models]
-    ws = [weights[m] for m in models]
-    lo, hi = 0.0, min(float(F[-1, -1]) / w for F, w in zip(finals, ws))
-    best = _split(finals, [w * hi for w in ws], size[1])
-    if best is not None:
-        lo = hi
-    else:
-        best = _split(finals, [0.0] * len(ws), size[1])
-        while hi - lo > BISECT_TOL * max(hi, 1e-12):
-            mid = (lo + hi) / 2
-            found = _split(finals, [w * mid for w in ws], size[1])
-            if found is None:
-                hi = mid
-            else:
-                lo, best = mid, found
-    assert best is not None
+    lo, hi, best = max_min(tuple(tables[m][-1] for m in models), tuple(weights[m] for m in models), size[1])
     selection = {m: _backtrack(tables[m], groups[m], a, b) for m, (a, b) in zip(models, best)}
     return KnapsackBound(hi, lo, selection, units)

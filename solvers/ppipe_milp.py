@@ -67,7 +67,9 @@ class PPipePlanConfig:
     max_partitions: int = MAX_PARTITIONS  # §3: at most 3; NP uses 1
     candidates: int = 4  # configurations kept per (DNN, template); 0 = all
     mps: bool = True  # virtual GPUs (§5.3)
-    formulation: str = "counts"  # "counts": integer g per partition; "points": one efficient g-vector per config
+    #: "knapsack" (default): "counts" plus the knapsack relaxation's cut on t and MIP start (.ppipe_knapsack);
+    #: "counts": integer g per partition; "points": one efficient g-vector per config; "hybrid": counts then points
+    formulation: str = "knapsack"
     #: batch-building latency factor: ``factor·10⁶·(bs−1)/est_xput`` µs joins each pipeline's latency,
     #: est_xput = the DNN's NP throughput (artifact MILP: 1.3; paper: 0 = no term). Rule sets: core.pipelines.rules
     batch_build: float = 0.0
@@ -304,7 +306,7 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
         raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
     pipes = _extract(chosen, res)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
-    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
+    meta = res.metadata() | {"solve_s": res.solve_s + extra.get("knapsack_s", 0.0), "candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
                              "batch_build": cfg.batch_build} | extra
@@ -320,7 +322,9 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
     and its selection of pipelines; when that selection also fits the
     per-MPS-level physical GPUs it is a MIP start at the bound.
     """
+    t0 = time.perf_counter()
     kb = knapsack_bound(configs, weights, cluster)
+    dp_s = time.perf_counter() - t0
     if kb is None:
         return {}
     model += t <= kb.t_upper * (1 + CUT_SLACK)
@@ -340,7 +344,7 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
             start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
         start.append((t, kb.t_lower))
         model.start = start
-    return {"knapsack_bound": kb.t_upper, "knapsack_start": placeable}
+    return {"knapsack_bound": kb.t_upper, "knapsack_start": placeable, "knapsack_s": dp_s}
 
 
 def _hybrid_meta(best: PipelinePlan, runs: list[PipelinePlan], used: str) -> PipelinePlan:
