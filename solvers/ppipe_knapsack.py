@@ -59,6 +59,8 @@ class KnapsackBound:
     t_lower: float
     selection: dict[str, tuple[Item, ...]]
     units: tuple[int, int]
+    #: the same selection, with the units it leaves unused given to the DNN that gains most (tie-break objective)
+    fuller: dict[str, tuple[Item, ...]]
 
 
 def resource_units(configs: dict[str, list[Config]], hardware: tuple[str, str]) -> tuple[int, int]:
@@ -221,4 +223,12 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
     tables = {m: knapsack_table(groups[m], size) for m in models}
     lo, hi, best = max_min(tuple(tables[m][-1] for m in models), tuple(weights[m] for m in models), size[1])
     selection = {m: _backtrack(tables[m], groups[m], a, b) for m, (a, b) in zip(models, best)}
-    return KnapsackBound(hi, lo, selection, units)
+    fuller = dict(selection)
+    left = (size[0] - sum(a for a, _ in best), size[1] - sum(b for _, b in best))
+    gains = [(tables[m][-1][a + left[0], b + left[1]] - tables[m][-1][a, b]) / weights[m]
+             for m, (a, b) in zip(models, best)]
+    i = int(np.argmax(gains))
+    if gains[i] > 0:
+        a, b = best[i]
+        fuller[models[i]] = _backtrack(tables[models[i]], groups[models[i]], a + left[0], b + left[1])
+    return KnapsackBound(hi, lo, selection, units, fuller)

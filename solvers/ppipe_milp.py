@@ -320,7 +320,8 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
     :func:`.ppipe_knapsack.knapsack_bound` gives an upper bound on ``t`` that
     every MILP solution meets (a valid cut, far tighter than the LP bound),
     and its selection of pipelines; when that selection also fits the
-    per-MPS-level physical GPUs it is a MIP start at the bound.
+    per-MPS-level physical GPUs it is a MIP start at the bound (first with
+    the GPUs it leaves unused given to one DNN, for the ε tie-break term).
     """
     t0 = time.perf_counter()
     kb = knapsack_bound(configs, weights, cluster)
@@ -329,21 +330,24 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
         return {}
     model += t <= kb.t_upper * (1 + CUT_SLACK)
     index = {c: (z, gs, x) for c, z, gs, x in chosen}
-    start: list[tuple[mip.Var, float]] = []
-    use: dict[tuple[str, int], int] = {}
-    for items in kb.selection.values():
-        for it in items:
-            z, gs, x = index[it.config]
-            start += [(z, 1.0), (x, it.xput)] + [(g, float(n)) for g, n in zip(gs, it.vgpus)]
-            for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
-                use[(h, k)] = use.get((h, k), 0) + n
-    placeable = all(sum(-(-n // k) for (hh, k), n in use.items() if hh == h) <= cluster.count(h)
-                    for h in cluster.hardware)
-    if placeable:
-        for (h, k), n in use.items():
-            start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
-        start.append((t, kb.t_lower))
-        model.start = start
+    placeable = False
+    for selection in (kb.fuller, kb.selection):  # the first that fits the per-level physical GPUs
+        start: list[tuple[mip.Var, float]] = []
+        use: dict[tuple[str, int], int] = {}
+        for items in selection.values():
+            for it in items:
+                z, gs, x = index[it.config]
+                start += [(z, 1.0), (x, it.xput)] + [(g, float(n)) for g, n in zip(gs, it.vgpus)]
+                for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
+                    use[(h, k)] = use.get((h, k), 0) + n
+        placeable = all(sum(-(-n // k) for (hh, k), n in use.items() if hh == h) <= cluster.count(h)
+                        for h in cluster.hardware)
+        if placeable:
+            for (h, k), n in use.items():
+                start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
+            start.append((t, kb.t_lower))
+            model.start = start
+            break
     return {"knapsack_bound": kb.t_upper, "knapsack_start": placeable, "knapsack_s": dp_s}
 
 
