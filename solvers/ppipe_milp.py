@@ -31,6 +31,18 @@ them gives shadow prices ``π_k`` of the GPU types; per (DNN, template) the
 (NP's search space) and the whole-GPU chain of highest throughput (DART-r's
 pair, pooled), so PPipe's optimum is never below NP's or DART-r's;
 ``candidates = 0`` keeps all. Plans record how many were kept.
+
+Solve strategy (``formulation``). The LP bound of Eqs. 21–28 sits ~2 % above
+the optimum on the 100-GPU clusters (whole vGPUs per stage), so plain
+branch-and-bound ("counts") stalls at the 60 s limit on 7 of the 24 Table 1
+instances. The default, "knapsack", is the same MILP plus two things from
+:mod:`.ppipe_knapsack`, an exact DP over a relaxation that keeps vGPUs whole
+and counts GPUs as Eq. 23 does: the cut ``t ≤ t*`` (its optimum; valid for
+every MILP solution) and, when the DP's pipelines also fit the per-level
+physical GPUs, a MIP start at that bound. On all 24 instances the start was
+placeable and the gap closed at once (benchmark ``ppipe_milp_speed.py``).
+"points" (one binary per efficient vGPU vector) and "hybrid" (counts, then
+points) are other exact forms of the same MILP, kept for comparison.
 """
 
 from __future__ import annotations
