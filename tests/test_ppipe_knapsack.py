@@ -87,6 +87,10 @@ def test_bound_is_valid_and_the_knapsack_solve_reaches_the_counts_optimum(hc):
     for m, items in kb.selection.items():  # the DP's selection reaches t_lower in the relaxation
         assert sum(it.xput for it in items) >= w[m] * kb.t_lower * (1 - 1e-9)
         assert len({it.config.template for it in items}) == len(items)
+        assert sum(it.xput for it in kb.fuller[m]) >= sum(it.xput for it in items)
+    for sel in (kb.selection, kb.fuller):  # within the cluster, GPUs counted as Eq. 23 does
+        for i, h in enumerate(cluster.hardware):
+            assert sum(it.cost[i] for items in sel.values() for it in items) <= cluster.count(h) * kb.units[i]
     k = solve_configs(configs, ps, w, cluster, PPipePlanConfig(formulation="knapsack"), EXACT)
     assert verify(k, profs) == []
     assert k.meta["status"] == "optimal"
