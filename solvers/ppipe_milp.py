@@ -39,8 +39,9 @@ instances. The default, "knapsack", is the same MILP plus two things from
 :mod:`.ppipe_knapsack`, an exact DP over a relaxation that keeps vGPUs whole
 and counts GPUs as Eq. 23 does: the cut ``t ≤ t*`` (its optimum; valid for
 every MILP solution) and, when the DP's pipelines also fit the per-level
-physical GPUs, a MIP start at that bound. On all 24 instances the start was
-placeable and the gap closed at once (benchmark ``ppipe_milp_speed.py``).
+physical GPUs, a MIP start at that bound. Under the paper rules the start
+was placeable on all 24 instances and the gap closed at once; where it is
+not, branch-and-bound starts from the cut (benchmark ``ppipe_milp_speed.py``).
 "points" (one binary per efficient vGPU vector) and "hybrid" (counts, then
 points) are other exact forms of the same MILP, kept for comparison.
 """
