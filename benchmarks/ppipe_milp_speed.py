@@ -3,13 +3,14 @@
 For each Table 1 large cluster (HC1-L … HC4-L, 25 high + 75 low GPUs) and each
 DNN group (the authors' six, G1–G6 = their G0–G5), under a rule set (``--rules``), plans with the PPipe MILP
 (Appendix A.2; HiGHS through python-mip, relative gap 1 %) and prints the
-MILP solve time, the total planning time (configuration enumeration + LP
-pricing + MILP), status and proven gap; then the medians next to the paper's
+MILP solve time (with the default "knapsack" formulation: its DP included),
+the total planning time (configuration enumeration + LP pricing + MILP),
+status and proven gap; then the medians next to the paper's
 3.5 s (its average, Gurobi on a 64-core n1-standard-64). Also prints PPipe's
 planned throughput next to NP's and DART-r's. Not a test: never fails on timing.
 
 Usage: python benchmarks/ppipe_milp_speed.py [--groups 6] [--clusters HC1-L,HC2-L,HC3-L,HC4-L]
-       [--solver highs] [--gap 0.01] [--time-limit 60] [--formulation counts|points|hybrid]
+       [--solver highs] [--gap 0.01] [--time-limit 60] [--formulation knapsack|counts|points|hybrid]
        [--rules paper|artifact]
 """
 

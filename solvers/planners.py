@@ -49,7 +49,7 @@ class PlanRequest:
     bandwidth_gbps: float | None = None  # pipeline planners: effective NIC bandwidth override
     slo_margin: float = 0.4  # pipeline planners: SLO fraction deducted in the MILP (PPipe §7.1)
     slo_scale: float = 5.0  # pipeline planners: SLO = scale × L4 batch-1 latency (PPipe §7.1)
-    milp_formulation: str = "counts"  # ppipe/np: "counts" (integer vGPUs) or "points" (see solvers.ppipe_milp)
+    milp_formulation: str = "knapsack"  # ppipe/np: "knapsack", "counts", "points" or "hybrid" (see solvers.ppipe_milp)
     partitions: int | None = None  # symphony-partition: sub-clusters l (None: ⌈gpus / group_limit⌉)
     rate_cap: float = math.inf  # symphony-partition: R_max per sub-cluster, req/s (Eq. 5)
     balance_weight: float | None = None  # symphony-partition: w in Eq. 4 (None: R̄ / S̄)

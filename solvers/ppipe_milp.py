@@ -31,6 +31,19 @@ them gives shadow prices ``π_k`` of the GPU types; per (DNN, template) the
 (NP's search space) and the whole-GPU chain of highest throughput (DART-r's
 pair, pooled), so PPipe's optimum is never below NP's or DART-r's;
 ``candidates = 0`` keeps all. Plans record how many were kept.
+
+Solve strategy (``formulation``). The LP bound of Eqs. 21–28 sits ~2 % above
+the optimum on the 100-GPU clusters (whole vGPUs per stage), so plain
+branch-and-bound ("counts") stalls at the 60 s limit on 7 of the 24 Table 1
+instances. The default, "knapsack", is the same MILP plus two things from
+:mod:`.ppipe_knapsack`, an exact DP over a relaxation that keeps vGPUs whole
+and counts GPUs as Eq. 23 does: the cut ``t ≤ t*`` (its optimum; valid for
+every MILP solution) and, when the DP's pipelines also fit the per-level
+physical GPUs, a MIP start at that bound. Under the paper rules the start
+was placeable on all 24 instances and the gap closed at once; where it is
+not, branch-and-bound starts from the cut (benchmark ``ppipe_milp_speed.py``).
+"points" (one binary per efficient vGPU vector) and "hybrid" (counts, then
+points) are other exact forms of the same MILP, kept for comparison.
 """
 
 from __future__ import annotations
@@ -46,13 +59,16 @@ from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
+from shepherd.solvers.ppipe_knapsack import knapsack_bound
 from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, efficient_points, enumerate_configs
 
 TIE_EPSILON = 1e-4
-FORMULATIONS = ("counts", "points", "hybrid")
+FORMULATIONS = ("counts", "points", "hybrid", "knapsack")
 #: "hybrid": the share of the time limit given to "counts" before "points" takes over (at most HYBRID_FIRST_S)
 HYBRID_SHARE = 0.2
 HYBRID_FIRST_S = 8.0
+#: "knapsack": relative slack on the cut ``t ≤ bound`` (solver tolerances, never the proof)
+CUT_SLACK = 1e-7
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,9 @@ class PPipePlanConfig:
     max_partitions: int = MAX_PARTITIONS  # §3: at most 3; NP uses 1
     candidates: int = 4  # configurations kept per (DNN, template); 0 = all
     mps: bool = True  # virtual GPUs (§5.3)
-    formulation: str = "counts"  # "counts": integer g per partition; "points": one efficient g-vector per config
+    #: "knapsack" (default): "counts" plus the knapsack relaxation's cut on t and MIP start (.ppipe_knapsack);
+    #: "counts": integer g per partition; "points": one efficient g-vector per config; "hybrid": counts then points
+    formulation: str = "knapsack"
     #: batch-building latency factor: ``factor·10⁶·(bs−1)/est_xput`` µs joins each pipeline's latency,
     #: est_xput = the DNN's NP throughput (artifact MILP: 1.3; paper: 0 = no term). Rule sets: core.pipelines.rules
     batch_build: float = 0.0
@@ -291,6 +309,9 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
         if hs:
             model += mip.xsum(hs) <= cluster.count(h)
     model.objective = mip.maximize(t + TIE_EPSILON * mip.xsum(norm_terms))
+    extra: dict = {}
+    if cfg.formulation == "knapsack":
+        extra = _knapsack_guide(model, t, chosen, configs, weights, cluster)
     res = solve(model, solver)
     if res.status == "infeasible":
         raise UserError(f"{planner}: infeasible — no plan fits the cluster")
@@ -298,11 +319,49 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
         raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
     pipes = _extract(chosen, res)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
-    meta = res.metadata() | {"candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
+    meta = res.metadata() | {"solve_s": res.solve_s + extra.get("knapsack_s", 0.0), "candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
-                             "batch_build": cfg.batch_build}
+                             "batch_build": cfg.batch_build} | extra
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
+
+
+def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[str, list[Config]],
+                    weights: dict[str, float], cluster: ClusterSpec) -> dict:
+    """``formulation="knapsack"``: the counts MILP plus the knapsack relaxation's cut and start.
+
+    :func:`.ppipe_knapsack.knapsack_bound` gives an upper bound on ``t`` that
+    every MILP solution meets (a valid cut, far tighter than the LP bound),
+    and its selection of pipelines; when that selection also fits the
+    per-MPS-level physical GPUs it is a MIP start at the bound (first with
+    the GPUs it leaves unused given to one DNN, for the ε tie-break term).
+    """
+    t0 = time.perf_counter()
+    kb = knapsack_bound(configs, weights, cluster)
+    dp_s = time.perf_counter() - t0
+    if kb is None:
+        return {}
+    model += t <= kb.t_upper * (1 + CUT_SLACK)
+    index = {c: (z, gs, x) for c, z, gs, x in chosen}
+    placeable = False
+    for selection in (kb.fuller, kb.selection):  # the first that fits the per-level physical GPUs
+        start: list[tuple[mip.Var, float]] = []
+        use: dict[tuple[str, int], int] = {}
+        for items in selection.values():
+            for it in items:
+                z, gs, x = index[it.config]
+                start += [(z, 1.0), (x, it.xput)] + [(g, float(n)) for g, n in zip(gs, it.vgpus)]
+                for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
+                    use[(h, k)] = use.get((h, k), 0) + n
+        placeable = all(sum(-(-n // k) for (hh, k), n in use.items() if hh == h) <= cluster.count(h)
+                        for h in cluster.hardware)
+        if placeable:
+            for (h, k), n in use.items():
+                start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
+            start.append((t, kb.t_lower))
+            model.start = start
+            break
+    return {"knapsack_bound": kb.t_upper, "knapsack_start": placeable, "knapsack_s": dp_s}
 
 
 def _hybrid_meta(best: PipelinePlan, runs: list[PipelinePlan], used: str) -> PipelinePlan:

@@ -198,7 +198,7 @@ def test_points_formulation_agrees_with_counts_on_small_cluster():
     w = dict(zip(g, [0.5, 0.3, 0.2]))
     cluster = make_cluster("HC2-S")
     ps = [profs[m] for m in g]
-    a = solve_pipelines(ps, w, cluster, PPipePlanConfig(), EXACT)
+    a = solve_pipelines(ps, w, cluster, PPipePlanConfig(formulation="counts"), EXACT)
     b = solve_pipelines(ps, w, cluster, PPipePlanConfig(formulation="points"), EXACT)
     for plan in (a, b):
         assert verify(plan, profs) == []

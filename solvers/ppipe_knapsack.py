@@ -1,0 +1,234 @@
+"""A knapsack relaxation of the PPipe MILP: a tight upper bound and a guide for its solve (PPipe §3, App. A.2).
+
+The MILP's LP relaxation lets every stage use fractional vGPUs, so on the
+100-GPU clusters its bound sits ~2 % above the optimum and branch-and-bound
+spends minutes closing it. This module solves a different relaxation
+*exactly*, by dynamic programming:
+
+* per DNN, a pooled pipeline of template ``l`` is one of its configurations
+  with one efficient vGPU vector (:func:`.ppipe_configs.efficient_points`:
+  an exact reformulation of the integer counts ``g``, Eqs. 21–22, 25, 28),
+  and each template holds at most one pipeline (Eqs. 16–20);
+* GPUs are counted as Eq. 23 writes them, ``Σ g/v ≤ N_k`` per GPU type —
+  looser than the MILP's per-MPS-level physical GPUs (``v·h_{k,v} ≥ Σ g``),
+  so this is a relaxation; vGPUs stay whole.
+
+Resources are measured in units of ``1/lcm(levels)`` of a GPU (12 per GPU
+with levels 1–4), so costs are integers. ``F_m[a, b]`` — the most throughput
+DNN ``m`` gets from at most ``a`` units of the first GPU type and ``b`` of the
+second — is a multiple-choice knapsack over templates (groups) and points
+(items), computed on the whole grid. The max-min objective (§3
+"Objective") then is a bisection on ``t``: ``t`` is reachable iff the
+cheapest split of the first type's units among the DNNs, each at the least
+second-type units giving ``w_m·t``, fits the second type.
+
+The largest reachable ``t`` bounds every MILP solution's ``t`` (a valid
+cut), and the DP's own choice of configurations is usually placeable as is
+(:mod:`.ppipe_milp` uses both, ``formulation="knapsack"``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shepherd.core.pipelines.cluster import ClusterSpec
+from shepherd.solvers.ppipe_configs import Config, efficient_points
+
+#: bisection stops when the bracket on ``t`` is this narrow (relative)
+BISECT_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Item:
+    """One pooled pipeline a template may hold: a configuration at one efficient vGPU vector."""
+
+    config: Config
+    vgpus: tuple[int, ...]
+    xput: float
+    cost: tuple[int, int]  # resource units of each GPU type
+
+
+@dataclass(frozen=True)
+class KnapsackBound:
+    """The relaxation's optimum ``t`` (an upper bound on the MILP's ``t``) and the pipelines reaching it."""
+
+    t_upper: float
+    t_lower: float
+    selection: dict[str, tuple[Item, ...]]
+    units: tuple[int, int]
+    #: the same selection, with the units it leaves unused given to the DNN that gains most (tie-break objective)
+    fuller: dict[str, tuple[Item, ...]]
+
+
+def resource_units(configs: dict[str, list[Config]], hardware: tuple[str, str]) -> tuple[int, int]:
+    """Units per GPU of each type: the lcm of the MPS levels its partitions use (a ``1/v`` vGPU is whole)."""
+    out = []
+    for h in hardware:
+        levels = {k for cfgs in configs.values() for c in cfgs for hh, k in zip(c.template, c.levels) if hh == h}
+        out.append(math.lcm(*levels) if levels else 1)
+    return out[0], out[1]
+
+
+def template_items(cfgs: list[Config], counts: dict[str, int], hardware: tuple[str, str],
+                   units: tuple[int, int]) -> list[list[Item]]:
+    """Items per template (in first-seen order), without items another of the template weakly dominates."""
+    groups: dict[tuple[str, ...], list[Item]] = {}
+    for c in cfgs:
+        for x, g in efficient_points(c, counts):
+            cost = [0, 0]
+            for h, k, n in zip(c.template, c.levels, g):
+                i = hardware.index(h)
+                cost[i] += n * units[i] // k
+            groups.setdefault(c.template, []).append(Item(c, g, x, (cost[0], cost[1])))
+    return [_pareto(items) for items in groups.values()]
+
+
+def _pareto(items: list[Item]) -> list[Item]:
+    """Items no other item beats on both costs and throughput (first of equals kept)."""
+    order = sorted(range(len(items)), key=lambda i: (-items[i].xput, items[i].cost, i))
+    kept: list[Item] = []
+    ka = np.empty(0, dtype=np.int64)
+    kb = np.empty(0, dtype=np.int64)
+    for i in order:
+        it = items[i]
+        if np.any((ka <= it.cost[0]) & (kb <= it.cost[1])):
+            continue
+        kept.append(it)
+        ka = np.append(ka, it.cost[0])
+        kb = np.append(kb, it.cost[1])
+    return kept
+
+
+def knapsack_table(groups: list[list[Item]], size: tuple[int, int]) -> list[np.ndarray]:
+    """``F`` after each group: ``F[a, b]`` = the most throughput within ``a``, ``b`` units (index 0: all zero)."""
+    A, B = size
+    tables = [np.zeros((A + 1, B + 1))]
+    for items in groups:
+        prev = tables[-1]
+        new = prev.copy()
+        for it in items:
+            a, b = it.cost
+            if a > A or b > B:
+                continue
+            np.maximum(new[a:, b:], prev[: A + 1 - a, : B + 1 - b] + it.xput, out=new[a:, b:])
+        tables.append(new)
+    return tables
+
+
+def _least_b(F: np.ndarray, need: float, B: int) -> np.ndarray:
+    """Per ``a``: the fewest second-type units with ``F[a, b] ≥ need`` (``B + 1``: none)."""
+    ok = F >= need
+    return np.where(ok.any(axis=1), ok.argmax(axis=1), B + 1).astype(np.int64)
+
+
+def _min_plus(f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(f ⊕ g)(a) = min_{a1 ≤ a} f(a1) + g(a − a1)`` and the first minimising ``a1``."""
+    n = len(f)
+    out = np.full(n, np.iinfo(np.int64).max // 4, dtype=np.int64)
+    arg = np.zeros(n, dtype=np.int64)
+    for a1 in range(n):
+        cand = f[a1] + g[: n - a1]
+        better = cand < out[a1:]
+        out[a1:] = np.where(better, cand, out[a1:])
+        arg[a1:] = np.where(better, a1, arg[a1:])
+    return out, arg
+
+
+def _split(finals: list[np.ndarray], needs: list[float], B: int) -> list[tuple[int, int]] | None:
+    """Units ``(a_m, b_m)`` per DNN reaching every ``need`` within the cluster, or ``None``."""
+    total = None
+    args = []
+    for F, need in zip(finals, needs):
+        g = _least_b(F, need, B)
+        if total is None:
+            total = g
+            continue
+        total, arg = _min_plus(total, g)
+        args.append(arg)
+    assert total is not None
+    a = int(np.argmin(total))
+    if total[a] > B:
+        return None
+    shares = []
+    for arg in reversed(args):  # peel the DNNs off the convolution, last first
+        a1 = int(arg[a])
+        shares.append(a - a1)
+        a = a1
+    shares.append(a)
+    shares.reverse()
+    return [(am, int(_least_b(F, need, B)[am])) for F, need, am in zip(finals, needs, shares)]
+
+
+def _backtrack(tables: list[np.ndarray], groups: list[list[Item]], a: int, b: int) -> tuple[Item, ...]:
+    """The items the DP chose for ``F[a, b]`` (last group first)."""
+    chosen = []
+    for gi in range(len(groups), 0, -1):
+        now, prev = tables[gi][a, b], tables[gi - 1]
+        if now == prev[a, b]:
+            continue
+        for it in groups[gi - 1]:
+            ca, cb = it.cost
+            if ca <= a and cb <= b and prev[a - ca, b - cb] + it.xput == now:
+                chosen.append(it)
+                a, b = a - ca, b - cb
+                break
+        else:  # pragma: no cover - the table was built from these items
+            raise AssertionError("knapsack backtrack found no item")
+    return tuple(reversed(chosen))
+
+
+def max_min(finals: tuple[np.ndarray, ...], weights: tuple[float, ...],
+            B: int) -> tuple[float, float, list[tuple[int, int]]]:
+    """Largest ``t`` with ``F_m[a_m, b_m] ≥ w_m·t`` for all DNNs and ``Σ a_m ≤ A``, ``Σ b_m ≤ B``.
+
+    ``A`` is the tables' first size − 1. Returns ``(lo, hi, split)``: ``lo``
+    is reached by ``split`` (units per DNN), no ``t ≥ hi`` is reachable
+    (``hi − lo ≤ BISECT_TOL·hi``, or ``lo == hi`` at the tables' own maximum).
+    """
+    lo, hi = 0.0, min(float(F[-1, -1]) / w for F, w in zip(finals, weights))
+    best = _split(list(finals), [w * hi for w in weights], B)
+    if best is not None:
+        return hi, hi, best
+    best = _split(list(finals), [0.0] * len(weights), B)
+    while hi - lo > BISECT_TOL * max(hi, 1e-12):
+        mid = (lo + hi) / 2
+        found = _split(list(finals), [w * mid for w in weights], B)
+        if found is None:
+            hi = mid
+        else:
+            lo, best = mid, found
+    assert best is not None
+    return lo, hi, best
+
+
+def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
+                   cluster: ClusterSpec) -> KnapsackBound | None:
+    """Max-min ``t`` of the relaxation (module docstring) and a selection reaching it.
+
+    ``None`` when the cluster does not have exactly two GPU types in use or no
+    DNN has a positive share (the caller then solves the MILP alone).
+    """
+    hardware = tuple(h for h in cluster.hardware if cluster.count(h) > 0)
+    models = [m for m in configs if weights.get(m, 0.0) > 0]
+    if len(hardware) != 2 or not models:
+        return None
+    hw = (hardware[0], hardware[1])
+    counts = {h: cluster.count(h) for h in hw}
+    units = resource_units({m: configs[m] for m in models}, hw)
+    size = (counts[hw[0]] * units[0], counts[hw[1]] * units[1])
+    groups = {m: template_items(configs[m], counts, hw, units) for m in models}
+    tables = {m: knapsack_table(groups[m], size) for m in models}
+    lo, hi, best = max_min(tuple(tables[m][-1] for m in models), tuple(weights[m] for m in models), size[1])
+    selection = {m: _backtrack(tables[m], groups[m], a, b) for m, (a, b) in zip(models, best)}
+    fuller = dict(selection)
+    left = (size[0] - sum(a for a, _ in best), size[1] - sum(b for _, b in best))
+    gains = [(tables[m][-1][a + left[0], b + left[1]] - tables[m][-1][a, b]) / weights[m]
+             for m, (a, b) in zip(models, best)]
+    i = int(np.argmax(gains))
+    if gains[i] > 0:
+        a, b = best[i]
+        fuller[models[i]] = _backtrack(tables[models[i]], groups[models[i]], a + left[0], b + left[1])
+    return KnapsackBound(hi, lo, selection, units, fuller)

@@ -1,0 +1,124 @@
+"""The knapsack relaxation of the PPipe MILP: DP against brute force, a valid bound, the same optimum as counts."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from shepherd.core.pipelines import blocks
+from shepherd.core.pipelines.cluster import custom_cluster, make_cluster
+from shepherd.core.pipelines.plan import verify
+from shepherd.solvers.backend import SolverConfig
+from shepherd.solvers.ppipe_knapsack import Item, knapsack_bound, knapsack_table, max_min
+from shepherd.solvers.ppipe_milp import PPipePlanConfig, candidate_configs, solve_configs, solve_pipelines
+
+from conftest import SHARED
+
+DATA = SHARED / "data" / "ppipe"
+EXACT = SolverConfig("highs", 60.0, 0.0)
+GROUP = ("fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "repvgg-b3", "googlenet-v3-pytorch")
+
+item = st.builds(lambda a, b, x: Item(None, (), float(x), (a, b)),  # type: ignore[arg-type]
+                 st.integers(0, 4), st.integers(0, 4), st.integers(1, 50))
+groups = st.lists(st.lists(item, min_size=1, max_size=3), min_size=1, max_size=3)
+
+
+def _brute_table(gs: list[list[Item]], A: int, B: int) -> np.ndarray:
+    """Most throughput within (a, b) by trying every choice of at most one item per group."""
+    out = np.zeros((A + 1, B + 1))
+    for pick in itertools.product(*[[None, *g] for g in gs]):
+        chosen = [it for it in pick if it is not None]
+        ca, cb = sum(it.cost[0] for it in chosen), sum(it.cost[1] for it in chosen)
+        x = sum(it.xput for it in chosen)
+        if ca <= A and cb <= B:
+            out[ca:, cb:] = np.maximum(out[ca:, cb:], x)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(groups, st.integers(0, 6), st.integers(0, 6))
+def test_table_is_the_multiple_choice_knapsack(gs, A, B):
+    assert np.array_equal(knapsack_table(gs, (A, B))[-1], _brute_table(gs, A, B))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(groups, min_size=1, max_size=3), st.lists(st.sampled_from([0.2, 0.3, 0.5]), min_size=3, max_size=3),
+       st.integers(0, 5), st.integers(0, 5))
+def test_max_min_matches_every_split(per_dnn, ws, A, B):
+    """The bisection's t brackets the best split found by trying every (a_m, b_m)."""
+    finals = tuple(knapsack_table(gs, (A, B))[-1] for gs in per_dnn)
+    ws = tuple(ws[: len(finals)])
+    best = 0.0
+    for split in itertools.product(itertools.product(range(A + 1), range(B + 1)), repeat=len(finals)):
+        if sum(s[0] for s in split) <= A and sum(s[1] for s in split) <= B:
+            best = max(best, min(F[a, b] / w for F, w, (a, b) in zip(finals, ws, split)))
+    lo, hi, split = max_min(finals, ws, B)
+    assert lo <= best * (1 + 1e-12) and best <= hi * (1 + 1e-12) and hi - lo <= 1e-8 * max(hi, 1)
+    assert sum(a for a, _ in split) <= A and sum(b for _, b in split) <= B
+    assert all(F[a, b] >= w * lo * (1 - 1e-12) for F, w, (a, b) in zip(finals, ws, split))
+
+
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+
+
+@functools.lru_cache(maxsize=None)
+def _profiles() -> dict[str, blocks.BlockProfile]:
+    return {p.model: p for p in blocks.read_ppipe_dir(DATA)}
+
+
+@needs_data
+@pytest.mark.parametrize("hc", ["HC2-S", "HC4-S"])
+def test_bound_is_valid_and_the_knapsack_solve_reaches_the_counts_optimum(hc):
+    """Exact solves: knapsack's t bound ≥ the counts optimum, and "knapsack" plans the same optimum."""
+    profs = _profiles()
+    ps = [profs[m] for m in GROUP]
+    w = dict(zip(GROUP, [0.30, 0.33, 0.37]))
+    cluster = make_cluster(hc)
+    cfg = PPipePlanConfig(formulation="counts")
+    configs = candidate_configs(ps, cluster, cfg, w, EXACT)
+    a = solve_configs(configs, ps, w, cluster, cfg, EXACT)
+    kb = knapsack_bound(configs, w, cluster)
+    assert kb is not None and kb.t_upper >= a.normalized_xput * (1 - 1e-9)
+    for m, items in kb.selection.items():  # the DP's selection reaches t_lower in the relaxation
+        assert sum(it.xput for it in items) >= w[m] * kb.t_lower * (1 - 1e-9)
+        assert len({it.config.template for it in items}) == len(items)
+        assert sum(it.xput for it in kb.fuller[m]) >= sum(it.xput for it in items)
+    for sel in (kb.selection, kb.fuller):  # within the cluster, GPUs counted as Eq. 23 does
+        for i, h in enumerate(cluster.hardware):
+            assert sum(it.cost[i] for items in sel.values() for it in items) <= cluster.count(h) * kb.units[i]
+    k = solve_configs(configs, ps, w, cluster, PPipePlanConfig(formulation="knapsack"), EXACT)
+    assert verify(k, profs) == []
+    assert k.meta["status"] == "optimal"
+    assert k.meta["objective"] >= a.meta["objective"] * (1 - 1e-6)  # the same optimum, or better if counts timed out
+    assert a.normalized_xput * (1 - 1e-6) <= k.normalized_xput <= kb.t_upper * (1 + 1e-7)
+    assert k.meta["knapsack_bound"] == kb.t_upper
+
+
+@needs_data
+def test_knapsack_matches_brute_force_on_tiny_cluster():
+    """One L4 + one P4: the knapsack solve equals the exhaustive optimum of test_ppipe_milp."""
+    from test_ppipe_milp import _brute_force
+
+    model = GROUP[1]
+    prof = _profiles()[model]
+    cluster = custom_cluster({"L4": 1, "P4": 1}, 10.0)
+    cfg = PPipePlanConfig(max_partitions=2, candidates=0, formulation="knapsack")
+    plan = solve_pipelines([prof], {model: 1.0}, cluster, cfg, EXACT)
+    brute = _brute_force(prof, cluster, prof.slo_us() * (1 - cfg.slo_margin), 2)
+    assert abs(plan.normalized_xput - brute) <= 1e-6 * brute
+
+
+@needs_data
+def test_knapsack_plan_is_deterministic():
+    profs = _profiles()
+    ps = [profs[m] for m in GROUP]
+    w = dict(zip(GROUP, [0.5, 0.3, 0.2]))
+    solver = SolverConfig("highs", 30.0, 0.01)
+    a, b = (solve_pipelines(ps, w, make_cluster("HC4-S"), PPipePlanConfig(), solver) for _ in range(2))
+    assert a.pipelines == b.pipelines and a.meta["knapsack_bound"] == b.meta["knapsack_bound"]
+    assert math.isfinite(a.meta["knapsack_bound"])
