@@ -24,10 +24,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import polars as pl
 
 from shepherd.core.engine import simulate
 from shepherd.core.profiles import load_builtin
+from shepherd.experiments.base import Cell
 from shepherd.experiments.base import is_synthetic  # noqa: F401 - re-exported for the figure modules
 from shepherd.solvers.demand import split_heavy_streams
 from shepherd.solvers.planners import PlanRequest, get_planner
@@ -134,6 +136,35 @@ def run_system(system: str, trace: pl.DataFrame, gpus: int, seed: int,
     """Simulate one compared system; returns the summary row (selected columns)."""
     result = simulate_system(system, trace, gpus, seed, group_limit, **sim)
     return summary_row(result, trace)
+
+
+#: latency percentiles 0…100 of the admitted requests, stored with every load cell (Fig. 8)
+PERCENTILES = tuple(range(101))
+#: the experiment whose cells are the load cells: Fig. 8 names the same cells, so they run once
+LOAD_CELLS = "shepherd-fig7"
+
+
+def load_cell(workload: str, load: float, system: str, seed: int, quick: bool) -> Cell:
+    """One system on the 12-worker testbed at one offered load (Fig. 7's grid point).
+
+    Fig. 8 asks for the cells of its loads through this too: the same
+    parameters under the same experiment give the same content key, so the
+    runner finds Fig. 7's result and the 144k cells are not simulated twice.
+    """
+    return Cell(LOAD_CELLS, dict(workload=workload, trace=trace_name(workload), load=load, system=system,
+                                 seed=seed, horizon_s=horizon_s(quick), gpus=TESTBED_GPUS))
+
+
+def run_load_cell(p: Mapping[str, Any]) -> pl.DataFrame:
+    """A load cell's row: the summary columns and the admitted requests' latency percentiles
+    (``latency_pct_ms``, :data:`PERCENTILES`; "admitted" = executed, on time or late)."""
+    trace, synthetic = workload(p["trace"], p["load"], p["seed"], p["horizon_s"])
+    result = simulate_system(p["system"], trace, p["gpus"], p["seed"])
+    req = result.requests_frame().filter(pl.col("finish_us").is_not_null())
+    lat_ms = ((req["finish_us"] - req["arrival_us"]) / 1000).to_numpy()
+    pct = (np.percentile(lat_ms, PERCENTILES) if lat_ms.size else np.full(len(PERCENTILES), np.nan)).tolist()
+    return pl.DataFrame([{**summary_row(result, trace), "admitted": int(lat_ms.size), "synthetic": synthetic}]
+                        ).with_columns(pl.Series("latency_pct_ms", [pct], dtype=pl.List(pl.Float64)))
 
 
 def summary_row(result, trace: pl.DataFrame) -> dict[str, Any]:

@@ -33,15 +33,12 @@ class Fig7(Experiment):
 
     def cells(self, scale):
         loads = LOADS_QUICK if scale.quick else LOADS_FULL
-        return [self.cell(workload=w, trace=c.trace_name(w), load=load, system=s, seed=seed,
-                          horizon_s=c.horizon_s(scale.quick), gpus=c.TESTBED_GPUS)
+        return [c.load_cell(w, load, s, seed, scale.quick)
                 for w in ("stable", "bursty") for load in loads for s in c.SYSTEMS
                 for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        trace, synthetic = c.workload(p["trace"], p["load"], p["seed"], p["horizon_s"])
-        row = c.run_system(p["system"], trace, p["gpus"], p["seed"])
-        return c.one_row(**row, synthetic=synthetic)
+        return c.run_load_cell(p)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         from shepherd.experiments import plotting
