@@ -66,6 +66,7 @@ from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
+from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
 from shepherd.solvers.nexus import plan_epoch
 
 
@@ -184,10 +185,12 @@ class Nexus(Policy):
         self.cycle_end = [0] * n  # per worker: when its current duty cycle ends
         self.served: list[set[int]] = [set() for _ in range(n)]  # slots started in the current cycle
         self.wake = [-1] * n  # per worker: the time of its pending cycle timer
-        self.targets: dict[int, list[list[Any]]] = {}  # stream → [[k, slot, weight, current]]
+        self.targets: dict[int, list[tuple[int, int]]] = {}  # session → its (worker, slot) allocations
+        self.weights: dict[int, list[float]] = {}  # session → each allocation's share of its requests
+        self.router: dict[int, SmoothWeightedRoundRobin] = {}  # session → its round-robin over ``targets``
         self.bucket: dict[int, list[float]] = {}  # stream → [tokens, last_t, rate_per_us, depth]
         self.plans: list[dict] = []  # per epoch: GPUs used, scale factor
-        self.fronts: list[dict[int, list[list[Any]]]] = []  # per frontend: its own copy of ``targets``
+        self.fronts: list[dict[int, SmoothWeightedRoundRobin]] = []  # per frontend: its own ``router``
         self.fe_rng = random.Random(int(act.rng.integers(1 << 31))) if config.frontends > 1 else None
 
     # ------------------------------------------------------------------ planning
@@ -236,7 +239,7 @@ class Nexus(Policy):
         self.duty = [0] * n
         self.cycle_end = [0] * n
         self.served = [set() for _ in range(n)]
-        self.targets, self.bucket = {}, {}
+        self.targets, self.weights, self.bucket = {}, {}, {}
         k = 0
         for a in plan:
             for _ in range(a["gpus"]):
@@ -244,13 +247,13 @@ class Nexus(Policy):
                 for stream, _model, batch, share in a["streams"]:
                     self.slots[k].append((stream, int(batch)))
                     self.queues[k].append(deque())
-                    weight = share / a["gpus"]
-                    self.targets.setdefault(stream, []).append([k, len(self.slots[k]) - 1, weight, 0.0])
+                    self.targets.setdefault(stream, []).append((k, len(self.slots[k]) - 1))
+                    self.weights.setdefault(stream, []).append(share / a["gpus"])
                 k += 1
         window_us = self.config.peak_window_s * 1e6
         for stream, tg in self.targets.items():
             rate = peaks[stream] * scale / 1e6
-            depth = float(max(1, sum(self.slots[k][j][1] for k, j, _, _ in tg), rate * window_us))
+            depth = float(max(1, sum(self.slots[k][j][1] for k, j in tg), rate * window_us))
             self.bucket[stream] = [depth, now, rate, depth]
         self.scale = scale
         self.planned[:] = False
@@ -258,8 +261,10 @@ class Nexus(Policy):
         self.plans.append({"epoch": epoch, "gpus": k, "scale": scale})
         if self.fe_rng is not None:
             r = self.fe_rng.random
-            self.fronts = [{s: [[k, j, w, w * len(tg) * r()] for k, j, w, _ in tg] for s, tg in self.targets.items()}
-                           for _ in range(self.config.frontends)]
+            self.fronts = [{s: SmoothWeightedRoundRobin(ws, [w * len(ws) * r() for w in ws])
+                            for s, ws in self.weights.items()} for _ in range(self.config.frontends)]
+        else:
+            self.router = {s: SmoothWeightedRoundRobin(ws) for s, ws in self.weights.items()}
         dropped = []
         for d, r, s in sorted(queued):  # s: the session
             if s in self.targets:
@@ -289,21 +294,11 @@ class Nexus(Policy):
             self.act.set_timer((int(payload) + 1) * self.epoch_us, int(payload) + 1)
 
     def _enqueue(self, s: int, d: int, r: int) -> int:
-        """Smooth weighted round-robin over the stream's allocations; returns the worker."""
-        tg = self.targets[s] if self.fe_rng is None else self.fronts[self.fe_rng.randrange(len(self.fronts))][s]
-        if len(tg) == 1:
-            best = tg[0]
-        else:
-            total = 0.0
-            best = tg[0]
-            for e in tg:
-                e[3] += e[2]
-                total += e[2]
-                if e[3] > best[3]:
-                    best = e
-            best[3] -= total
-        self.queues[best[0]][best[1]].append((d, r, s))
-        return best[0]
+        """Smooth weighted round-robin over the session's allocations; returns the worker."""
+        rr = self.router[s] if self.fe_rng is None else self.fronts[self.fe_rng.randrange(len(self.fronts))][s]
+        k, j = self.targets[s][rr.pick()]
+        self.queues[k][j].append((d, r, s))
+        return k
 
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         s = self.session_of.get(stream, -1)
