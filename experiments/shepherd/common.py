@@ -67,10 +67,20 @@ def real_maf_available() -> bool:
     return bool(entry) and Path(entry["path"]).exists()
 
 
-def trace_name(workload: str) -> str:
-    """``stable``/``bursty`` → the MAF 2019 trace if cached, else the synthetic stand-in."""
+def trace_name(workload: str, emulated: bool = False) -> str:
+    """``stable``/``bursty`` → the trace a figure runs on, and labels itself with.
+
+    The full MAF 2019 trace when it is in the data cache. Otherwise the
+    packaged real sample (``maf2019-sample``: 500 functions × 8 hours, rescaled
+    to the load) for the testbed figures (7, 8, 9: 12 workers); the
+    calibrated synthetic stand-in (``maf-synthetic``) for the scales the sample
+    cannot serve (``emulated``: up to 400 workers and thousands of streams,
+    Figs. 2–5, 10, 11(b)).
+    """
     if real_maf_available():
         return f"maf2019-{workload}"
+    if not emulated:
+        return "maf2019-sample" if workload == "stable" else "maf2019-sample-bursty"
     return "maf-synthetic" if workload == "stable" else "maf-synthetic-bursty"
 
 
@@ -213,9 +223,9 @@ def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **equal: Any
 LOAD_PER_WORKER = 300.0
 
 
-def scaled_trace(workload_name: str, workers: int, seed: int, horizon: float):
-    """The workload with its total load scaled with the number of workers."""
-    return workload(trace_name(workload_name), LOAD_PER_WORKER * workers, seed, horizon)
+def scaled_trace(name: str, workers: int, seed: int, horizon: float):
+    """The trace ``name`` with its total load scaled with the number of workers."""
+    return workload(name, LOAD_PER_WORKER * workers, seed, horizon)
 
 
 def plot_per_workload(results: pl.DataFrame, x: str, figures_dir, stem: str) -> list:

@@ -41,7 +41,7 @@ class Fig8(Experiment):
         return (results.filter(pl.col("load").is_in(list(LOADS.values())))
                 .with_columns(pl.col("load").replace_strict(level).alias("level"),
                               pl.lit(list(c.PERCENTILES), dtype=pl.List(pl.Float64)).alias("percentile"))
-                .select("level", "system", "seed", "synthetic", "percentile", pl.col("latency_pct_ms").alias("latency_ms"))
+                .select("level", "system", "seed", "trace", "synthetic", "percentile", pl.col("latency_pct_ms").alias("latency_ms"))
                 .explode("percentile", "latency_ms"))
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
@@ -58,7 +58,7 @@ class Fig8(Experiment):
             plotting.lines(axes[0][i], part, "latency_ms", "CDF", "System", order, markers=False)
             axes[0][i].set_title(f"{lvl} load ({LOADS[lvl] / 1000:g}k req/s)")
             axes[0][i].set_xlabel("latency (ms)")
-        plotting.synthetic_caption(fig, c.is_synthetic(results))
+        plotting.synthetic_caption(fig, c.is_synthetic(results), results)
         figures = save_figure(fig, figures_dir, "shepherd-fig8")
         med = (results.filter(pl.col("percentile") == 50)
                .group_by(["level", "system"]).agg(pl.col("latency_ms").mean()))

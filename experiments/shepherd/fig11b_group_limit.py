@@ -29,12 +29,12 @@ class Fig11b(Experiment):
 
     def cells(self, scale):
         workers = WORKERS_QUICK if scale.quick else WORKERS_FULL
-        return [self.cell(limit=g, workers=n, seed=seed, trace=c.trace_name("stable"),
+        return [self.cell(limit=g, workers=n, seed=seed, trace=c.trace_name("stable", emulated=True),
                           per_worker=c.LOAD_PER_WORKER, horizon_s=c.horizon_s(scale.quick, scalability=True))
                 for g in LIMITS for n in workers for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        trace, synthetic = c.scaled_trace("stable", p["workers"], p["seed"], p["horizon_s"])
+        trace, synthetic = c.scaled_trace(p["trace"], p["workers"], p["seed"], p["horizon_s"])
         limit = min(LIMITS[p["limit"]], p["workers"])
         row = c.run_system("shepherd", trace, p["workers"], p["seed"], group_limit=limit)
         return c.one_row(**row, synthetic=synthetic)
