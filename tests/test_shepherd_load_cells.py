@@ -50,3 +50,20 @@ def test_fig8_report_reads_the_shared_cells(fig8_results, tmp_path):
     assert [p.suffix for p in section.figures] and all(p.exists() for p in section.figures)
     assert len(section.claims) == 2
     assert "Clockwork" in section.claims[0].detail and "ms" in section.claims[1].detail
+
+
+def test_testbed_figures_run_on_the_real_sample_and_emulations_on_the_synthetic_trace(monkeypatch):
+    """Without the full MAF 2019 in the cache: Figs. 7–9 (12 workers) on the packaged real sample,
+    Figs. 2–5, 10, 11(b) (1000-stream groups, up to 400 workers) on the calibrated synthetic trace."""
+    monkeypatch.setattr(c, "real_maf_available", lambda: False)
+    scale = Scale(quick=True, seeds=1)
+    traces = {name: {cell.params["trace"] for cell in registry.get(name).cells(scale)}
+              for name in ("shepherd-fig7", "shepherd-fig8", "shepherd-fig9", "shepherd-fig10",
+                           "shepherd-fig11b", "shepherd-fig2-5")}
+    for name in ("shepherd-fig7", "shepherd-fig9"):
+        assert traces[name] == {"maf2019-sample", "maf2019-sample-bursty"}
+    assert traces["shepherd-fig8"] == {"maf2019-sample"}
+    assert traces["shepherd-fig10"] == {"maf-synthetic", "maf-synthetic-bursty"}
+    assert traces["shepherd-fig11b"] == traces["shepherd-fig2-5"] == {"maf-synthetic"}
+    monkeypatch.setattr(c, "real_maf_available", lambda: True)
+    assert c.trace_name("bursty", emulated=True) == c.trace_name("bursty") == "maf2019-bursty"
