@@ -6,9 +6,12 @@
   MAF-stable expands each minute with a Poisson process, MAF-bursty with an
   MMPP (§7 "Workloads"). When the real MAF 2019 trace is in the data cache
   (``shepherd traces fetch maf2019``) the experiments use it; otherwise the
-  synthetic stand-in ``maf-synthetic``, and every result says so. When the
-  cached MAF 2019 data is only a subset (an imported sample), figures and
-  REPORT.md say that too (:func:`shepherd.experiments.plotting.subset_note`).
+  testbed figures (7–9) run on the packaged real sample ``maf2019-sample`` and
+  the emulations it cannot serve (Figs. 2–5, 10, 11(b)) on the calibrated
+  synthetic stand-in ``maf-synthetic`` (:func:`trace_name`); every result says
+  which. When the MAF 2019 data is only a subset (the packaged sample, an
+  imported one), figures and REPORT.md say that too
+  (:func:`shepherd.experiments.plotting.subset_note`).
 * Shepherd = Herd (Ḡ = 12, one affinity set; heavy streams split over
   sub-streams by the router, see :func:`shepherd_inputs`) + Flex; Clockwork and Nexus
   (60 s epochs, peak provisioning) serve all workers as one group.
