@@ -199,6 +199,27 @@ def test_nexus_drops_streams_it_did_not_provision_and_never_preempts():
     assert s["good"][0] > 0
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.sampled_from([1, 3]), st.sampled_from([0.4, 2.0]))
+def test_nexus_run_admission_agrees_with_the_per_request_path(seed, gpus, frontends, epoch_s):
+    """Vectorised admission of a run of arrivals (coins drawn at once, runs cut where a dispatch
+    lowers ``until``) gives the same outcomes as ``on_arrival`` per request, overloaded or not."""
+    from shepherd.core.policies import nexus
+
+    rng = np.random.default_rng(seed)
+    models = ["ResNet50", "BERT", "ResNet152"]
+    per_stream = [np.sort(rng.integers(0, 3_000_000, int(rng.integers(50, 6_000)))) for _ in range(5)]
+    trace = assemble(per_stream, [models[i % 3] for i in range(5)], [int(rng.choice([100_000, 250_000]))] * 5)
+    frames = []
+    for threshold in (1, 10**9):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(nexus, "VECTOR_MIN_RUN", threshold)
+            res = simulate(trace, PROF, "nexus", {"frontends": frontends, "epoch_s": epoch_s,
+                                                  "peak_window_s": 0.2}, gpus=gpus, seed=seed % 7)
+        frames.append(res.requests_frame())
+    assert frames[0].equals(frames[1])
+
+
 # --------------------------------------------------------------------------- registry
 
 def test_registry_lists_the_four_policies_and_rejects_unknown_names():

@@ -201,14 +201,22 @@ def _stream_models(functions: pl.Series, opts: TraceOptions) -> list[str]:
 
 def assemble(arrival: np.ndarray, stream: np.ndarray, models: list[str], slo_us: int) -> pl.DataFrame:
     """A trace frame sorted by (arrival, stream); stream s → models[s] (one name per stream)."""
-    order = np.lexsort((stream, arrival))
-    arrival = arrival[order].astype(np.int64)
-    stream = stream[order].astype(np.int32)
-    names = np.asarray(models, dtype=object)
+    arrival = np.asarray(arrival, dtype=np.int64)
+    stream = np.asarray(stream, dtype=np.int64)
+    n = max(len(models), 1)
+    if arrival.size and 0 <= arrival.min() and arrival.max() < (1 << 62) // n and 0 <= stream.min():
+        # a row is a function of (arrival, stream): sorting the one key arrival·n + stream gives the
+        # lexsort's frame (ties are equal rows), several times faster on millions of rows
+        key = np.sort(arrival * n + stream)
+        arrival, stream = key // n, (key % n).astype(np.int32)
+    else:
+        order = np.lexsort((stream, arrival))
+        arrival, stream = arrival[order], stream[order].astype(np.int32)
     return pl.DataFrame({
         "arrival_us": arrival,
         "stream": pl.Series(stream, dtype=pl.Int32),
-        "model": pl.Series("model", names[stream] if stream.size else [], dtype=pl.String),
+        "model": pl.Series("model", list(models), dtype=pl.String).gather(stream) if stream.size
+        else pl.Series("model", [], dtype=pl.String),
         "slo_us": np.full(arrival.size, slo_us, dtype=np.int64),
         "deadline_us": arrival + slo_us,
     })

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,7 @@ from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
+from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
 from shepherd.solvers.nexus import plan_epoch
 
 
@@ -83,6 +85,9 @@ from shepherd.solvers.nexus import plan_epoch
 MAX_SPREAD = 1024.0
 #: stream ids below this are used as count indices directly (else they are densified)
 DENSE_STREAM_IDS = 1 << 20
+#: runs of arrivals at least this long take the vectorised admission of ``Nexus.on_arrivals``
+#: (same outcomes as the per-request path, ``tests/test_policies.py``)
+VECTOR_MIN_RUN = 64
 
 
 @dataclass(frozen=True)
@@ -149,12 +154,13 @@ def epoch_peaks(arrival: np.ndarray, stream: np.ndarray, epoch_us: int, window_u
     return out
 
 
-def stream_info(arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
-                stream: np.ndarray) -> tuple[dict[int, int], dict[int, int]]:
-    """Each stream's model and SLO, taken from its first request (streams have one of each)."""
-    ids, first = np.unique(stream, return_index=True)
+def stream_info(arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray, stream: np.ndarray
+                ) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
+    """Each stream's model and SLO, taken from its first request (streams have one of each),
+    and the sorted stream ids with each request's index into them (one sort of the trace)."""
+    ids, first, inverse = np.unique(stream, return_index=True, return_inverse=True)
     return ({int(s): int(model[i]) for s, i in zip(ids, first)},
-            {int(s): int(deadline[i] - arrival[i]) for s, i in zip(ids, first)})
+            {int(s): int(deadline[i] - arrival[i]) for s, i in zip(ids, first)}, ids, inverse)
 
 
 @register("nexus", NexusConfig)
@@ -168,7 +174,7 @@ class Nexus(Policy):
         super().__init__(act, config)
         self.epoch_us = max(1, int(round(config.epoch_s * 1e6)))
         arrival, deadline, model, stream = act.arrivals()
-        stream_model, stream_slo = stream_info(arrival, deadline, model, stream)
+        stream_model, stream_slo, ids, inverse = stream_info(arrival, deadline, model, stream)
         # sessions: one per (model, SLO) (Nexus §6.1); ids 0, 1, … in order of first appearance
         keys: dict[tuple[int, int], int] = {}
         self.session_of: dict[int, int] = {}
@@ -176,12 +182,10 @@ class Nexus(Policy):
             self.session_of[s] = keys.setdefault((stream_model[s], stream_slo[s]), len(keys))
         self.stream_model = {sid: m for (m, _slo), sid in keys.items()}  # session → model
         self.stream_slo = {sid: slo for (_m, slo), sid in keys.items()}  # session → SLO
-        if len(stream):
-            ids, inverse = np.unique(stream, return_inverse=True)
-            lut = np.array([self.session_of[int(x)] for x in ids], dtype=np.int64)
-            session = lut[inverse]
-        else:
-            session = stream
+        self.stream_ids = ids  #: sorted stream ids of the group …
+        self.session_lut = np.array([self.session_of[int(x)] for x in ids], dtype=np.int64)  #: … their sessions
+        session = self.session_lut[inverse] if len(stream) else stream
+        self.planned = np.zeros(len(keys), dtype=bool)  #: per session: has an allocation this epoch
         self.peaks = epoch_peaks(arrival, session, self.epoch_us,
                                  max(1, int(round(config.peak_window_s * 1e6))))
         self.scale = 1.0  #: admitted fraction under overload (the plan's load factor)
@@ -200,10 +204,12 @@ class Nexus(Policy):
         self.cycle_end = [0] * n  # per worker: when its current duty cycle ends
         self.served: list[set[int]] = [set() for _ in range(n)]  # slots started in the current cycle
         self.wake = [-1] * n  # per worker: the time of its pending cycle timer
-        self.targets: dict[int, list[list[Any]]] = {}  # stream → [[k, slot, weight, current]]
+        self.targets: dict[int, list[tuple[int, int]]] = {}  # session → its (worker, slot) allocations
+        self.weights: dict[int, list[float]] = {}  # session → each allocation's share of its requests
+        self.router: dict[int, SmoothWeightedRoundRobin] = {}  # session → its round-robin over ``targets``
         self.bucket: dict[int, list[float]] = {}  # stream → [tokens, last_t, rate_per_us, depth]
         self.plans: list[dict] = []  # per epoch: GPUs used, scale factor
-        self.fronts: list[dict[int, list[list[Any]]]] = []  # per frontend: its own copy of ``targets``
+        self.fronts: list[dict[int, SmoothWeightedRoundRobin]] = []  # per frontend: its own ``router``
         self.fe_rng = random.Random(int(act.rng.integers(1 << 31))) if config.frontends > 1 else None
 
     # ------------------------------------------------------------------ planning
@@ -258,7 +264,7 @@ class Nexus(Policy):
         self.duty = [0] * n
         self.cycle_end = [0] * n
         self.served = [set() for _ in range(n)]
-        self.targets, self.bucket = {}, {}
+        self.targets, self.weights, self.bucket = {}, {}, {}
         k = 0
         for a in plan:
             for _ in range(a["gpus"]):
@@ -266,20 +272,24 @@ class Nexus(Policy):
                 for stream, _model, batch, share in a["streams"]:
                     self.slots[k].append((stream, int(batch)))
                     self.queues[k].append(deque())
-                    weight = share / a["gpus"]
-                    self.targets.setdefault(stream, []).append([k, len(self.slots[k]) - 1, weight, 0.0])
+                    self.targets.setdefault(stream, []).append((k, len(self.slots[k]) - 1))
+                    self.weights.setdefault(stream, []).append(share / a["gpus"])
                 k += 1
         window_us = self.config.peak_window_s * 1e6
         for stream, tg in self.targets.items():
             rate = peaks[stream] * scale / 1e6
-            depth = float(max(1, sum(self.slots[k][j][1] for k, j, _, _ in tg), rate * window_us))
+            depth = float(max(1, sum(self.slots[k][j][1] for k, j in tg), rate * window_us))
             self.bucket[stream] = [depth, now, rate, depth]
         self.scale = scale
+        self.planned[:] = False
+        self.planned[list(self.bucket)] = True
         self.plans.append({"epoch": epoch, "gpus": k, "scale": scale})
         if self.fe_rng is not None:
             r = self.fe_rng.random
-            self.fronts = [{s: [[k, j, w, w * len(tg) * r()] for k, j, w, _ in tg] for s, tg in self.targets.items()}
-                           for _ in range(self.config.frontends)]
+            self.fronts = [{s: SmoothWeightedRoundRobin(ws, [w * len(ws) * r() for w in ws])
+                            for s, ws in self.weights.items()} for _ in range(self.config.frontends)]
+        else:
+            self.router = {s: SmoothWeightedRoundRobin(ws) for s, ws in self.weights.items()}
         dropped = []
         for d, r, s in sorted(queued):  # s: the session
             if s in self.targets:
@@ -310,38 +320,86 @@ class Nexus(Policy):
             self.act.set_timer((int(payload) + 1) * self.epoch_us, int(payload) + 1)
 
     def _enqueue(self, s: int, d: int, r: int) -> int:
-        """Smooth weighted round-robin over the stream's allocations; returns the worker."""
-        tg = self.targets[s] if self.fe_rng is None else self.fronts[self.fe_rng.randrange(len(self.fronts))][s]
-        if len(tg) == 1:
-            best = tg[0]
-        else:
-            total = 0.0
-            best = tg[0]
-            for e in tg:
-                e[3] += e[2]
-                total += e[2]
-                if e[3] > best[3]:
-                    best = e
-            best[3] -= total
-        self.queues[best[0]][best[1]].append((d, r, s))
-        return best[0]
+        """Smooth weighted round-robin over the session's allocations; returns the worker."""
+        rr = self.router[s] if self.fe_rng is None else self.fronts[self.fe_rng.randrange(len(self.fronts))][s]
+        k, j = self.targets[s][rr.pick()]
+        self.queues[k][j].append((d, r, s))
+        return k
 
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
-        stream = self.session_of.get(stream, -1)
-        b = self.bucket.get(stream)
-        if b is None or (self.scale < 1.0 and self.rng.random() >= self.scale):
+        s = self.session_of.get(stream, -1)
+        if s < 0 or not self.planned[s] or (self.scale < 1.0 and self.rng.random() >= self.scale):
             self.act.drop([rid], now)
-            return
+        elif not self._admit(now, s, deadline, rid):
+            self.act.drop([rid], now)
+
+    def on_arrivals(self, ts: list[int], ds: list[int], ms: list[int], ss: list[int],
+                    rs: list[int], lo: int, hi: int) -> int:
+        """A run of arrivals, the same decisions as :meth:`on_arrival` per request in order.
+
+        Under overload most arrivals fall to the admission coin (probability
+        1 − s) or have no allocation, which touches no state but the generator:
+        those tests are done for the run at once (the coins drawn in one call
+        give the same numbers as one call per request), and only the survivors
+        go through the token bucket and the queues one by one. A dispatch may
+        lower ``act.until``; then the run stops where the per-request loop
+        would, and the generator is rewound to the coins that loop would have
+        drawn. Short runs take the per-request path.
+        """
+        act = self.act
+        end = bisect_left(ts, act.until, lo, hi)
+        if end - lo < VECTOR_MIN_RUN:
+            return super().on_arrivals(ts, ds, ms, ss, rs, lo, hi)
+        ids = self.stream_ids
+        streams = np.array(ss[lo:end], dtype=np.int64)
+        at = np.minimum(np.searchsorted(ids, streams), len(ids) - 1)
+        known = ids[at] == streams
+        session = self.session_lut[at]
+        planned = known & self.planned[session]
+        scale = self.scale
+        state = None
+        if scale < 1.0:
+            state = self.rng.bit_generator.state
+            passed = planned.copy()
+            passed[planned] = self.rng.random(int(planned.sum())) < scale
+        else:
+            passed = planned
+        until = act.until
+        last = lo - 1
+        refused = []
+        sess = session.tolist()
+        for c in np.flatnonzero(passed).tolist():
+            i = lo + c
+            t = ts[i]
+            if t >= until:
+                break
+            if not self._admit(t, sess[c], ds[i], rs[i]):
+                refused.append(rs[i])
+            last = i
+            until = act.until
+        stop = bisect_left(ts, until, last + 1, end)
+        n = stop - lo
+        refused.extend(np.asarray(rs[lo:stop])[~passed[:n]].tolist())
+        act.drop(refused, ts[lo])
+        if state is not None and stop < end:  # rewind: only the coins of the handled arrivals
+            self.rng.bit_generator.state = state
+            self.rng.random(int(planned[:n].sum()))
+        return stop
+
+    def _admit(self, now: int, s: int, deadline: int, rid: int) -> bool:
+        """Session ``s``'s token bucket (rate s · peak, depth one peak window); an admitted
+        request is queued on one of the session's allocations. False: refused."""
+        b = self.bucket[s]
         tokens = b[0] + (now - b[1]) * b[2]
         b[0] = tokens if tokens < b[3] else b[3]
         b[1] = now
         if b[0] < 1.0:
-            self.act.drop([rid], now)
-            return
+            return False
         b[0] -= 1.0
-        k = self._enqueue(stream, deadline, rid)
+        k = self._enqueue(s, deadline, rid)
         if k in self.idle:
             self._dispatch(k, now)
+        return True
 
     def _dispatch(self, k: int, now: int) -> None:
         """Start the next slot of worker k's duty cycle that has requests; each slot

@@ -6,9 +6,12 @@
   MAF-stable expands each minute with a Poisson process, MAF-bursty with an
   MMPP (§7 "Workloads"). When the real MAF 2019 trace is in the data cache
   (``shepherd traces fetch maf2019``) the experiments use it; otherwise the
-  synthetic stand-in ``maf-synthetic``, and every result says so. When the
-  cached MAF 2019 data is only a subset (an imported sample), figures and
-  REPORT.md say that too (:func:`shepherd.experiments.plotting.subset_note`).
+  testbed figures (7–9) run on the packaged real sample ``maf2019-sample`` and
+  the emulations it cannot serve (Figs. 2–5, 10, 11(b)) on the calibrated
+  synthetic stand-in ``maf-synthetic`` (:func:`trace_name`); every result says
+  which. When the MAF 2019 data is only a subset (the packaged sample, an
+  imported one), figures and REPORT.md say that too
+  (:func:`shepherd.experiments.plotting.subset_note`).
 * Shepherd = Herd (Ḡ = 12, one affinity set; heavy streams split over
   sub-streams by the router, see :func:`shepherd_inputs`) + Flex; Clockwork and Nexus
   (60 s epochs, peak provisioning) serve all workers as one group.
@@ -24,10 +27,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import polars as pl
 
 from shepherd.core.engine import simulate
 from shepherd.core.profiles import load_builtin
+from shepherd.experiments.base import Cell
 from shepherd.experiments.base import is_synthetic  # noqa: F401 - re-exported for the figure modules
 from shepherd.solvers.demand import split_heavy_streams
 from shepherd.solvers.planners import PlanRequest, get_planner
@@ -65,10 +70,20 @@ def real_maf_available() -> bool:
     return bool(entry) and Path(entry["path"]).exists()
 
 
-def trace_name(workload: str) -> str:
-    """``stable``/``bursty`` → the MAF 2019 trace if cached, else the synthetic stand-in."""
+def trace_name(workload: str, emulated: bool = False) -> str:
+    """``stable``/``bursty`` → the trace a figure runs on, and labels itself with.
+
+    The full MAF 2019 trace when it is in the data cache. Otherwise the
+    packaged real sample (``maf2019-sample``: 500 functions × 8 hours, rescaled
+    to the load) for the testbed figures (7, 8, 9: 12 workers); the
+    calibrated synthetic stand-in (``maf-synthetic``) for the scales the sample
+    cannot serve (``emulated``: up to 400 workers and thousands of streams,
+    Figs. 2–5, 10, 11(b)).
+    """
     if real_maf_available():
         return f"maf2019-{workload}"
+    if not emulated:
+        return "maf2019-sample" if workload == "stable" else "maf2019-sample-bursty"
     return "maf-synthetic" if workload == "stable" else "maf-synthetic-bursty"
 
 
@@ -136,6 +151,35 @@ def run_system(system: str, trace: pl.DataFrame, gpus: int, seed: int,
     return summary_row(result, trace)
 
 
+#: latency percentiles 0…100 of the admitted requests, stored with every load cell (Fig. 8)
+PERCENTILES = tuple(range(101))
+#: the experiment whose cells are the load cells: Fig. 8 names the same cells, so they run once
+LOAD_CELLS = "shepherd-fig7"
+
+
+def load_cell(workload: str, load: float, system: str, seed: int, quick: bool) -> Cell:
+    """One system on the 12-worker testbed at one offered load (Fig. 7's grid point).
+
+    Fig. 8 asks for the cells of its loads through this too: the same
+    parameters under the same experiment give the same content key, so the
+    runner finds Fig. 7's result and the 144k cells are not simulated twice.
+    """
+    return Cell(LOAD_CELLS, dict(workload=workload, trace=trace_name(workload), load=load, system=system,
+                                 seed=seed, horizon_s=horizon_s(quick), gpus=TESTBED_GPUS))
+
+
+def run_load_cell(p: Mapping[str, Any]) -> pl.DataFrame:
+    """A load cell's row: the summary columns and the admitted requests' latency percentiles
+    (``latency_pct_ms``, :data:`PERCENTILES`; "admitted" = executed, on time or late)."""
+    trace, synthetic = workload(p["trace"], p["load"], p["seed"], p["horizon_s"])
+    result = simulate_system(p["system"], trace, p["gpus"], p["seed"])
+    req = result.requests_frame().filter(pl.col("finish_us").is_not_null())
+    lat_ms = ((req["finish_us"] - req["arrival_us"]) / 1000).to_numpy()
+    pct = (np.percentile(lat_ms, PERCENTILES) if lat_ms.size else np.full(len(PERCENTILES), np.nan)).tolist()
+    return pl.DataFrame([{**summary_row(result, trace), "admitted": int(lat_ms.size), "synthetic": synthetic}]
+                        ).with_columns(pl.Series("latency_pct_ms", [pct], dtype=pl.List(pl.Float64)))
+
+
 def summary_row(result, trace: pl.DataFrame) -> dict[str, Any]:
     """The summary columns the experiments keep (``workers`` → ``workers_used``:
     a cell's own ``workers`` parameter names the cluster size)."""
@@ -182,9 +226,9 @@ def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **equal: Any
 LOAD_PER_WORKER = 300.0
 
 
-def scaled_trace(workload_name: str, workers: int, seed: int, horizon: float):
-    """The workload with its total load scaled with the number of workers."""
-    return workload(trace_name(workload_name), LOAD_PER_WORKER * workers, seed, horizon)
+def scaled_trace(name: str, workers: int, seed: int, horizon: float):
+    """The trace ``name`` with its total load scaled with the number of workers."""
+    return workload(name, LOAD_PER_WORKER * workers, seed, horizon)
 
 
 def plot_per_workload(results: pl.DataFrame, x: str, figures_dir, stem: str) -> list:

@@ -31,7 +31,7 @@ class Predictability(Experiment):
 
     def cells(self, scale):
         minutes = 240 if scale.quick else 1440
-        return [self.cell(trace=c.trace_name("stable"), minutes=minutes, seed=s, series="maf+poisson")
+        return [self.cell(trace=c.trace_name("stable", emulated=True), minutes=minutes, seed=s, series="maf+poisson")
                 for s in range(scale.seeds)]
 
     def run_cell(self, p):

@@ -3,15 +3,16 @@
 At low load (≈3k req/s) all systems look alike; at high load (144k req/s)
 Clockwork's and Nexus's latencies crowd near the SLO while Shepherd's spread
 more evenly (§7.1). "Admitted" = requests that were executed (on time or
-late); dropped requests have no latency. Each cell stores the latency
-percentiles 0…100 of its admitted requests.
+late); dropped requests have no latency. Both loads are points of Fig. 7's
+grid: this figure names Fig. 7's cells (:func:`~.common.load_cell`), which
+store the latency percentiles 0…100 of their admitted requests, so a
+reproduce of both runs each simulation once.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Section
@@ -19,7 +20,6 @@ from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
 LOADS = {"low": 3_000, "high": 144_000}
-PERCENTILES = np.arange(0, 101, dtype=np.float64)
 
 
 class Fig8(Experiment):
@@ -28,23 +28,27 @@ class Fig8(Experiment):
     title = "Shepherd Fig. 8: latency CDF of admitted requests (MAF-stable, 250 ms SLO)"
 
     def cells(self, scale):
-        return [self.cell(level=lvl, load=load, system=s, seed=seed, trace=c.trace_name("stable"),
-                          horizon_s=c.horizon_s(scale.quick), gpus=c.TESTBED_GPUS)
-                for lvl, load in LOADS.items() for s in c.SYSTEMS for seed in range(scale.seeds)]
+        return [c.load_cell("stable", load, s, seed, scale.quick)
+                for load in LOADS.values() for s in c.SYSTEMS for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        trace, synthetic = c.workload(p["trace"], p["load"], p["seed"], p["horizon_s"])
-        res = c.simulate_system(p["system"], trace, p["gpus"], p["seed"])
-        req = res.requests_frame().filter(pl.col("finish_us").is_not_null())
-        lat_ms = ((req["finish_us"] - req["arrival_us"]) / 1000).to_numpy()
-        q = np.percentile(lat_ms, PERCENTILES) if lat_ms.size else np.full(PERCENTILES.size, np.nan)
-        return pl.DataFrame({"percentile": PERCENTILES, "latency_ms": q, "admitted": [lat_ms.size] * PERCENTILES.size,
-                             "synthetic": [synthetic] * PERCENTILES.size})
+        return c.run_load_cell(p)
+
+    @staticmethod
+    def percentiles(results: pl.DataFrame) -> pl.DataFrame:
+        """One row per (level, system, seed, percentile) from the load cells' percentile lists."""
+        level = {v: k for k, v in LOADS.items()}
+        return (results.filter(pl.col("load").is_in(list(LOADS.values())))
+                .with_columns(pl.col("load").replace_strict(level).alias("level"),
+                              pl.lit(list(c.PERCENTILES), dtype=pl.List(pl.Float64)).alias("percentile"))
+                .select("level", "system", "seed", "trace", "synthetic", "percentile", pl.col("latency_pct_ms").alias("latency_ms"))
+                .explode("percentile", "latency_ms"))
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         from shepherd.experiments import plotting
         from shepherd.experiments.report import save_figure
 
+        results = self.percentiles(results)
         data = results.with_columns(pl.col("system").replace_strict(c.LABELS).alias("System"),
                                     (pl.col("percentile") / 100).alias("CDF"))
         fig, axes = plotting.figure(ncols=2)
@@ -54,7 +58,7 @@ class Fig8(Experiment):
             plotting.lines(axes[0][i], part, "latency_ms", "CDF", "System", order, markers=False)
             axes[0][i].set_title(f"{lvl} load ({LOADS[lvl] / 1000:g}k req/s)")
             axes[0][i].set_xlabel("latency (ms)")
-        plotting.synthetic_caption(fig, c.is_synthetic(results))
+        plotting.synthetic_caption(fig, c.is_synthetic(results), results)
         figures = save_figure(fig, figures_dir, "shepherd-fig8")
         med = (results.filter(pl.col("percentile") == 50)
                .group_by(["level", "system"]).agg(pl.col("latency_ms").mean()))

@@ -42,8 +42,10 @@ class Fig9(Experiment):
             part = results.filter(pl.col("workload") == w)
             best_cw = max((c.paired_ratio(part, "shepherd", "clockwork", "goodput_rps", slo_ms=s)
                            for s in part["slo_ms"].unique().to_list()), key=lambda r: r[0])
-            best_nx = max((c.paired_ratio(part, "shepherd", "nexus", "goodput_rps", slo_ms=s)
-                           for s in part["slo_ms"].unique().to_list()), key=lambda r: r[0])
+            nx_by_slo = {s: c.paired_ratio(part, "shepherd", "nexus", "goodput_rps", slo_ms=s)
+                         for s in sorted(part["slo_ms"].unique().to_list())}
+            best_slo = max(nx_by_slo, key=lambda s: nx_by_slo[s][0])
+            best_nx = nx_by_slo[best_slo]
             headlines += [Headline(f"MAF-{w}: max over SLOs of Shepherd / Clockwork", 1.3, *best_cw, "×"),
                           Headline(f"MAF-{w}: max over SLOs of Shepherd / Nexus", 38.0, *best_nx, "×")]
             ci = mean_ci(part, ["system", "slo_ms"], "goodput_rps")
@@ -57,8 +59,13 @@ class Fig9(Experiment):
             claims.append(Claim(f"MAF-{w}: at the tightest SLO ({tightest} ms) Shepherd ≥ Clockwork (paper up to 1.3×)",
                                 r_cw[0] >= 1.0, f"Shepherd / Clockwork {r_cw[0]:.2f}×"))
             r_nx = c.paired_ratio(part, "shepherd", "nexus", "goodput_rps", slo_ms=tightest)
+            offered_all = float(part["offered_rps"].mean())
             claims.append(Claim(f"MAF-{w}: at tight SLOs Shepherd ≫ Nexus (paper up to 38×; checked ≥ 2× at {tightest} ms)",
-                                r_nx[0] >= 2.0, f"Shepherd / Nexus {r_nx[0]:.2f}×"))
+                                r_nx[0] >= 2.0, f"Shepherd / Nexus {r_nx[0]:.2f}×"
+                                + ("" if r_nx[0] >= 2.0 else
+                                   f" — the largest ratio is at {best_slo} ms ({best_nx[0]:.1f}×); at {tightest} ms "
+                                   f"only requests of models with ℓ(1) ≤ {tightest} ms can be served at all (Shepherd "
+                                   f"{sh_t['mean']:.0f} of ≈ {offered_all:.0f} req/s), and Nexus serves most of those")))
             cw_l, nx_l = c.lookup(ci, system="clockwork", slo_ms=loose), c.lookup(ci, system="nexus", slo_ms=loose)
             offered = float(part.filter(pl.col("slo_ms") == loose)["offered_rps"].mean())
             claims.append(Claim(f"MAF-{w}: all systems do well at {loose} ms (goodput ≥ 80 % of offered)",

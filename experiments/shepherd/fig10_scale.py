@@ -31,12 +31,12 @@ class Fig10(Experiment):
 
     def cells(self, scale):
         workers = WORKERS_QUICK if scale.quick else WORKERS_FULL
-        return [self.cell(workload=w, trace=c.trace_name(w), workers=n, system=s, seed=seed,
+        return [self.cell(workload=w, trace=c.trace_name(w, emulated=True), workers=n, system=s, seed=seed,
                           per_worker=c.LOAD_PER_WORKER, horizon_s=c.horizon_s(scale.quick, scalability=True))
                 for w in ("stable", "bursty") for n in workers for s in c.SYSTEMS for seed in range(scale.seeds)]
 
     def run_cell(self, p):
-        trace, synthetic = c.scaled_trace(p["workload"], p["workers"], p["seed"], p["horizon_s"])
+        trace, synthetic = c.scaled_trace(p["trace"], p["workers"], p["seed"], p["horizon_s"])
         return c.one_row(**c.run_system(p["system"], trace, p["workers"], p["seed"]), synthetic=synthetic)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
@@ -66,13 +66,19 @@ class Fig10(Experiment):
                                 per_worker_last >= 0.8 * per_worker_first,
                                 f"{per_worker_first:.0f} → {per_worker_last:.0f} req/s per worker"))
             cw_eff = cw["mean"][-1] / cw["workers"][-1] / (cw["mean"][0] / cw["workers"][0])
+            small = part.filter((pl.col("system") == "clockwork") & (pl.col("workers") == cw["workers"][0]))
+            cw_small_met = float((small["goodput_rps"] / small["offered_rps"]).mean())
             cw_top_mean = float(cw["mean"][-1])
             claims.append(Claim(f"MAF-{w}: Clockwork levels off near 50k req/s (at N={top} within 30 % of 50k "
                                 "and ≥ 70 % of its peak)",
                                 abs(cw_top_mean / 50_000 - 1) <= 0.3 and cw_top_mean >= 0.7 * float(cw["mean"].max()),
                                 f"peak {float(cw['mean'].max()):.0f}, N={top}: {cw_top_mean:.0f} req/s"))
             claims.append(Claim(f"MAF-{w}: Clockwork stops scaling (per-worker goodput at N={top} below half of small N)",
-                                cw_eff < 0.5, f"per-worker efficiency {cw_eff:.2f}"))
+                                cw_eff < 0.5, f"per-worker efficiency {cw_eff:.2f}"
+                                + ("" if cw_eff < 0.5 else
+                                   f" — at N={cw['workers'][0]} our Clockwork meets only {cw_small_met:.0%} of its offered "
+                                   "load, so the per-worker baseline is already below 300 req/s; its level "
+                                   f"at N={top} is the saturation checked in the row above")))
         return Section(self.title, figures, headlines, claims)
 
 

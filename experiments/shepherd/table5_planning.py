@@ -29,8 +29,8 @@ class Table5(Experiment):
     title = "Shepherd Table 5: Herd planning latency vs scale"
 
     def cells(self, scale):
-        sizes = TABLE5[:2] if scale.quick else TABLE5
-        return [self.cell(streams=s, models=m, workers=w, paper_s=t, seed=0) for s, m, w, t in sizes]
+        # every row under --quick too: the five solves took 3 min of one core here (HiGHS, 800k the slowest)
+        return [self.cell(streams=s, models=m, workers=w, paper_s=t, seed=0) for s, m, w, t in TABLE5]
 
     def run_cell(self, p):
         inst, agg_s = table5_instance(p["streams"], p["models"], p["workers"], np.random.default_rng(p["seed"]))
@@ -57,12 +57,16 @@ class Table5(Experiment):
         sns.barplot(data=long.to_pandas(), x="streams", y="seconds", hue="who", ax=axes[0][0])
         axes[0][0].set_title("Herd solver latency")
         figures = save_figure(fig, figures_dir, "shepherd-table5")
+        slowest = results.sort("solve_s").row(-1, named=True)
         headlines = [Headline(f"{r['streams']:,} streams: solver seconds", r["paper_s"], r["solve_s"], unit="s")
                      for r in results.sort("streams").iter_rows(named=True)]
         claims = [Claim("every size solved to a proven gap ≤ 1 % with a valid plan",
                         bool(((results["gap"] <= 0.01) & results["valid"]).all())),
-                  Claim("planning stays far below Herd's period (tens of minutes)", float(results["solve_s"].max()) < 60,
-                        f"max {results['solve_s'].max():.2f} s")]
+                  Claim("planning stays far below Herd's period (tens of minutes)", slowest["solve_s"] < 60,
+                        f"max {slowest['solve_s']:.2f} s at {slowest['streams']:,} streams"
+                        + ("" if slowest["solve_s"] < 60 else
+                           " — the open-source HiGHS backend on a shared 2-core machine (paper: Gurobi); "
+                           "still minutes, not tens of minutes"))]
         return Section(self.title, figures, headlines, claims)
 
 
