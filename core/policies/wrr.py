@@ -4,8 +4,9 @@ The nginx rule a Nexus frontend applies to a session's backends (Nexus, SOSP '19
 §6.2: requests are routed to the session's GPUs in proportion to their
 planned shares): each pick adds every entry's weight to its current value,
 takes the entry with the largest current value (the first on ties) and
-subtracts the total weight from it. Over any window the picks follow the
-weights within one request per entry, and equal-weight entries alternate.
+subtracts the total weight from it. From the start, no entry is ever a whole
+request ahead of its share (and none N − 1 behind, for N entries), and
+equal-weight entries alternate.
 
 A session served by hundreds of dedicated GPUs (Shepherd Fig. 10 at N = 400)
 has hundreds of entries: there the scan runs over numpy arrays (the same
