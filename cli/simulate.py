@@ -90,6 +90,8 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator (also of named traces).")] = 0,
     groups: Annotated[str, typer.Option("--groups", metavar="[together|apart]", help="Serving groups in one loop, or each its own run merged into the same tables (identical outcomes).")] = "together",
     jobs: Annotated[int, typer.Option("--jobs", help="Run the groups apart in N worker processes (identical outcomes).")] = 1,
+    executor: Annotated[str, typer.Option("--executor", metavar="[local|ray]", help="Where groups run apart: local processes, or Ray tasks (a local cluster of --jobs CPUs, or --ray-address).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="host:port of a running Ray cluster (with --executor ray).")] = None,
 ) -> None:
     """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
 
@@ -97,7 +99,7 @@ def simulate(
     """
     slo = renamed(slo, slo_old, "--slo-ms", "--slo")
     check_output_dir(out, "-o")  # before any long work
-    engine = EngineConfig(groups=groups, jobs=jobs)
+    engine = EngineConfig(groups=groups, jobs=jobs, executor=executor, ray_address=ray_address)
     engine.validate()
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:

@@ -136,3 +136,19 @@ def test_cli_bad_group_options_exit_2(cli, tmp_path, args):
     write_artifact(trace, tmp_path / "trace.parquet", "trace", make_provenance())
     assert_user_error(cli("simulate", "--trace", tmp_path / "trace.parquet", "--gpus", "2", "-o",
                           tmp_path / "o", *args))
+
+
+@pytest.mark.slow
+def test_groups_on_ray_equal_one_loop():
+    pytest.importorskip("ray")
+    trace, plan = workload(9, [1, 2, 1], 7, 400_000, 2000.0)
+    one = simulate(trace, PROF, "flex", plan=plan, seed=0)
+    ray_run = simulate(trace, PROF, "flex", plan=plan, seed=0, engine=EngineConfig(executor="ray", jobs=2))
+    assert_same(one, ray_run)
+
+
+def test_cli_bad_executor_exit_2(cli, tmp_path):
+    trace, _ = workload(1, [1, 1], 3, 100_000, 500.0)
+    write_artifact(trace, tmp_path / "trace.parquet", "trace", make_provenance())
+    assert_user_error(cli("simulate", "--trace", tmp_path / "trace.parquet", "--gpus", "2", "-o",
+                          tmp_path / "o", "--executor", "spark"), "executor")

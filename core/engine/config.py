@@ -36,6 +36,10 @@ class EngineConfig:
     groups: str = "together"
     #: groups apart in this many worker processes (> 1 implies "apart")
     jobs: int = 1
+    #: where groups run apart: "local" (this process, or ``jobs`` processes) or "ray" (a local Ray cluster of
+    #: ``jobs`` CPUs, or ``ray_address``; implies "apart")
+    executor: str = "local"
+    ray_address: str | None = None
 
     def validate(self) -> None:
         if self.chunk < 1:
@@ -44,6 +48,8 @@ class EngineConfig:
             raise UserError(f"engine quiet_lag_us must be ≥ 0, got {self.quiet_lag_us}")
         if self.groups not in GROUP_MODES:
             raise UserError(f"engine groups must be one of {', '.join(GROUP_MODES)}, got '{self.groups}'")
+        if self.executor not in ("local", "ray"):
+            raise UserError(f"unknown executor '{self.executor}' (known: local, ray)")
         if self.jobs < 1:
             raise UserError(f"--jobs must be ≥ 1, got {self.jobs}")
         if self.reserved not in RESERVED_MODES:

@@ -246,9 +246,14 @@ def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> list[np.ndarray]
     return gids
 
 
-def run_apart(jobs_: list[GroupJob], jobs: int) -> list[GroupRun] | None:
-    """Every group's run (in ``jobs`` processes when > 1); None if any group is coupled."""
-    if jobs > 1 and len(jobs_) > 1:
+def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
+              address: str | None = None) -> list[GroupRun] | None:
+    """Every group's run (in ``jobs`` processes when > 1, or as Ray tasks); None if any group is coupled."""
+    if executor == "ray":
+        from shepherd.experiments.executors import map_ray
+
+        runs = map_ray(run_group, jobs_, jobs, address)
+    elif jobs > 1 and len(jobs_) > 1:
         # spawn, not fork: polars' thread pool does not survive a fork (experiments/executors.py)
         with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_)), mp_context=get_context("spawn")) as pool:
             runs = list(pool.map(run_group, jobs_))

@@ -136,7 +136,8 @@ def simulate(
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
-    if (eng_cfg.groups == "apart" or eng_cfg.jobs > 1) and len(cluster.groups) > 1 and ovh.mode != "emulation":
+    apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
+    if apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,
                                hw_pos)
     if per_group is None:  # one loop (also when the groups are coupled: .groups)
@@ -173,7 +174,7 @@ def _run_apart(eng: Engine, policy: str, cfg: Any, runtime: Any, models: list[st
                             [cluster.workers[w].node for w in workers[g]],
                             [cluster.workers[w].name for w in workers[g]])
             for g, gid in enumerate(cluster.groups)]
-    runs = groups.run_apart(jobs, eng_cfg.jobs)
+    runs = groups.run_apart(jobs, eng_cfg.jobs, eng_cfg.executor, eng_cfg.ray_address)
     if runs is None:
         return None
     groups.merge(eng, runs, ids, workers, [j.arrival for j in jobs])
