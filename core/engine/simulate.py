@@ -136,8 +136,15 @@ def simulate(
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
+    if eng_cfg.path == "fast":
+        from shepherd.core.engine import fast
+
+        fast.check(policy, cfg, ovh, cluster, runtime.hardware)
+        if trace.height:
+            fast.run_fast(eng, runtime, max_batch)
+        per_group = [{}]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
-    if apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
+    if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,
                                hw_pos)
     if per_group is None:  # one loop (also when the groups are coupled: .groups)
