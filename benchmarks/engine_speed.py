@@ -21,7 +21,7 @@ Two regimes, each a named case (``--cases``):
 
 Per run the script prints simulated requests per **CPU-second**
 (``time.process_time`` of ``simulate()`` + the summary: the figure to quote on a
-shared machine) and per wall second, the fraction served by the deadline, the
+shared machine; a fast path's JIT compile or cache load is timed apart, column ``JIT s``) and per wall second, the fraction served by the deadline, the
 fraction **shed without a decision** (dropped by frontend admission control,
 :mod:`shepherd.core.engine.admission`: never reached the policy) and the
 fraction dropped in all. Each run is a fresh subprocess (so peak RSS is its
@@ -40,6 +40,7 @@ group (a centralised scheduler; per-stream provisioning).
 
 Usage: python benchmarks/engine_speed.py [--cases served,overload] [--requests N] [--repeats 5]
        [--policies flex,clockwork] [--workers 12] [--variants ref:,apart:groups=apart]
+       e.g. compiled vs reference: --cases served --policies clockwork --variants reference:,fast:path=fast
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ def one(policy: str, workers: int, n: int, case: str, slo_ms: float, seed: int, 
     frame, prof, rate, plan = make_trace(n, workers, load, slo_ms, seed, group_size if policy == "flex" else 0,
                                          basis)
     eng = EngineConfig(**engine)
+    compile_s = 0.0
+    if eng.path == "fast":  # JIT compile (or load from the on-disk cache), timed apart on a tiny run
+        c0 = time.process_time()
+        simulate(frame.head(100), prof, policy, gpus=workers, seed=seed, engine=eng)
+        compile_s = time.process_time() - c0
     w0, c0 = time.perf_counter(), time.process_time()
     if plan is not None:
         res = simulate(frame, prof, policy, plan=plan, seed=seed, engine=eng)
@@ -133,7 +139,7 @@ def one(policy: str, workers: int, n: int, case: str, slo_ms: float, seed: int, 
     return {"policy": policy, "workers": workers, "case": case,
             "groups": 1 if plan is None else int(plan["group"].n_unique()),
             "requests": n, "rate_rps": rate, "wall_s": wall, "cpu_s": cpu,
-            "req_per_cpu_s": n / cpu, "req_per_wall_s": n / wall, "peak_mb": peak_mb,
+            "compile_cpu_s": compile_s, "req_per_cpu_s": n / cpu, "req_per_wall_s": n / wall, "peak_mb": peak_mb,
             "served": float((out == SERVED).mean()), "dropped": float((out == DROPPED).mean()),
             "shed": res.shed / max(1, n),
             "mean_batch": summary["mean_batch"][0]}
@@ -160,7 +166,7 @@ def main() -> None:
     variants = [parse_variant(v) for v in args.variants.split(",")]
     print(f"{'case':9} {'policy':9} {'workers':>7} {'groups':>6} {'variant':10} {'requests':>10} "
           f"{'req/CPU-s':>10} {'req/wall-s':>10} {'runs req/CPU-s':>32} {'served':>6} {'shed':>6} "
-          f"{'dropped':>7} {'batch':>5} {'peak MB':>7}", flush=True)
+          f"{'dropped':>7} {'batch':>5} {'peak MB':>7} {'JIT s':>6}", flush=True)
     for case in args.cases.split(","):
         if case not in CASES:
             raise SystemExit(f"error: unknown case '{case}' (known: {', '.join(CASES)})")
@@ -189,7 +195,8 @@ def main() -> None:
                     x = rs[0]
                     print(f"{case:9} {policy:9} {workers:7d} {x['groups']:6d} {name:10} {n:10,d} {cpu:10,.0f} "
                           f"{wall:10,.0f} {each:>32} {x['served']:6.3f} {x['shed']:6.3f} {x['dropped']:7.3f} "
-                          f"{x['mean_batch'] or 0:5.1f} {max(y['peak_mb'] for y in rs):7.0f}", flush=True)
+                          f"{x['mean_batch'] or 0:5.1f} {max(y['peak_mb'] for y in rs):7.0f} "
+                          f"{max(y['compile_cpu_s'] for y in rs):6.2f}", flush=True)
                     if base is None:
                         base = cpu
                     elif len(variants) > 1:
