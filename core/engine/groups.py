@@ -33,8 +33,6 @@ for these and :func:`~.simulate.simulate` runs the one loop.
 
 from __future__ import annotations
 
-import heapq
-from bisect import bisect_left, bisect_right
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -42,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from shepherd.core.engine.clock import ARRIVAL, COMPLETION, NEVER
 from shepherd.core.engine.overhead import OverheadConfig
 
 
@@ -178,72 +175,21 @@ def run_group(job: GroupJob) -> GroupRun | None:
 
 
 def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> list[np.ndarray]:
-    """Each group's batches' global ids: the single loop's clock re-enacted over the logs (module docstring)."""
-    heap: list[tuple[int, int, int, int, int]] = []
-    push, pop = heapq.heappush, heapq.heappop
-    seq = nxt = 0
-    gids = [np.empty(len(r.unit_key), np.int64) for r in runs]
-    ptr = [0] * len(runs)
-    units = [(r.unit_arrival.tolist(), r.unit_key.tolist(), r.pushed_end.tolist(), r.batches["preempted"].tolist())
-             for r in runs]
-    times = [t.tolist() for t in arrivals]
+    """Each group's batches' global ids: the single loop's clock re-enacted over the logs (module docstring;
+    compiled: :mod:`.fast.replay`)."""
+    from shepherd.core.engine.fast.replay import replay_ids
 
-    def make(g: int, kind: int, key: int) -> None:
-        """Give ids to group g's next batches made by the unit (kind, key); queue their completions."""
-        nonlocal seq, nxt
-        ua, uk, pe, _ = units[g]
-        i, ids = ptr[g], gids[g]
-        n = len(ua)
-        while i < n and ua[i] == kind and uk[i] == key:
-            ids[i] = nxt
-            nxt += 1
-            seq += 1
-            push(heap, (pe[i], COMPLETION, seq, g, i))
-            i += 1
-        ptr[g] = i
-
-    for g in range(len(runs)):  # on_start, in group order
-        make(g, 2, 0)
-    pos = [0] * len(runs)
-    for g, t in enumerate(times):
-        if t:
-            seq += 1
-            push(heap, (t[0], ARRIVAL, seq, g, 0))
-    while heap:
-        _, prio, _, g, arg = pop(heap)
-        if prio == COMPLETION:
-            if not units[g][3][arg]:  # a preempted batch's completion is stale: no handler
-                make(g, 0, arg)
-            continue
-        t, ua, uk = times[g], units[g][0], units[g][1]
-        p, n = pos[g], len(t)
-        while p < n:
-            if heap:
-                top = heap[0]
-                until = top[0] + 1 if top[1] >= ARRIVAL else top[0]
-            else:
-                until = NEVER
-            i = ptr[g]
-            due = uk[i] if i < len(ua) and ua[i] == 1 else NEVER  # the next arrival time that makes a batch
-            if t[p] >= until:  # the common case with many groups: the run ends at once
-                seq += 1
-                push(heap, (t[p], ARRIVAL, seq, g, 0))
-                break
-            # arrivals before min(until, due) make nothing and push nothing
-            p = bisect_left(t, until if until < due else due, p)
-            if p >= n:
-                break
-            if t[p] >= until:
-                seq += 1
-                push(heap, (t[p], ARRIVAL, seq, g, 0))
-                break
-            make(g, 1, t[p])
-            p = bisect_right(t, t[p], p)
-        pos[g] = p
-    for g, r in enumerate(runs):
-        if ptr[g] != len(r.unit_key):  # pragma: no cover - a log the clock cannot re-enact
-            raise RuntimeError(f"group {g}: {len(r.unit_key) - ptr[g]} batches left after the replay")
-    return gids
+    sizes = [len(r.unit_key) for r in runs]
+    boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    toff = np.concatenate([[0], np.cumsum([len(t) for t in arrivals])]).astype(np.int64)
+    flat = replay_ids(np.concatenate([r.unit_arrival for r in runs]).astype(np.int8),
+                      np.concatenate([r.unit_key for r in runs]).astype(np.int64),
+                      np.concatenate([r.pushed_end for r in runs]).astype(np.int64),
+                      np.concatenate([r.batches["preempted"] for r in runs]).astype(np.bool_),
+                      boff, np.concatenate(arrivals).astype(np.int64), toff)
+    if (flat < 0).any():  # pragma: no cover - a log the clock cannot re-enact
+        raise RuntimeError(f"{int((flat < 0).sum())} batches left after the replay")
+    return [flat[boff[g]:boff[g + 1]] for g in range(len(runs))]
 
 
 def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
