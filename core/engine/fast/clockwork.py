@@ -109,18 +109,25 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
     fall = 0  # ``free`` with every admitted arrival handled so far charged
     cp = 0  # first arrival not yet charged
     i = 0  # next arrival
+    k = -1
+    dirty = True
+    queued = 0  # live requests in all queues
     while True:
-        # the next completion: earliest end, then lowest batch id
-        k = -1
-        for w in range(n_workers):
-            if w_bid[w] >= 0 and (k < 0 or w_end[w] < w_end[k] or (w_end[w] == w_end[k] and w_bid[w] < w_bid[k])):
-                k = w
+        # the next completion: earliest end, then lowest batch id (found again only when a worker changed)
+        if dirty:
+            k = -1
+            for w in range(n_workers):
+                if w_bid[w] >= 0 and (k < 0 or w_end[w] < w_end[k]
+                                      or (w_end[w] == w_end[k] and w_bid[w] < w_bid[k])):
+                    k = w
+            dirty = False
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             now = w_end[k]
             bid = w_bid[k]
             w_busy[k] += now - w_start[k]
             w_bid[k] = NONE
             w_free[k] = now
+            dirty = True
             worker = k
             arriving = False
         elif i < n:
@@ -151,6 +158,7 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                 qd[p] = dl
                 qr[p] = i
             qe[m] = e + 1
+            queued += 1
             i += 1
             worker = -1
             arriving = True
@@ -176,7 +184,7 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                 ready = now
             # pick: the most urgent feasible head
             best_m, best_d = -1, np.int64(1) << 62
-            for mm in range(n_models):
+            for mm in range(n_models if queued else 0):  # nothing queued: nothing to pick or drop
                 h, e = qh[mm], qe[mm]
                 if h >= e:
                     continue
@@ -185,6 +193,7 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                     j = _bisect_left(qd, cut, h, e)
                     for x in range(h, j):
                         r_outcome[qr[x]] = DROPPED
+                    queued -= j - h
                     h = j
                     qh[mm] = j
                     if h >= e:
@@ -232,9 +241,11 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                 r_batch[r] = nb
                 r_outcome[r] = SERVED if d[r] >= end else LATE
             qh[best_m] = h + b
+            queued -= b
             w_bid[worker] = nb
             w_start[worker] = start
             w_end[worker] = end
+            dirty = True
             nb += 1
             if idle[worker]:
                 idle[worker] = False
