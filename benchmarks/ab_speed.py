@@ -1,8 +1,11 @@
 """Interleaved A/B of two checkouts on the engine benchmarks' measured regions (issue 12: "≥ 0.9× old").
 
-* ``flex`` — ``benchmarks/engine_speed.py``'s workload and timed region (its
-  own ``make_trace`` from each checkout: 13 models, Flex, 12 workers, 2×
-  overload; ``simulate()`` + summary), ``--requests`` requests;
+* ``flex`` / ``clockwork`` (overload) and ``flex-served`` / ``clockwork-served``
+  (served-dominated) — ``benchmarks/engine_speed.py``'s two regimes and timed
+  region (13 models, 12 workers; 2× the max-batch capacity, or issue 18's
+  shared workload at 1.2× the batch-1 capacity; ``simulate()`` + summary),
+  ``--requests`` requests; the trace comes from *this* script's
+  ``engine_speed.make_trace`` for both checkouts, so both serve the same one;
 * ``ppipe-engine`` / ``ppipe-direct`` — ``benchmarks/ppipe_dataplane_speed.py``'s
   workload (G1 on HC1-L, PPipe MILP plan, Poisson at load 1.0 for
   ``--seconds``, seed 0), stages as engine events / recorded at dispatch; one
@@ -15,6 +18,9 @@ alternate which checkout goes first. Prints the median and the minimum CPU
 time per checkout (the minimum: the least disturbed run, the better estimate
 on a machine shared with other work) and the ratios old/new (> 1: new is
 faster). Not a test.
+
+The ``-served`` kinds need an old checkout whose engine accepts the trace (any);
+``make_trace`` with a capacity basis is this checkout's.
 
 Usage: python benchmarks/ab_speed.py OLD_PARENT NEW_PARENT [--rounds 5] [--requests 1000000] [--seconds 30]
 """
@@ -34,14 +40,15 @@ from pathlib import Path
 CHILD = r'''
 import json, pickle, sys, time
 kind, root, data = sys.argv[1], sys.argv[2], sys.argv[3]
-if kind == "flex":
-    sys.path.insert(0, root + "/benchmarks")
+if kind.split("-")[0] in ("flex", "clockwork"):
+    sys.path.insert(0, sys.argv[4])
     from engine_speed import make_trace
     from shepherd.core.engine import simulate
     n = int(data)
-    frame, prof, _, _ = make_trace(n, 12, 2.0, 250.0, 0, 12)
+    served = kind.endswith("-served")
+    frame, prof, _, _ = make_trace(n, 12, 1.2 if served else 2.0, 250.0, 0, 12, *(["b1"] if served else []))
     t, c = time.perf_counter(), time.process_time()
-    simulate(frame, prof, "flex", gpus=12, seed=0).summary_frame()
+    simulate(frame, prof, kind.split("-")[0], gpus=12, seed=0).summary_frame()
 else:
     import polars as pl
     from shepherd.experiments.ppipe import common as cm
@@ -67,7 +74,9 @@ print(json.dumps({"n": n, "wall": time.perf_counter() - t, "cpu": time.process_t
 def measure(parent: str, kind: str, data: str) -> dict:
     root = str(Path(parent, "shepherd").resolve())
     env = dict(os.environ, PYTHONPATH=parent, POLARS_MAX_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", CHILD, kind, root, data], env=env, capture_output=True, text=True)
+    here = str(Path(__file__).resolve().parent)
+    out = subprocess.run([sys.executable, "-c", CHILD, kind, root, data, here], env=env, capture_output=True,
+                         text=True)
     if out.returncode:
         raise SystemExit(out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -80,7 +89,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--kinds", default="flex,ppipe-engine,ppipe-direct")
+    ap.add_argument("--kinds", default="flex,flex-served,ppipe-engine,ppipe-direct",
+                    help="flex, clockwork (overload), flex-served, clockwork-served, ppipe-engine, ppipe-direct")
     args = ap.parse_args()
     kinds = args.kinds.split(",")
     tmp = tempfile.mkdtemp(prefix="ab-speed-")
@@ -97,11 +107,11 @@ def main() -> None:
         for kind in kinds:
             order = [("old", args.old), ("new", args.new)]
             for side, parent in (order if r % 2 == 0 else order[::-1]):
-                data = str(args.requests) if kind == "flex" else tmp
+                data = tmp if kind.startswith("ppipe") else str(args.requests)
                 res.setdefault((kind, side), []).append(measure(parent, kind, data))
         print(f"round {r + 1}/{args.rounds} done", flush=True)
     print(f"{'benchmark':14} {'side':4} {'requests':>9} {'wall s (med)':>12} {'CPU s (med)':>11} {'CPU s (min)':>11} "
-          f"{'req/CPU-s (min)':>15}")
+          f"{'req/CPU-s (min)':>15} {'req/CPU-s (med)':>15} {'req/wall-s (med)':>16}")
     for kind in kinds:
         med, low = {}, {}
         for side in ("old", "new"):
@@ -110,7 +120,7 @@ def main() -> None:
             med[side] = statistics.median(x["cpu"] for x in runs)
             low[side] = min(x["cpu"] for x in runs)
             print(f"{kind:14} {side:4} {runs[0]['n']:9d} {wall:12.3f} {med[side]:11.3f} {low[side]:11.3f} "
-                  f"{runs[0]['n'] / low[side]:15,.0f}")
+                  f"{runs[0]['n'] / low[side]:15,.0f} {runs[0]['n'] / med[side]:15,.0f} {runs[0]['n'] / wall:16,.0f}")
         print(f"{kind:14} new speed / old: CPU median {med['old'] / med['new']:.3f}×, CPU min {low['old'] / low['new']:.3f}×")
 
 

@@ -15,7 +15,7 @@ from shepherd.cli.deprecated import renamed
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import artifact_kind, make_provenance, write_artifact
 from shepherd.core.artifacts import artifact_dir, check_output_dir
-from shepherd.core.engine import OverheadConfig, simulate as run_simulation
+from shepherd.core.engine import EngineConfig, OverheadConfig, simulate as run_simulation
 from shepherd.core.checks import number
 from shepherd.core.errors import UserError
 from shepherd.core.metrics import batch_size_distribution
@@ -88,6 +88,11 @@ def simulate(
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch (Shepherd §5.2: 128).")] = prof.DEFAULT_MAX_BATCH,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory for requests/batches/workers/summary.parquet.")] = Path("results/simulate"),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator (also of named traces).")] = 0,
+    engine_path: Annotated[str, typer.Option("--engine", metavar="[reference|fast]", help="reference: the Python engine; fast: a policy's compiled fast path (identical outcomes; clockwork).")] = "reference",
+    groups: Annotated[str, typer.Option("--groups", metavar="[together|apart]", help="Serving groups in one loop, or each its own run merged into the same tables (identical outcomes).")] = "together",
+    jobs: Annotated[int, typer.Option("--jobs", help="Run the groups apart in N worker processes (identical outcomes).")] = 1,
+    executor: Annotated[str, typer.Option("--executor", metavar="[local|ray]", help="Where groups run apart: local processes, or Ray tasks (a local cluster of --jobs CPUs, or --ray-address).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="host:port of a running Ray cluster (with --executor ray).")] = None,
 ) -> None:
     """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
 
@@ -95,6 +100,8 @@ def simulate(
     """
     slo = renamed(slo, slo_old, "--slo-ms", "--slo")
     check_output_dir(out, "-o")  # before any long work
+    engine = EngineConfig(path=engine_path, groups=groups, jobs=jobs, executor=executor, ray_address=ray_address)
+    engine.validate()
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:
         raise UserError(f"--record must be one of {', '.join(RECORD_LEVELS)}, got '{record}'")
@@ -125,7 +132,7 @@ def simulate(
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
         result = run_simulation(
             loaded.frame, prof_obj, policy, config, gpus=gpus, plan=plan_obj, artifacts=extra, seed=seed, load=load,
-            slo_ms=slo, overhead=ovh, max_batch=max_batch, hardware=hardware,
+            slo_ms=slo, overhead=ovh, max_batch=max_batch, hardware=hardware, engine=engine,
             progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)),
         )
         bar.update(task, completed=span_s)

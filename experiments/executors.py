@@ -106,30 +106,54 @@ def run_processes(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int) -
             top_up()
 
 
-def run_ray(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int, address: str | None) -> None:
+def _ray():
     try:
         import ray
     except ImportError:
         raise UserError("--executor ray needs Ray: pip install -e '.[ray]'") from None
-    started_here = False
-    if not ray.is_initialized():
-        try:
-            if address:
-                check_reachable(address)
-                ray.init(address=address, log_to_driver=False)
-            else:
-                # A local cluster sees exactly the driver's import path, so
-                # experiments defined outside the package resolve in workers too.
-                path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-                ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False,
-                         runtime_env={"env_vars": {"PYTHONPATH": path}})
-            started_here = True
-        except UserError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, …
-            where = address or "a local cluster"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"cannot connect to Ray at {where}: {first}") from None
+    return ray
+
+
+def ray_init(jobs: int, address: str | None) -> bool:
+    """Connect to Ray (``address``) or start a local cluster of ``jobs`` CPUs unless one is up;
+    True when this call started it (the caller shuts it down)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    try:
+        if address:
+            check_reachable(address)
+            ray.init(address=address, log_to_driver=False)
+        else:
+            # A local cluster sees exactly the driver's import path, so
+            # experiments defined outside the package resolve in workers too.
+            path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": path}})
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, …
+        where = address or "a local cluster"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"cannot connect to Ray at {where}: {first}") from None
+    return True
+
+
+def map_ray(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int, address: str | None = None) -> list[Any]:
+    """``[fn(x) for x in items]`` computed as Ray tasks, in order (e.g. a plan's serving groups)."""
+    ray = _ray()
+    started_here = ray_init(jobs, address)
+    try:
+        remote = ray.remote(fn)
+        return ray.get([remote.remote(x) for x in items])
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def run_ray(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int, address: str | None) -> None:
+    ray = _ray()
+    started_here = ray_init(jobs, address)
     try:
         remote = ray.remote(compute_timed)
         queue = list(todo)

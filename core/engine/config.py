@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from shepherd.core.errors import UserError
 
 RESERVED_MODES = ("events", "record")
+GROUP_MODES = ("together", "apart")
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,30 @@ class EngineConfig:
     #: PPipe's probe() walks a per-pool index of vGPUs by free time (``core/pipelines/table.py``);
     #: False: the plain scan of Algorithm 2 (identical results, slower)
     pool_index: bool = True
+    #: "reference" — the Python engine; "fast" — a policy's compiled fast path (:mod:`.fast`), same outcomes
+    path: str = "reference"
+    #: serving groups (Herd groups, sub-clusters): "together" — one loop; "apart" — each group its own run,
+    #: merged into the same tables (:mod:`.groups`; falls back to one loop when something couples them)
+    groups: str = "together"
+    #: groups apart in this many worker processes (> 1 implies "apart")
+    jobs: int = 1
+    #: where groups run apart: "local" (this process, or ``jobs`` processes) or "ray" (a local Ray cluster of
+    #: ``jobs`` CPUs, or ``ray_address``; implies "apart")
+    executor: str = "local"
+    ray_address: str | None = None
 
     def validate(self) -> None:
         if self.chunk < 1:
             raise UserError(f"engine chunk must be ≥ 1, got {self.chunk}")
         if self.quiet_lag_us < 0:
             raise UserError(f"engine quiet_lag_us must be ≥ 0, got {self.quiet_lag_us}")
+        if self.groups not in GROUP_MODES:
+            raise UserError(f"engine groups must be one of {', '.join(GROUP_MODES)}, got '{self.groups}'")
+        if self.path not in ("reference", "fast"):
+            raise UserError(f"--engine must be reference or fast, got '{self.path}'")
+        if self.executor not in ("local", "ray"):
+            raise UserError(f"unknown executor '{self.executor}' (known: local, ray)")
+        if self.jobs < 1:
+            raise UserError(f"--jobs must be ≥ 1, got {self.jobs}")
         if self.reserved not in RESERVED_MODES:
             raise UserError(f"engine reserved must be one of {', '.join(RESERVED_MODES)}, got '{self.reserved}'")

@@ -130,3 +130,8 @@ class SimulationResult:
     @property
     def dropped(self) -> int:
         return int((self.recorder.r_outcome == DROPPED).sum())
+
+    @property
+    def shed(self) -> int:
+        """Requests shed by frontend admission control (:mod:`.admission`): dropped without a decision."""
+        return len(self.engine.admission.shed_ids)

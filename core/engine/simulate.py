@@ -135,19 +135,57 @@ def simulate(
     for name in ("instances", "priority"):
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
-    for gi, gid in enumerate(cluster.groups):
-        eng.policies.append(spec.cls(Actions(eng, gi, gid, runtime, models, max_batch, rng), cfg))
-    if trace.height:
-        eng.run(progress)
+    per_group = None
+    if eng_cfg.path == "fast":
+        from shepherd.core.engine import fast
+
+        fast.check(policy, cfg, ovh, cluster, runtime.hardware)
+        if trace.height:
+            fast.run_fast(eng, runtime, max_batch)
+        per_group = [{}]
+    apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
+    if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
+        per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,
+                               hw_pos)
+    if per_group is None:  # one loop (also when the groups are coupled: .groups)
+        for gi, gid in enumerate(cluster.groups):
+            eng.policies.append(spec.cls(Actions(eng, gi, gid, runtime, models, max_batch, rng), cfg))
+        if trace.height:
+            eng.run(progress)
+        per_group = [p.stats() for p in eng.policies]
     stats: dict[str, Any] = {}
-    for p in eng.policies:
-        for k, v in p.stats().items():
+    for one in per_group:
+        for k, v in one.items():
             stats[k] = stats.get(k, 0) + v if isinstance(v, (int, float)) else v
     return SimulationResult(
         policy=policy, config=_asdict(cfg), overhead=dataclasses.asdict(ovh),
         seed=seed, models=models, hardware=runtime.hardware, cluster=cluster, engine=eng,
         trace_stream=stream, extra={"policy_stats": stats} if stats else {},
     )
+
+
+def _run_apart(eng: Engine, policy: str, cfg: Any, runtime: Any, models: list[str], max_batch: int,
+               rng: np.random.Generator, ovh: OverheadConfig, eng_cfg: EngineConfig, cluster: Cluster,
+               gpos: dict[int, int], hw_pos: dict[str, int]) -> list[dict[str, Any]] | None:
+    """Each serving group as its own run, merged into ``eng``'s tables (:mod:`.groups`); the policies'
+    stats per group, or None when the groups are coupled (then nothing was written)."""
+    from shepherd.core.engine import groups
+
+    workers = [[w.id for w in cluster.workers if gpos[w.group] == g] for g in range(len(cluster.groups))]
+    ids = [np.arange(len(eng.arrival), dtype=np.int64) if i is None else i for i in eng.group_ids]
+    state = rng.bit_generator.state
+    jobs = [groups.GroupJob(policy, cfg, runtime, models, max_batch, state, ovh, eng_cfg, g, gid,
+                            eng.arrival[ids[g]], eng.deadline[ids[g]], eng.model[ids[g]], eng.stream[ids[g]],
+                            {k: v[ids[g]] for k, v in eng.columns.items()},
+                            [hw_pos[cluster.workers[w].hardware] for w in workers[g]],
+                            [cluster.workers[w].node for w in workers[g]],
+                            [cluster.workers[w].name for w in workers[g]])
+            for g, gid in enumerate(cluster.groups)]
+    runs = groups.run_apart(jobs, eng_cfg.jobs, eng_cfg.executor, eng_cfg.ray_address)
+    if runs is None:
+        return None
+    groups.merge(eng, runs, ids, workers, [j.arrival for j in jobs])
+    return [r.stats for r in runs]
 
 
 def _asdict(cfg: Any) -> dict[str, Any]:
