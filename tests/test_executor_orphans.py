@@ -14,7 +14,7 @@ import pytest
 DRIVER = textwrap.dedent(
     """
     import sys, time
-    from shepherd.experiments.executors import process_pool
+    from shepherd.core.workers import process_pool
 
     def worker_pid():
         import os

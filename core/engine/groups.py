@@ -33,14 +33,13 @@ for these and :func:`~.simulate.simulate` runs the one loop.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from typing import Any
 
 import numpy as np
 
 from shepherd.core.engine.overhead import OverheadConfig
+from shepherd.core.workers import map_ray, process_pool
 
 
 class Coupled(Exception):
@@ -196,12 +195,9 @@ def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
               address: str | None = None) -> list[GroupRun] | None:
     """Every group's run (in ``jobs`` processes when > 1, or as Ray tasks); None if any group is coupled."""
     if executor == "ray":
-        from shepherd.experiments.executors import map_ray
-
         runs = map_ray(run_group, jobs_, jobs, address)
     elif jobs > 1 and len(jobs_) > 1:
-        # spawn, not fork: polars' thread pool does not survive a fork (experiments/executors.py)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_)), mp_context=get_context("spawn")) as pool:
+        with process_pool(min(jobs, len(jobs_))) as pool:
             runs = list(pool.map(run_group, jobs_))
     else:
         runs = [run_group(j) for j in jobs_]
