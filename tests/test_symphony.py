@@ -64,10 +64,11 @@ def workloads(draw):
 
 
 @settings(max_examples=25)
-@given(workloads(), st.sampled_from(["symphony", "symphony-wc"]), st.sampled_from(["window", "clipper"]))
-def test_symphony_never_dispatches_a_batch_that_misses_a_deadline(wl, policy, prune):
+@given(workloads(), st.sampled_from(["symphony", "symphony-wc"]), st.sampled_from(["window", "clipper"]),
+       st.sampled_from(["schedulable", "all"]))
+def test_symphony_never_dispatches_a_batch_that_misses_a_deadline(wl, policy, prune, rank):
     trace, prof, gpus = wl
-    res = simulate(trace, prof, policy, {"prune": prune}, gpus=gpus, max_batch=c.MAX_BATCH)
+    res = simulate(trace, prof, policy, {"prune": prune, "rank": rank}, gpus=gpus, max_batch=c.MAX_BATCH)
     rq = res.requests_frame()
     assert (rq["outcome"] == "late").sum() == 0
     served = rq.filter(pl.col("outcome") == "served")
@@ -131,6 +132,55 @@ def test_pruning_keeps_the_earliest_deadline_feasible_subset(deadlines, now, wai
     batch = q.d[0][q.h[0]:q.h[0] + cand.bs]
     assert batch == sorted(batch) and fits(batch)
     assert all(d <= batch[0] for d in ds[:len(dropped)])
+
+
+def _two_model_stub(rank):
+    """Symphony over a stub Actions with two models (α 1 ms, β 10 ms) and one idle GPU; records starts."""
+    started, timers = [], []
+    lat = [0] + [1000 * b + 10_000 for b in range(1, 17)]
+
+    def set_timer(at, payload):
+        timers.append(SimpleNamespace(at=at, payload=payload, cancelled=False))
+        return timers[-1]
+
+    act = SimpleNamespace(models=["a", "b"], max_batch=16, workers=[0], hardware=[0], lat=[[lat, lat]],
+                          runtime=SimpleNamespace(hardware=["hw"]), drop=lambda rids, now: None,
+                          set_timer=set_timer, cancel_timer=lambda t: setattr(t, "cancelled", True),
+                          start=lambda w, m, rids, now, at=None: started.append((m, list(rids), at)))
+    return Symphony(act, SymphonyConfig(rank=rank)), started, timers, lat
+
+
+@pytest.mark.parametrize("rank", ["schedulable", "all"])
+def test_rank_all_gives_a_freeing_gpu_the_urgent_candidate_only_when_one_is_schedulable(rank):
+    now = 100_000
+    pol, started, timers, lat = _two_model_stub(rank)
+    # model a: one request, λ ≈ 1000/s so β·λ ≈ 10 > 1 — not schedulable until sched_at = dl − ℓ(2)
+    pol.first_arrival[0] = now - 50_000
+    pol.recent[0].extend(range(now - 50_000, now, 1000))
+    pol.q.push(0, now + 40_000, 0)
+    assert not pol._grant(0, now, range(2)) and not started  # nothing schedulable: the GPU waits (NWC)
+    assert [t.at for t in timers if not t.cancelled] == [now + 40_000 - lat[2]]  # a timer at a's sched_at
+    # model b: three requests at a low rate (β·λ < 1), later deadlines — schedulable at once
+    pol.first_arrival[1] = now - 50_000
+    for rid in (1, 2, 3):
+        pol.q.push(1, now + 60_000, rid)
+    assert pol._grant(0, now, range(2))
+    # §4.3: the schedulable candidate goes; rank="all": the earliest sched_at goes, schedulable or not
+    assert started[0][0] == (1 if rank == "schedulable" else 0)
+
+
+def test_an_idle_gpu_takes_a_waiting_candidate_exactly_at_its_sched_at():
+    # a lone request of a model whose β·λ > 1 waits on an idle GPU until sched_at = dl − ℓ(2), then runs
+    lin = (1.0, 10.0)
+    early = np.arange(0, 40_000, 2_000)  # 20 arrivals at 500/s: λ over the first 200 ms ≈ 105/s, β·λ ≈ 1.05
+    trace = assemble([np.append(early, 200_000)], ["a"], [50_000])
+    res = simulate(trace, c.linear_profiles([("a", *lin)]), "symphony", {}, gpus=1, max_batch=c.MAX_BATCH)
+    rq = res.requests_frame().sort("arrival_us")
+    last = rq.row(rq.height - 1, named=True)
+    assert last["start_us"] == last["deadline_us"] - int(1000 * (2 * lin[0] + lin[1]))
+    wc = simulate(trace, c.linear_profiles([("a", *lin)]), "symphony-wc", {}, gpus=1, max_batch=c.MAX_BATCH)
+    rq = wc.requests_frame().sort("arrival_us")
+    assert rq["start_us"][-1] == 200_000  # work-conserving: at once
 
 
 # --------------------------------------------------------------------------- goodput (Table 4)

@@ -80,6 +80,9 @@ class SymphonyConfig:
     #: printed: its second assignment ``exec_at = max(earliest, frontrun_at)`` overrides the β·λ test)
     rule: str = "text"
     prune: str = "window"  #: "window" (drop heads that shrink the batch) or "clipper" (only infeasible heads)
+    #: which candidates a GPU that takes one ranks by sched_at: "schedulable" (§4.3 as stated, default) or "all"
+    #: (a deviation: once any candidate is schedulable, the earliest sched_at of every candidate goes)
+    rank: str = "schedulable"
     #: closed-loop autoscaling (§4.4, ``core.autoscale``): every this many seconds (0 = off) the
     #: cluster follows the advice from the last epoch's bad rate and idle fraction
     autoscale_epoch_s: float = 0.0
@@ -100,6 +103,8 @@ class SymphonyConfig:
             raise UserError(f"symphony rule must be 'text' or 'sched_at', got '{self.rule}'")
         if self.prune not in ("window", "clipper"):
             raise UserError(f"symphony prune must be 'window' or 'clipper', got '{self.prune}'")
+        if self.rank not in ("schedulable", "all"):
+            raise UserError(f"symphony rank must be 'schedulable' or 'all', got '{self.rank}'")
 
 
 @dataclass
@@ -153,6 +158,7 @@ class Symphony(Policy):
         self.delays = self.dctl > 0 or self.ddat > 0
         self.window_prune = config.prune == "window"
         self.beta_rule = config.rule == "text"
+        self.rank_all = config.rank == "all"
         top = self.maxb + 1
         #: ℓ(b) + delay(b), b = 0 … max batch (monotone: bisected for the largest feasible b)
         self.ld = [[self.lat[m][b] + self._delay(b) if b else 0 for b in range(top)] for m in range(n_models)]
@@ -273,10 +279,14 @@ class Symphony(Policy):
         return min(pool, key=lambda k: (self.free_at[k], k))
 
     def _grant(self, k: int, now: int, models) -> bool:
-        """Give worker ``k`` the schedulable candidate with the earliest sched_at; False if none."""
+        """Give worker ``k`` the schedulable candidate with the earliest sched_at; False if none.
+
+        ``rank="all"``: when some candidate is schedulable, the candidate with the earliest sched_at
+        among all of them goes, schedulable or not (module docstring: a labelled deviation).
+        """
         g = max(now, self.free_at[k])
         best: Candidate | None = None
-        waiting = []
+        waiting: list[Candidate] = []
         for m in models:
             if self.q.length(m) == 0:
                 continue
@@ -296,6 +306,10 @@ class Symphony(Policy):
                 self._set_model_timer(c.model, max(now + 1, c.sched_at))
         if best is None:
             return False
+        if self.rank_all:
+            urgent = min(waiting, key=lambda c: c.sched_at, default=None)
+            if urgent is not None and urgent.sched_at < best.sched_at:
+                best = urgent
         m = best.model
         self._set_model_timer(m, None)
         rids = self.q.take(m, self.q.h[m], best.bs)

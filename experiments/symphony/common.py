@@ -9,7 +9,8 @@
   ResNet50 / InceptionResNetV2 rows, :func:`linear_profiles`).
 * **Systems**: ``symphony`` (non-work-conserving, §4.3's rule: ≥ β·λ
   requests or sched_at), ``symphony-sa`` (Appendix C as printed: sched_at
-  only, see ``core.policies.symphony``), ``symphony-wc``,
+  only, see ``core.policies.symphony``), ``symphony-ra`` (§4.3's rule, but a
+  GPU ranks every candidate by sched_at, ``rank="all"``: a labelled deviation), ``symphony-wc``,
   ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it), ``nexus``
   (one frontend) and ``nexus-8fe`` (``frontends=8``), both 1-s epochs provisioned for each
   epoch's own load with ``spare="spread"`` (every GPU of the fixed cluster serves).
@@ -42,11 +43,13 @@ SYSTEMS = {  # label → (policy, config)
     "symphony": ("symphony", {}),
     "symphony-wc": ("symphony-wc", {}),
     "symphony-sa": ("symphony", {"rule": "sched_at"}),
+    "symphony-ra": ("symphony", {"rank": "all"}),
     "clockwork": ("clockwork", {}),
     "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread"}),
     "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread", "frontends": 8}),
 }
-LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)", "clockwork": "Clockwork",
+LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)",
+          "symphony-ra": "Symphony (rank all, deviation)", "clockwork": "Clockwork",
           "nexus": "Nexus 1FE", "nexus-8fe": "Nexus 8FE"}
 
 
