@@ -11,7 +11,8 @@
   requests or sched_at), ``symphony-sa`` (Appendix C as printed: sched_at
   only, see ``core.policies.symphony``), ``symphony-ra`` (§4.3's rule, but a
   GPU ranks every candidate by sched_at, ``rank="all"``: a labelled deviation), ``symphony-wc``,
-  ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it), ``nexus``
+  ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it; with the Clockwork
+  release's 10 ms schedule-ahead and 5 ms SLO buffer, see ``core.policies.clockwork``), ``nexus``
   (one frontend) and ``nexus-8fe`` (``frontends=8``), both 1-s epochs provisioned for each
   epoch's own load with ``spare="spread"`` (every GPU of the fixed cluster serves).
 * **Goodput** (§2.1): the highest aggregate request rate at which every
@@ -44,7 +45,9 @@ SYSTEMS = {  # label → (policy, config)
     "symphony-wc": ("symphony-wc", {}),
     "symphony-sa": ("symphony", {"rule": "sched_at"}),
     "symphony-ra": ("symphony", {"rank": "all"}),
-    "clockwork": ("clockwork", {}),
+    # Clockwork as Symphony §5 ran it: the Clockwork release's INFER5 controller, whose defaults schedule
+    # 10 ms ahead and aim 5 ms before each SLO (core.policies.clockwork, "As Symphony ran it")
+    "clockwork": ("clockwork", {"schedule_ahead_ms": 10.0, "slo_buffer_ms": 5.0}),
     "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread"}),
     "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread", "frontends": 8}),
 }
