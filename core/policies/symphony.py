@@ -17,7 +17,8 @@ One scheduler serves every GPU of its (sub-)cluster:
   grow: max batch, or more requests queued than fit); work-conserving
   (``symphony-wc``) as soon as it is formed.
 * **Which candidate a GPU takes**: the schedulable one with the earliest
-  ``sched_at`` (ties: lower model index). A GPU that frees takes one at once;
+  ``sched_at`` (ties: lower model index); ``rank="all"`` (a deviation, below):
+  the earliest ``sched_at`` of all candidates once one is schedulable. A GPU that frees takes one at once;
   an idle GPU takes a candidate the moment it becomes schedulable (a
   per-model timer at ``sched_at``; a timer whose candidate changed is
   cancelled, Appendix C ``inform_candidate``). With non-zero delays a busy
@@ -44,6 +45,29 @@ rule is the default because it is the algorithm §4.3 states and the one
 Fig. 4 (the rule's own microbenchmark) evaluates; Fig. 10 and the
 autoscaling signal (§4.4) are reported with both rules. Table 4 is the
 same under either (ResNet50 5241 / 5241 r/s, InceptionResNetV2 930 / 940).
+
+**A GPU passes over an urgent candidate** (Fig. 4's losing cells; the
+paper's rule, not a bug here). A freeing GPU takes only *schedulable*
+candidates (§4.3; Appendix C likewise: only a candidate whose model timer
+fired enters ``mc``). A lone request below β·λ waits for its sched_at
+``dl − ℓ(2)`` while GPUs free and take other models' candidates of ≥ β·λ
+requests; when its sched_at comes and every GPU is busy, it has
+``ℓ(b+1) − ℓ(1) = α·b`` of slack left (1.06 ms for DenseNet121), and at
+≥ 85 % utilization no GPU frees in time: the head is dropped (DenseNet121,
+8 models on 8 GPUs, 30 ms, 4 s at 1200 r/s, β·λ ≈ 1.5: 32 drops, every
+one a head that waited as a lone, not-schedulable candidate while a GPU
+looked at it — 27 still alone when dropped, 5 joined by a second request too
+late; work-conserving and the sched_at rule drop none). Checked and not
+the cause: the model timer fires at sched_at and an idle GPU takes the
+candidate then (tests/test_symphony.py), no cancelled timer fires, the rate
+window (250 ms / 1 s / 4 s) changes nothing, Clipper pruning is worse (0.55
+of work-conserving), and Appendix C's own ranking (by ``exec_at``: a β·λ
+candidate by its last update, a timed one by sched_at) is worse still
+(0.39). No reading of §4.3 or Appendix C we found lets a GPU take a
+candidate that is not yet schedulable. ``rank="all"`` does — once some
+candidate is schedulable, the GPU takes the candidate with the earliest
+sched_at among all of them — and is a deviation, reported as its own row
+(``symphony-ra`` in the experiments), never the default.
 
 The two policies share this one class; ``symphony-wc`` only switches the
 schedulability rule (:attr:`Symphony.work_conserving`).

@@ -39,7 +39,10 @@ WHY_NWC_LOSES = (
     "8 GPUs, 30 ms, 4 s at 1200 r/s: 32 heads dropped, each already infeasible when a GPU freed; WC and the "
     "sched_at rule drop none). Not the λ estimator (rate window 250 ms / 1 s / 4 s: the same 0.71), not the "
     "pruning (Clipper pruning: 0.55), not the timers (no cancelled timer fired); ranking as Appendix C's "
-    "exec_at does (β·λ candidates by their last update) is worse still (0.39).")
+    "exec_at does (β·λ candidates by their last update) is worse still (0.39). It is the paper's rule: a GPU "
+    "takes only schedulable candidates (§4.3, Appendix C's mc), and no reading we found lets it take an urgent "
+    "one below β·λ; letting it (rank=all, a deviation: once one candidate is schedulable, the earliest sched_at "
+    "of all goes) is the separate row above.")
 
 
 def grid(quick: bool) -> list[dict]:

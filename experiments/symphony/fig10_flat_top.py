@@ -6,8 +6,21 @@ Offered load is swept from 0.25× to 2× the analytic staggered throughput
 (:mod:`shepherd.core.batch_analytics`); per run: good (in-time) rate, bad
 rate, GPU utilization. The flat-top properties (§4.4): past the peak p,
 goodput stays near p (bad rate ≈ (o − p)/o); below it, the idle fraction ≈
-(p − o)/p. Symphony is run with §4.3's β·λ rule and with Appendix C's rule as
-printed (sched_at only); see :mod:`shepherd.core.policies.symphony`.
+(p − o)/p. Symphony is run with §4.3's β·λ rule, with Appendix C's rule as
+printed (sched_at only), and with §4.3's rule ranking every candidate
+(``rank="all"``, a deviation, its own row); see
+:mod:`shepherd.core.policies.symphony`. Clockwork is the Clockwork release's
+controller as Symphony ran it (10 ms schedule-ahead, 5 ms SLO buffer).
+
+Why §4.3's rule does not track (p − o)/p here (the paper's rule, not a bug of
+ours): a candidate of ≥ β·λ requests is schedulable at once, and at 0.25 of
+the peak β·λ = 5.378 ms × 268 r/s ≈ 1.4 per model, so an idle GPU runs
+batches of ≈ 2 (ℓ(2) = 9.5 ms for two requests, 4.7 ms each against 2.2 ms at
+the staggered batch of 29): utilization ≈ 0.25 × 4.7 / 2.2 ≈ 0.54 instead of
+0.25. No λ estimate changes this (the test compares the candidate to the
+model's own rate, which is what it is), and the ranking is not involved
+(``rank="all"`` dispatches the same batches). Appendix C as printed — every
+candidate waits for sched_at — is the reading that reproduces Fig. 10.
 """
 
 from __future__ import annotations
@@ -22,7 +35,7 @@ from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
 ALPHA, BETA, SLO = *c.RESNET50, 100.0  # ResNet50, Table 5 (1080Ti)
-SYSTEMS = ("symphony", "symphony-sa", "clockwork", "nexus")
+SYSTEMS = ("symphony", "symphony-sa", "symphony-ra", "clockwork", "nexus")
 FACTORS_FULL = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0)
 FACTORS_QUICK = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 
@@ -96,8 +109,12 @@ class Fig10(Experiment):
                   m["symphony-sa"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony-sa']['idle_gap_max']:.3f}"),
             Claim("Symphony (§4.3 rule): idle fraction tracks (p − o)/p below saturation (within 0.1)",
                   m["symphony"]["idle_gap_max"] <= 0.1, f"max gap {m['symphony']['idle_gap_max']:.3f}"
-                  + ("; its β·λ test dispatches at ≈ β·λ requests, small batches on idle GPUs below saturation "
-                     "(core.policies.symphony: why the rules differ)" if m["symphony"]["idle_gap_max"] > 0.1 else "")),
+                  + ("; the paper's own rule: a candidate of ≥ β·λ requests (≈ 1.4 at 0.25 of the peak) is "
+                     "schedulable at once, so idle GPUs run batches of ≈ 2 below saturation (module docstring)"
+                     if m["symphony"]["idle_gap_max"] > 0.1 else "")),
+            Claim("Symphony (deviation: §4.3 rule, rank all): idle fraction tracks (p − o)/p below saturation "
+                  "(within 0.1)", m["symphony-ra"]["idle_gap_max"] <= 0.1,
+                  f"max gap {m['symphony-ra']['idle_gap_max']:.3f}"),
             Claim("Clockwork reaches full GPU use before its peak (idle gap > 0.1)",
                   m["clockwork"]["idle_gap_max"] > 0.1, f"max gap {m['clockwork']['idle_gap_max']:.3f}"),
         ]
