@@ -43,8 +43,9 @@ SYSTEMS = {  # label → (policy, config)
     "symphony-wc": ("symphony-wc", {}),
     "symphony-sa": ("symphony", {"rule": "sched_at"}),
     "clockwork": ("clockwork", {}),
-    "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread"}),
-    "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread", "frontends": 8}),
+    "nexus": ("nexus", {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle", "spare": "spread"}),
+    "nexus-8fe": ("nexus", {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle", "spare": "spread",
+                          "frontends": 8}),
 }
 LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)", "clockwork": "Clockwork",
           "nexus": "Nexus 1FE", "nexus-8fe": "Nexus 8FE"}
