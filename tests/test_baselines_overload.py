@@ -94,3 +94,12 @@ def test_nexus_utilization_does_not_climb_with_the_overload():
         return res.summary_frame()["utilization"][0]
 
     assert util(72_000) < util(4_000) + 0.03
+
+
+def test_nexus_peak_window_defaults_to_the_slo():
+    """Documented choice: the demand a plan must sustain is the busiest SLO-long interval."""
+    _, pol = _run(1_000)
+    assert pol.window_us == 100_000  # the trace's SLO
+    trace = assemble([_poisson(500, 1.0, 3)], ["ResNet50"], [100_000])
+    res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.5}, gpus=1, overhead=NO_OVERHEAD, seed=1)
+    assert res.engine.policies[0].window_us == 500_000
