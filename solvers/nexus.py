@@ -13,7 +13,10 @@ Shepherd §7 adapts Nexus to provision for the *peak* rate of every epoch
   ≤ SLO_i; each stream runs a batch of ⌈r_i·d⌉ per cycle, and the streams fit
   when Σ ℓ_i(⌈r_i·d⌉) ≤ d. Residuals are placed first-fit in decreasing
   order of their occupancy ℓ_i(⌈r_i·d_i⌉)/d_i (documented simplification of
-  Nexus' merge heuristic).
+  Nexus' merge heuristic). A residual whose occupancy exceeds 1 (the batch
+  rounded up to ⌈r·d⌉ runs longer than the cycle; seen for ResNeSt269 on the
+  synthetic trace, 1.027) gets one more dedicated GPU instead: a GPU cannot
+  run more than its cycle.
 
 Each allocation also carries its duty cycle ``duty_us`` (a dedicated GPU's
 is ℓ(b): batches back to back). Plan rows: one group per allocation (a stream's dedicated GPUs, or one shared
@@ -70,12 +73,16 @@ def plan_epoch(streams: pl.DataFrame, tables: dict[str, np.ndarray]) -> list[dic
         per_gpu = b / (lat[b] / 1e6)
         full = int(peak // per_gpu)
         rest = peak - full * per_gpu
-        if full:
-            allocations.append({"streams": [(stream, model, b, full * per_gpu / peak)], "gpus": full,
-                                "duty_us": float(lat[b])})
+        d = bb = 0
         if rest > 1e-9:
             d = _duty_cycle(lat, rest, int(slo))
             bb = min(max(1, math.ceil(rest * d / 1e6)), len(lat) - 1)
+            if lat[bb] > d:  # the residual alone over-fills a GPU (⌈r·d⌉ rounds up): one more dedicated GPU
+                full, rest = full + 1, 0.0
+        if full:
+            allocations.append({"streams": [(stream, model, b, min(1.0, full * per_gpu / peak))], "gpus": full,
+                                "duty_us": float(lat[b])})
+        if rest > 1e-9:
             residuals.append((lat[bb] / d if d > 0 else math.inf, stream, model, rest, int(slo), d, rest / peak))
     bins: list[dict] = []
     for _, stream, model, rest, slo, d, share in sorted(residuals, key=lambda r: (-r[0], r[1])):

@@ -78,8 +78,9 @@ GOLDEN = {
     ("flex", "two-groups"): "dc6db558b4d4e0963ae7",
     ("flex-np", "one-group"): "95eccac7e76af149d5d0",
     ("flex-np", "two-groups"): "81e0c2972ba0b17f7c36",
-    ("nexus", "one-group"): "a98ca905d736407c23b1",
-    ("nexus", "two-groups"): "54350e2d67e5327569b0",
+    # Nexus: admission coins drawn once per request and plans for the admitted traffic's peaks (h16)
+    ("nexus", "one-group"): "53a8d2625860bdd29961",
+    ("nexus", "two-groups"): "bec035bd946fc4eba1f1",  # and a residual that over-fills a GPU gets a dedicated one
     ("flex-exit-overhead", "one-group"): "8ebe2f2c5b1d4567bb04",
 }
 

@@ -53,3 +53,22 @@ def test_nexus_plan_invariants(seed, n_streams, rate, slo_ms):
         if workers == 1 and len(lats) > 1:  # shared GPU: one cycle of all batches, then its own, fits the SLO
             assert sum(lats) + max(lats) <= slo_us
     assert meta["gpus_peak"] >= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ResNeSt269", "ResNet50", "BERT", "DenseNet121", "ResNet18"]),
+                          st.floats(1.0, 3_000.0)), min_size=1, max_size=6),
+       st.sampled_from([100_000, 250_000, 500_000]))
+def test_every_planned_gpu_fits_its_duty_cycle(sessions, slo_us):
+    """Nexus §6.1: a GPU runs its sessions' batches once per duty cycle, so Σ ℓ(b) ≤ duty on every
+    allocation (a residual whose rounded-up batch over-fills the cycle gets a dedicated GPU)."""
+    from shepherd.solvers.nexus import plan_epoch
+
+    tables = {m: latency_table_us(PROFILES, m, None, 32) for m, _ in sessions}
+    rows = [(i, m, slo_us, r) for i, (m, r) in enumerate(sessions) if 2 * tables[m][1] <= slo_us]
+    if not rows:
+        return
+    frame = pl.DataFrame(rows, schema={"stream": pl.Int64, "model": pl.String, "slo_us": pl.Int64,
+                                       "peak_rps": pl.Float64}, orient="row")
+    for a in plan_epoch(frame, tables):
+        assert sum(tables[m][b] for _, m, b, _ in a["streams"]) <= a["duty_us"] + 1e-6

@@ -14,7 +14,7 @@ from shepherd.experiments.symphony import common as c
 
 LIN = ba.Linear(2.050, 5.378)  # Fig. 1's ResNet50-like model
 PROF = c.linear_profiles([("R", LIN.alpha_ms, LIN.beta_ms)])
-CFG = {"epoch_s": 1.0, "provision": "oracle"}
+CFG = {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle"}  # as Symphony runs it
 
 
 def _cap(slo_ms: float, gpus: int) -> float:

@@ -48,8 +48,9 @@ SYSTEMS = {  # label → (policy, config)
     # Clockwork as Symphony §5 ran it: the Clockwork release's INFER5 controller, whose defaults schedule
     # 10 ms ahead and aim 5 ms before each SLO (core.policies.clockwork, "As Symphony ran it")
     "clockwork": ("clockwork", {"schedule_ahead_ms": 10.0, "slo_buffer_ms": 5.0}),
-    "nexus": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread"}),
-    "nexus-8fe": ("nexus", {"epoch_s": 1.0, "provision": "oracle", "spare": "spread", "frontends": 8}),
+    "nexus": ("nexus", {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle", "spare": "spread"}),
+    "nexus-8fe": ("nexus", {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle", "spare": "spread",
+                          "frontends": 8}),
 }
 LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)",
           "symphony-ra": "Symphony (rank all, deviation)", "clockwork": "Clockwork",
