@@ -41,7 +41,7 @@ B_COLS = 9
 S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def bisect_right(a, x, lo, hi):
     while lo < hi:
         mid = (lo + hi) // 2
@@ -52,7 +52,7 @@ def bisect_right(a, x, lo, hi):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def bisect_left(a, x, lo, hi):
     while lo < hi:
         mid = (lo + hi) // 2
@@ -63,7 +63,7 @@ def bisect_left(a, x, lo, hi):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def ceil_us(ns):
     return -((-ns) // 1000)
 
@@ -82,7 +82,7 @@ def queues(model, n_models):
     return base, base[:-1].copy(), base[:-1].copy(), np.empty(n, np.int64), np.empty(n, np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def q_push(base, qh, qe, qd, qr, m, dl, r):
     """Queue request ``r`` of model ``m`` with deadline ``dl`` after the equal deadlines (``DeadlineQueues.push``)."""
     h, e = qh[m], qe[m]
@@ -107,7 +107,7 @@ def q_push(base, qh, qe, qd, qr, m, dl, r):
     qe[m] = e + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def q_expire(qh, qe, qd, qr, m, cutoff, r_outcome, dropped):
     """Drop model ``m``'s requests with deadline < ``cutoff`` (``DeadlineQueues.expire``); returns how many."""
     h, e = qh[m], qe[m]
@@ -120,7 +120,7 @@ def q_expire(qh, qe, qd, qr, m, cutoff, r_outcome, dropped):
     return j - h
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def q_take(qh, qe, qd, qr, m, i0, b):
     """Remove the ``b`` queued requests from slot ``i0`` (``DeadlineQueues.take``), closing the gap from the
     shorter side; the taken ids are ``qr[i0:i0 + b]`` *before* the call — the caller reads them first."""
@@ -139,7 +139,7 @@ def q_take(qh, qe, qd, qr, m, i0, b):
         qe[m] = e - b
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def largest_feasible(qh, qe, qd, m, now, lat_m, maxb):
     """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
     first (``DeadlineQueues.largest_feasible``, line for line)."""
@@ -167,7 +167,7 @@ def largest_feasible(qh, qe, qd, m, now, lat_m, maxb):
 # ---------------------------------------------------------------------- the scheduler clock
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def charge_before(s, t, shed, i, now, arrival_ns):
     """Charge ``free`` with the admitted arrivals before ``now`` (``Admission.charge_until``)."""
     cp = s[S_CP]
@@ -181,7 +181,7 @@ def charge_before(s, t, shed, i, now, arrival_ns):
     s[S_FREE] = free
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns):
     """When a decision made at ``now`` takes effect (``Actions.decision_time``)."""
     if not active:
@@ -193,7 +193,7 @@ def ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns):
     return ceil_us((free if free > a else a) + decision_ns)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def decide(s, t, shed, i, now, cost, arrival_ns):
     """The scheduler makes a decision costing ``cost`` ns at ``now`` (``SchedulerClock.decide``); returns
     when it is issued, µs. ``fall`` becomes ``free`` plus the admitted arrivals at ``now`` not charged yet."""
@@ -213,7 +213,7 @@ def decide(s, t, shed, i, now, cost, arrival_ns):
     return ceil_us(free)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def arrive(s, now, admit_on, arrival_ns, max_lag_ns):
     """An arrival at ``now``: False (shed, ``.admission``) when admission control is on and the backlog it
     finds, with every admitted arrival and decision before it charged, exceeds the bound; else it is
@@ -228,7 +228,7 @@ def arrive(s, now, admit_on, arrival_ns, max_lag_ns):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def chunk_done(s, i, arrival_ns):
     """Every arrival of a handled feed chunk is charged (``Engine._arrivals``)."""
     if arrival_ns:
@@ -252,7 +252,7 @@ def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
     return blog
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def next_completion(w_bid, w_end):
     """The worker whose batch completes next: earliest end, then lowest batch id; −1 if none runs."""
     k = -1

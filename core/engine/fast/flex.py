@@ -35,7 +35,7 @@ from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, S
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome):
     """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``)."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
@@ -206,7 +206,7 @@ def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, 
     return blog[:nb].copy(), w_busy, w_waste, s[S_SHED]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _delay(start, end, e, now):
     """Time from ``now`` to the running batch's next exit point, −1 after the last (``Flex._delay``)."""
     if now <= start:
