@@ -145,7 +145,8 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
     summary = with_run_columns(result.summary_frame(), policy=policy, trace=loaded.name, load=load, slo_ms=slo,
                                seed=seed, gpus=gpus, plan=Path(plan).name if plan else None, config=config,
                                synthetic=loaded.synthetic)
-    batches = result.batches_frame()
+    # --record summary: the batch-size table below needs only sizes (no per-batch strings at 10 M requests)
+    batches = result.batches_frame() if record in ("batches", "requests") else result.batch_sizes_frame()
     provenance = make_provenance(dict(
         policy=policy, policy_config=config, overhead=overhead,
         trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
