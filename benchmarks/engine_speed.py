@@ -38,9 +38,14 @@ Flex runs in Herd-like serving groups of ``--flex-group-size`` workers (default
 12, Shepherd §7; each group its own 13 streams); Clockwork and Nexus in one
 group (a centralised scheduler; per-stream provisioning).
 
+**Peak memory** (``--memory N``): the served case's trace of N requests written as an artifact, then
+``shepherd simulate --record summary`` on it in a fresh process per variant; prints that process's peak
+RSS (the whole CLI: reading the trace, the run, the summary).
+
 Usage: python benchmarks/engine_speed.py [--cases served,overload] [--requests N] [--repeats 5]
        [--policies flex,clockwork] [--workers 12] [--variants ref:,apart:groups=apart]
-       e.g. compiled vs reference: --cases served --policies clockwork --variants reference:,fast:path=fast
+       e.g. compiled vs reference: --cases served --policies clockwork --variants reference:path=reference,fast:path=fast
+       python benchmarks/engine_speed.py --memory 10000000 --policies flex,clockwork --variants fast:path=fast
 """
 
 from __future__ import annotations
@@ -145,6 +150,38 @@ def one(policy: str, workers: int, n: int, case: str, slo_ms: float, seed: int, 
             "mean_batch": summary["mean_batch"][0]}
 
 
+def memory(n: int, policies: list[str], workers: int, variants: list[tuple[str, dict]], seed: int) -> None:
+    """Peak RSS of ``shepherd simulate --record summary`` on the served case's trace of ``n`` requests."""
+    import tempfile
+    from pathlib import Path
+
+    from shepherd.core.artifacts import make_provenance, write_artifact
+
+    load, basis, _, _ = CASES["served"]
+    with tempfile.TemporaryDirectory() as tmp:
+        frame, _, _, _ = make_trace(n, workers, load, 250.0, seed, 0, basis)
+        trace = Path(tmp) / "trace.parquet"
+        write_artifact(frame, trace, "trace", make_provenance())
+        del frame
+        print(f"{'policy':9} {'variant':10} {'requests':>11} {'peak MB':>8} {'wall s':>7}", flush=True)
+        for policy in policies:
+            for name, fields in variants:
+                engine = fields.get("path", "auto")
+                code = ("import resource, sys; from shepherd.cli.app import main\n"
+                        "code = main(sys.argv[1:])\nassert code == 0, code\n"
+                        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+                cmd = [sys.executable, "-c", code, "simulate", "--policy", policy, "--trace", str(trace),
+                       "--gpus", str(workers), "--record", "summary", "--engine", engine, "-o",
+                       str(Path(tmp) / f"{policy}-{name}")]
+                w0 = time.perf_counter()
+                out = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, POLARS_MAX_THREADS="1"))
+                if out.returncode != 0:
+                    print(out.stderr, file=sys.stderr)
+                    raise SystemExit(out.returncode)
+                peak = int(out.stdout.strip().splitlines()[-1]) / 1024
+                print(f"{policy:9} {name:10} {n:11,d} {peak:8.0f} {time.perf_counter() - w0:7.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="served,overload", help=f"named cases: {', '.join(CASES)}")
@@ -156,7 +193,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--flex-group-size", type=int, default=12,
                     help="Flex runs in Herd-like groups of this many workers (Shepherd §7: 12); 0 = one group")
-    ap.add_argument("--variants", default="reference:", help="A/B: name:key=value+… (EngineConfig fields), comma-separated")
+    ap.add_argument("--variants", default="reference:path=reference,fast:path=fast", help="A/B: name:key=value+… (EngineConfig fields), comma-separated")
+    ap.add_argument("--memory", type=int, default=0, help="peak RSS of `simulate --record summary` at N requests")
     ap.add_argument("--single", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.single:
@@ -164,6 +202,9 @@ def main() -> None:
         print(json.dumps(one(**spec)))
         return
     variants = [parse_variant(v) for v in args.variants.split(",")]
+    if args.memory:
+        memory(args.memory, args.policies.split(","), int(args.workers.split(",")[0]), variants, args.seed)
+        return
     print(f"{'case':9} {'policy':9} {'workers':>7} {'groups':>6} {'variant':10} {'requests':>10} "
           f"{'req/CPU-s':>10} {'req/wall-s':>10} {'runs req/CPU-s':>32} {'served':>6} {'shed':>6} "
           f"{'dropped':>7} {'batch':>5} {'peak MB':>7} {'JIT s':>6}", flush=True)

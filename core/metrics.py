@@ -108,7 +108,7 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
         "outcome": result._outcome_series(),
         "preemptions": r.r_preempt,
     })
-    return summarize_tables(requests, result.batches_frame(), result.workers_frame(), result.policy,
+    return summarize_tables(requests, result.batch_sizes_frame(), result.workers_frame(), result.policy,
                             {"seed": result.seed})
 
 

@@ -1,4 +1,8 @@
-"""The compiled fast path (core/engine/fast/): the reference engine's tables, identical, for the same inputs."""
+"""The compiled fast paths (core/engine/fast/): the reference engine's tables, identical, for the same inputs.
+
+Clockwork, Flex, Flex-NP and Flex with preemption (any λ > 1, exit points, stretched batches), in one serving
+group and in several (Herd groups: each group's kernel run, merged by the clock replay); hypothesis-generated
+small workloads and three fixed medium ones (≥ 100 k requests) per fast path."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.profiles import load_builtin
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
+from test_engine_groups import plan_frame
 
 pytest.importorskip("numba")
 PROF = load_builtin("shepherd-v100")
@@ -54,24 +59,75 @@ OVERHEADS = [
 def test_fast_clockwork_equals_reference(seed, gpus, streams, rate, ties, ovh, chunk, max_batch):
     trace = workload(seed, streams, 120_000, rate, ties)
     kw = dict(gpus=gpus, seed=seed, overhead=OVERHEADS[ovh], max_batch=max_batch)
-    ref = simulate(trace, PROF, "clockwork", engine=EngineConfig(chunk=chunk), **kw)
+    ref = simulate(trace, PROF, "clockwork", engine=EngineConfig(chunk=chunk, path="reference"), **kw)
     fast = simulate(trace, PROF, "clockwork", engine=EngineConfig(chunk=chunk, path="fast"), **kw)
+    assert_same(ref, fast)
+
+
+#: Flex's own default overhead (O(G) per arrival and decision, admission control on) is OVERHEADS[0] here
+FLEX_OVERHEADS = [None] + OVERHEADS[1:]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), gpus=st.integers(1, 5), streams=st.integers(1, 6),
+       rate=st.sampled_from([200.0, 1500.0, 8000.0]), ties=st.booleans(), ovh=st.sampled_from(range(len(OVERHEADS))),
+       chunk=st.sampled_from([1, 7, 64, 1 << 15]), max_batch=st.sampled_from([1, 8, 128]),
+       policy=st.sampled_from(["flex", "flex-np", "flex+preemption"]),
+       lam=st.sampled_from([1.01, 1.5, 3.03, 8.0]), exits=st.sampled_from([0, 1, 4]),
+       stretch=st.sampled_from([0.0, 0.05]))
+def test_fast_flex_equals_reference(seed, gpus, streams, rate, ties, ovh, chunk, max_batch, policy, lam, exits,
+                                    stretch):
+    """Flex, Flex-NP, and Flex with preemption under a varied λ and exit points (the cascades of low λ)."""
+    trace = workload(seed, streams, 120_000, rate, ties)
+    name, cfg = policy, None
+    if policy == "flex+preemption":
+        name, cfg = "flex", {"lam": lam, "exit_points": exits, "exit_overhead": stretch}
+    kw = dict(gpus=gpus, seed=seed, overhead=FLEX_OVERHEADS[ovh], max_batch=max_batch)
+    ref = simulate(trace, PROF, name, cfg, engine=EngineConfig(chunk=chunk, path="reference"), **kw)
+    fast = simulate(trace, PROF, name, cfg, engine=EngineConfig(chunk=chunk, path="fast"), **kw)
+    assert_same(ref, fast)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 3), min_size=2, max_size=4),
+       policy=st.sampled_from(["flex", "flex-np", "clockwork"]), rate=st.sampled_from([300.0, 1500.0, 6000.0]),
+       ovh=st.sampled_from(range(len(OVERHEADS))), lam=st.sampled_from([1.2, 3.03]))
+def test_fast_groups_equal_reference(seed, sizes, policy, rate, ovh, lam):
+    """Several serving groups (equal arrival times across them): the kernels' runs merged by the clock replay
+    give the single loop's batch ids."""
+    rng = np.random.default_rng(seed)
+    n = 2 * len(sizes) + 1
+    arrs = [poisson(rng, rate * (0.5 + rng.random()), 150_000) for _ in range(n)]
+    arrs[0] = np.sort(np.concatenate([arrs[0], arrs[-2][::2]]))  # ties across groups (stream n − 2: the last)
+    slos = [int(x) for x in rng.choice([20_000, 40_000, 90_000, 250_000], n)]
+    trace = assemble(arrs, [MODELS[s % len(MODELS)] for s in range(n)], slos)
+    plan = plan_frame(sizes, [s % len(sizes) for s in range(n)])
+    cfg = {"lam": lam} if policy == "flex" else None
+    kw = dict(plan=plan, seed=seed, overhead=FLEX_OVERHEADS[ovh] if policy != "clockwork" else OVERHEADS[ovh])
+    ref = simulate(trace, PROF, policy, cfg, engine=EngineConfig(path="reference"), **kw)
+    fast = simulate(trace, PROF, policy, cfg, engine=EngineConfig(path="fast"), **kw)
     assert_same(ref, fast)
 
 
 SHEDDING = OverheadConfig(base_us=40.0, per_request_us=25.0, arrival_us=300.0, max_lag_us=3_000.0)
 
 
+def medium(seed: int, slos: list[int], per_stream: float = 300.0, groups: int = 1):
+    """13 models (Shepherd Table 4's CV rows), one Poisson stream each per group, ≥ 100 k requests."""
+    rng = np.random.default_rng(seed)
+    models = ["ResNet18", "ResNet34", "ResNet50", "ResNet101", "ResNet152", "ResNeSt50", "ResNeSt101",
+              "ResNeSt200", "ResNeSt269", "DenseNet121", "DenseNet161", "DenseNet169", "DenseNet201"]
+    arrs = [poisson(rng, per_stream / groups, 27_000_000) for _ in range(groups) for _ in models]
+    trace = assemble(arrs, models * groups, [slos[s % len(slos)] for s in range(len(arrs))])
+    assert trace.height >= 100_000
+    return trace
+
+
 @pytest.mark.parametrize("ovh", [None, SHEDDING])
 def test_fast_clockwork_equals_reference_on_100k_requests(ovh):
     """A fixed medium workload: 13 models on 12 GPUs served (default overhead), or overloaded and shedding."""
-    rng = np.random.default_rng(18)
-    models = ["ResNet18", "ResNet34", "ResNet50", "ResNet101", "ResNet152", "ResNeSt50", "ResNeSt101",
-              "ResNeSt200", "ResNeSt269", "DenseNet121", "DenseNet161", "DenseNet169", "DenseNet201"]
-    arrs = [poisson(rng, 300.0, 27_000_000) for _ in models]
-    trace = assemble(arrs, models, [250_000] * len(models))
-    assert trace.height >= 100_000
-    ref = simulate(trace, PROF, "clockwork", gpus=12, overhead=ovh)
+    trace = medium(18, [250_000])
+    ref = simulate(trace, PROF, "clockwork", gpus=12, overhead=ovh, engine=EngineConfig(path="reference"))
     fast = simulate(trace, PROF, "clockwork", gpus=12, overhead=ovh, engine=EngineConfig(path="fast"))
     assert_same(ref, fast)
     if ovh:
@@ -80,24 +136,79 @@ def test_fast_clockwork_equals_reference_on_100k_requests(ovh):
         assert ref.good > 0.5 * trace.height
 
 
+def test_fast_clockwork_equals_reference_on_100k_requests_in_groups():
+    """The third fixed medium workload: three 4-GPU groups, mixed SLOs."""
+    trace = medium(19, [60_000, 250_000], groups=3)
+    plan = plan_frame([4, 4, 4], [s // 13 for s in range(39)])
+    ref = simulate(trace, PROF, "clockwork", plan=plan, engine=EngineConfig(path="reference"))
+    fast = simulate(trace, PROF, "clockwork", plan=plan, engine=EngineConfig(path="fast"))
+    assert_same(ref, fast)
+
+
+FLEX_MEDIUM = {
+    # Flex's default overhead on 12 GPUs, mixed SLOs: preemptions
+    "flex": ("flex", None, None, dict(gpus=12), 1),
+    # Flex-NP overloaded with a costly scheduler: admission control sheds
+    "flex-np": ("flex-np", None, SHEDDING, dict(gpus=12), 1),
+    # Flex in three Herd-like groups of 4, a low λ: cascades, and the merge of group runs
+    "flex-groups": ("flex", {"lam": 1.5}, None, dict(plan=plan_frame([4, 4, 4], [s // 13 for s in range(39)])), 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FLEX_MEDIUM))
+def test_fast_flex_equals_reference_on_100k_requests(case):
+    policy, cfg, ovh, where, groups = FLEX_MEDIUM[case]
+    trace = medium(20, [40_000, 90_000, 250_000], per_stream=300.0 if ovh is None else 600.0, groups=groups)
+    ref = simulate(trace, PROF, policy, cfg, overhead=ovh, engine=EngineConfig(path="reference"), **where)
+    fast = simulate(trace, PROF, policy, cfg, overhead=ovh, engine=EngineConfig(path="fast"), **where)
+    assert_same(ref, fast)
+    preempted = int((ref.requests_frame()["preemptions"] > 0).sum())
+    if policy == "flex":
+        assert preempted > 0  # preemption is exercised
+    else:
+        assert ref.shed > 0 and preempted == 0
+
+
 def test_fast_path_refuses_what_it_does_not_cover():
     trace = workload(1, 2, 50_000, 500.0, False)
-    with pytest.raises(UserError, match="no fast path.*clockwork"):
-        simulate(trace, PROF, "flex", gpus=2, engine=EngineConfig(path="fast"))
+    with pytest.raises(UserError, match="no fast path.*clockwork, flex, flex-np"):
+        simulate(trace, PROF, "nexus", gpus=2, engine=EngineConfig(path="fast"))
     with pytest.raises(UserError, match="covers"):
         simulate(trace, PROF, "clockwork", {"admission": "predictive"}, gpus=2, engine=EngineConfig(path="fast"))
+    for option in ("schedule_ahead_ms", "slo_buffer_ms"):  # Clockwork as Symphony ran it: reference only
+        with pytest.raises(UserError, match="covers"):
+            simulate(trace, PROF, "clockwork", {option: 5.0}, gpus=2, engine=EngineConfig(path="fast"))
+    with pytest.raises(UserError, match="covers"):
+        simulate(trace, PROF, "flex", gpus=2, overhead=OverheadConfig(mode="emulation"),
+                 engine=EngineConfig(path="fast"))
     with pytest.raises(UserError, match="reference or fast"):
         EngineConfig(path="turbo").validate()
 
 
+def test_auto_is_the_default_and_falls_back_silently():
+    """``auto`` (the default) runs the fast path where it covers the run, else the reference engine: the same
+    tables either way, and the reference's policy objects only where the reference ran."""
+    assert EngineConfig().path == "auto"
+    trace = workload(3, 3, 80_000, 1500.0, True)
+    for policy, cfg, fast in (("flex", None, True), ("clockwork", {"admission": "predictive"}, False),
+                              ("clockwork", {"schedule_ahead_ms": 10.0, "slo_buffer_ms": 5.0}, False),
+                              ("nexus", None, False)):
+        auto = simulate(trace, PROF, policy, cfg, gpus=2)
+        ref = simulate(trace, PROF, policy, cfg, gpus=2, engine=EngineConfig(path="reference"))
+        assert_same(auto, ref)
+        assert (len(auto.engine.policies) == 0) == fast
+
+
 def test_cli_engine_fast(cli, tmp_path):
     write_artifact(workload(2, 3, 300_000, 1500.0, True), tmp_path / "t.parquet", "trace", make_provenance())
-    outs = {}
-    for eng in ("reference", "fast"):
-        r = cli("simulate", "--policy", "clockwork", "--trace", tmp_path / "t.parquet", "--gpus", "3",
-                "--engine", eng, "-o", tmp_path / eng)
-        assert r.code == 0, r.err
-        outs[eng] = {p.name: p.read_bytes() for p in sorted((tmp_path / eng).glob("*.parquet"))}
-    assert len(outs["fast"]) == 4 and outs["fast"] == outs["reference"]
-    assert_user_error(cli("simulate", "--policy", "flex", "--trace", tmp_path / "t.parquet", "--gpus", "3",
-                          "--engine", "fast", "-o", tmp_path / "x"), "clockwork")
+    for policy in ("clockwork", "flex"):
+        outs = {}
+        for eng in ("reference", "fast", "default"):
+            r = cli("simulate", "--policy", policy, "--trace", tmp_path / "t.parquet", "--gpus", "3",
+                    *(["--engine", eng] if eng != "default" else []), "-o", tmp_path / policy / eng)
+            assert r.code == 0, r.err
+            outs[eng] = {p.name: p.read_bytes() for p in sorted((tmp_path / policy / eng).glob("*.parquet"))}
+        assert len(outs["fast"]) == 4 and outs["fast"] == outs["reference"] == outs["default"]
+    assert_user_error(cli("simulate", "--policy", "nexus", "--trace", tmp_path / "t.parquet", "--gpus", "3",
+                          "--engine", "fast", "-o", tmp_path / "x"), "clockwork, flex, flex-np")
+    assert not (tmp_path / "x").exists()

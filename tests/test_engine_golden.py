@@ -85,14 +85,15 @@ GOLDEN = {
 }
 
 
+@pytest.mark.parametrize("engine", ["reference", "auto"])  # auto: the compiled fast path where one covers the run
 @pytest.mark.parametrize("policy,workload", sorted(GOLDEN))
-def test_whole_model_policies_keep_their_outcomes(policy, workload):
+def test_whole_model_policies_keep_their_outcomes(policy, workload, engine):
     trace, where = WORKLOADS[workload]()
     config = {"epoch_s": 0.1, "peak_window_s": 0.05} if policy == "nexus" else None
     name = policy
     if policy == "flex-exit-overhead":  # Flex stretching its batches (Shepherd Fig. 12)
         name, config = "flex", {"exit_overhead": 0.05}
-    res = simulate(trace, PROF, name, config, seed=3, **where)
+    res = simulate(trace, PROF, name, config, seed=3, engine=EngineConfig(path=engine), **where)
     assert outcome_hash(res) == GOLDEN[(policy, workload)]
 
 

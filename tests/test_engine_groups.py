@@ -17,6 +17,9 @@ from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
 PROF = load_builtin("shepherd-v100")
+#: what these tests check is the reference engine's groups apart (the fast paths run groups apart on their own)
+REF = EngineConfig(path="reference")
+APART = EngineConfig(path="reference", groups="apart")
 MODELS = ["ResNet18", "ResNet50", "ResNet101", "DenseNet121", "ResNeSt50"]
 
 
@@ -60,8 +63,8 @@ def assert_same(a, b) -> None:
 def test_groups_apart_equal_one_loop(seed, sizes, policy, rate, predictive):
     trace, plan = workload(seed, sizes, 2 * len(sizes) + 1, 150_000, rate)
     cfg = {"admission": "predictive"} if policy == "clockwork" and predictive else None
-    one = simulate(trace, PROF, policy, cfg, plan=plan, seed=seed)
-    apart = simulate(trace, PROF, policy, cfg, plan=plan, seed=seed, engine=EngineConfig(groups="apart"))
+    one = simulate(trace, PROF, policy, cfg, plan=plan, seed=seed, engine=REF)
+    apart = simulate(trace, PROF, policy, cfg, plan=plan, seed=seed, engine=APART)
     assert_same(one, apart)
 
 
@@ -72,8 +75,8 @@ def test_groups_apart_with_overhead_ties_and_preemption():
     from shepherd.core.engine import OverheadConfig
 
     ovh = OverheadConfig(base_us=30.0, per_worker_us=5.0, arrival_us=150.0, max_lag_us=2_000.0)
-    one = simulate(trace, PROF, "flex", plan=plan, seed=0, overhead=ovh)
-    apart = simulate(trace, PROF, "flex", plan=plan, seed=0, overhead=ovh, engine=EngineConfig(groups="apart"))
+    one = simulate(trace, PROF, "flex", plan=plan, seed=0, overhead=ovh, engine=REF)
+    apart = simulate(trace, PROF, "flex", plan=plan, seed=0, overhead=ovh, engine=APART)
     assert one.shed > 0 and int((one.requests_frame()["preemptions"] > 0).sum()) > 0  # the cases are exercised
     assert_same(one, apart)
     assert one.shed == apart.shed
@@ -88,23 +91,23 @@ def test_groups_apart_equal_time_everywhere(policy):
     arrs = [base, base, base, base[::2], base[1::2]]
     trace = assemble(arrs, ["ResNet18"] * 5, [30_000] * 5)
     plan = plan_frame([1, 2, 1], [0, 1, 2, 0, 1])
-    one = simulate(trace, PROF, policy, plan=plan, seed=0)
-    apart = simulate(trace, PROF, policy, plan=plan, seed=0, engine=EngineConfig(groups="apart"))
+    one = simulate(trace, PROF, policy, plan=plan, seed=0, engine=REF)
+    apart = simulate(trace, PROF, policy, plan=plan, seed=0, engine=APART)
     assert_same(one, apart)
 
 
 def test_jobs_in_processes_equal_one_loop():
     trace, plan = workload(3, [2, 2, 1], 7, 600_000, 2000.0)
-    one = simulate(trace, PROF, "clockwork", plan=plan, seed=0)
-    two = simulate(trace, PROF, "clockwork", plan=plan, seed=0, engine=EngineConfig(jobs=2))
+    one = simulate(trace, PROF, "clockwork", plan=plan, seed=0, engine=REF)
+    two = simulate(trace, PROF, "clockwork", plan=plan, seed=0, engine=EngineConfig(path="reference", jobs=2))
     assert_same(one, two)
 
 
 def test_coupled_policy_falls_back_to_one_loop():
     """Nexus draws from the run's generator and sets timers: its groups stay in one loop, same tables."""
     trace, plan = workload(5, [2, 2], 5, 400_000, 1000.0)
-    one = simulate(trace, PROF, "nexus", plan=plan, seed=0)
-    apart = simulate(trace, PROF, "nexus", plan=plan, seed=0, engine=EngineConfig(groups="apart"))
+    one = simulate(trace, PROF, "nexus", plan=plan, seed=0, engine=REF)
+    apart = simulate(trace, PROF, "nexus", plan=plan, seed=0, engine=APART)
     assert_same(one, apart)
 
 
@@ -113,14 +116,15 @@ def test_cli_groups_apart_writes_byte_identical_artifacts(cli, tmp_path):
     write_artifact(trace, tmp_path / "trace.parquet", "trace", make_provenance())
     write_artifact(plan, tmp_path / "plan.parquet", "plan", make_provenance())
     outs = {}
-    for name, extra in (("one", []), ("apart", ["--groups", "apart"]), ("jobs", ["--jobs", "2"])):
+    for name, extra in (("one", ["--engine", "reference"]), ("apart", ["--engine", "reference", "--groups", "apart"]),
+                        ("jobs", ["--engine", "reference", "--jobs", "2"]), ("fast", [])):
         out = tmp_path / name
         r = cli("simulate", "--policy", "flex", "--trace", tmp_path / "trace.parquet", "--plan",
                 tmp_path / "plan.parquet", "-o", out, *extra)
         assert r.code == 0, r.err
         outs[name] = {p.name: p.read_bytes() for p in sorted(out.glob("*.parquet"))}
     assert len(outs["one"]) == 4
-    assert outs["one"] == outs["apart"] == outs["jobs"]
+    assert outs["one"] == outs["apart"] == outs["jobs"] == outs["fast"]
 
 
 def test_bad_engine_group_options():
@@ -142,8 +146,9 @@ def test_cli_bad_group_options_exit_2(cli, tmp_path, args):
 def test_groups_on_ray_equal_one_loop():
     pytest.importorskip("ray")
     trace, plan = workload(9, [1, 2, 1], 7, 400_000, 2000.0)
-    one = simulate(trace, PROF, "flex", plan=plan, seed=0)
-    ray_run = simulate(trace, PROF, "flex", plan=plan, seed=0, engine=EngineConfig(executor="ray", jobs=2))
+    one = simulate(trace, PROF, "flex", plan=plan, seed=0, engine=REF)
+    ray_run = simulate(trace, PROF, "flex", plan=plan, seed=0,
+                       engine=EngineConfig(path="reference", executor="ray", jobs=2))
     assert_same(one, ray_run)
 
 

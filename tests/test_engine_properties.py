@@ -76,7 +76,7 @@ def workloads(draw):
         slos.append(draw(st.integers(5_000, 300_000)))
     trace = assemble(per_stream, models, slos)
     gpus = draw(st.integers(1, 4))
-    lam = draw(st.sampled_from([1.0, 1.5, 3.03]))
+    lam = draw(st.sampled_from([1.01, 1.5, 3.03]))
     return trace, gpus, lam
 
 

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import assert_user_error
+from shepherd.core.artifacts import make_provenance, write_artifact
 from shepherd.core.engine import OverheadConfig, simulate
 from shepherd.core.errors import UserError
 from shepherd.core.policies import registry
@@ -139,6 +141,30 @@ def test_flex_np_and_lambda_option_disable_or_tune_preemption():
     assert not res.batches_frame()["preempted"].any()
     res = simulate(preemption_trace(5), PROF, "flex", {"lam": 6.0}, gpus=1, overhead=NO_OVERHEAD)
     assert not res.batches_frame()["preempted"].any()
+
+
+@pytest.mark.parametrize("lam", [1.0, 1.0 + 1e-12, 0.5, float("inf"), float("nan")])
+def test_lambda_that_cannot_end_a_preemption_cascade_is_rejected(lam):
+    """λ ∈ (1, ∞) (Shepherd App. B). With λ = 1 a batch of one preempts a batch of one, whose victim then
+    preempts it back, forever (``preemption_trace(1)`` never finished on the reference engine)."""
+    with pytest.raises(UserError, match="λ must be a finite number > 1"):
+        registry.make_config("flex", {"lam": lam}).validate()
+
+
+def test_lambda_just_above_one_ends_its_cascades():
+    """Just above 1, λ still makes every preemption grow the running batch (1 → 2 here), so the victim
+    cannot preempt back and the run ends."""
+    res = simulate(preemption_trace(2), PROF, "flex", {"lam": 1.0000001}, gpus=1, overhead=NO_OVERHEAD)
+    bt = res.batches_frame().sort("batch_id")
+    assert bt["preempted"].to_list() == [True, False, False] and bt["size"].to_list() == [1, 2, 1]
+
+
+def test_cli_lambda_one_is_one_error_line(cli, tmp_path):
+    write_artifact(preemption_trace(1), tmp_path / "t.parquet", "trace", make_provenance())
+    r = cli("simulate", "--policy", "flex", "--trace", tmp_path / "t.parquet", "--gpus", "1", "--set", "lam=1",
+            "-o", tmp_path / "out")
+    assert_user_error(r, "λ must be a finite number > 1")
+    assert not (tmp_path / "out").exists()
 
 
 def test_victims_that_can_no_longer_meet_their_deadline_are_dropped():

@@ -31,8 +31,9 @@ class EngineConfig:
     #: PPipe's probe() walks a per-pool index of vGPUs by free time (``core/pipelines/table.py``);
     #: False: the plain scan of Algorithm 2 (identical results, slower)
     pool_index: bool = True
-    #: "reference" — the Python engine; "fast" — a policy's compiled fast path (:mod:`.fast`), same outcomes
-    path: str = "reference"
+    #: "auto" — a policy's compiled fast path (:mod:`.fast`, same outcomes) where it has one for the run's
+    #: configuration, else the Python engine; "fast" — the fast path or an error; "reference" — the Python engine
+    path: str = "auto"
     #: serving groups (Herd groups, sub-clusters): "together" — one loop; "apart" — each group its own run,
     #: merged into the same tables (:mod:`.groups`; falls back to one loop when something couples them)
     groups: str = "together"
@@ -50,8 +51,8 @@ class EngineConfig:
             raise UserError(f"engine quiet_lag_us must be ≥ 0, got {self.quiet_lag_us}")
         if self.groups not in GROUP_MODES:
             raise UserError(f"engine groups must be one of {', '.join(GROUP_MODES)}, got '{self.groups}'")
-        if self.path not in ("reference", "fast"):
-            raise UserError(f"--engine must be reference or fast, got '{self.path}'")
+        if self.path not in ("auto", "reference", "fast"):
+            raise UserError(f"--engine must be reference or fast (or auto), got '{self.path}'")
         if self.executor not in ("local", "ray"):
             raise UserError(f"unknown executor '{self.executor}' (known: local, ray)")
         if self.jobs < 1:

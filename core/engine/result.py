@@ -83,13 +83,20 @@ class SimulationResult:
             "batch_id": np.arange(len(worker), dtype=np.int64),
             "worker": worker.astype(np.int32),
             "group": self._group_labels()[worker] if len(worker) else np.empty(0, np.int32),
-            "model": pl.Series("model", np.array(self.models, dtype=object)[model] if len(model) else [],
-                               dtype=pl.String),
+            "model": pl.Series("model", self.models, dtype=pl.String).gather(model) if len(model)
+            else pl.Series("model", [], dtype=pl.String),
             "size": b["size"].astype(np.int32),
             "start_us": b["start"],
             "end_us": b["end"],
             "preempted": b["preempted"].astype(bool),
         })
+
+    def batch_sizes_frame(self) -> pl.DataFrame:
+        """The batches' size, end and preempted columns only (what a summary needs; no strings, so a run of
+        millions of batches summarises without the full :meth:`batches_frame`)."""
+        b = self.recorder.batch_columns()
+        return pl.DataFrame({"size": b["size"].astype(np.int32), "end_us": b["end"],
+                             "preempted": b["preempted"].astype(bool)})
 
     def segments_frame(self) -> pl.DataFrame:
         """Every (batch, worker, start, end) piece of work (:meth:`.Recorder.segments`)."""

@@ -136,13 +136,16 @@ def simulate(
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
-    if eng_cfg.path == "fast":
+    if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
         from shepherd.core.engine import fast
 
-        fast.check(policy, cfg, ovh, cluster, runtime.hardware)
-        if trace.height:
-            fast.run_fast(eng, runtime, max_batch)
-        per_group = [{}]
+        why = fast.why_not(policy, cfg, ovh, eng)
+        if why is not None and eng_cfg.path == "fast":
+            raise UserError(why)
+        if why is None:
+            if trace.height:
+                fast.run_fast(eng, policy, cfg, runtime, max_batch)
+            per_group = [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,

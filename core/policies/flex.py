@@ -59,8 +59,13 @@ class FlexConfig:
     exit_overhead: float = 0.0  #: fractional execution delay of exit points (Fig. 12)
 
     def validate(self) -> None:
-        if not (self.lam >= 1.0 and math.isfinite(self.lam)):
-            raise UserError(f"λ must be a finite number ≥ 1, got {self.lam}")
+        """λ ∈ (1, ∞) (Shepherd App. B: "1 < λ < ∞"). Each preemption replaces a running batch of size s
+        by one of at least ⌈λ·s⌉ (``need``, computed as ``ceil(λ·s − 1e-9)``) > s, so the running sizes'
+        sum grows with every preemption of a cascade and, bounded by G · max batch, the cascade ends. With
+        λ = 1 (or within 1e-9 of it) ``need`` is s: a batch of the victims' size preempts the new one, whose
+        victims preempt it again, forever."""
+        if not (self.lam - 1.0 > 1e-9 and math.isfinite(self.lam)):
+            raise UserError(f"λ must be a finite number > 1 (Shepherd App. B: 1 < λ < ∞), got {self.lam}")
         if self.exit_points < 0:
             raise UserError(f"exit_points must be ≥ 0, got {self.exit_points}")
         if self.exit_overhead < 0:

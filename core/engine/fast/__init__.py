@@ -1,9 +1,16 @@
 """Compiled fast paths (issue 18; DESIGN.md "Two fidelities, one interface"): the reference engine's outcomes,
 exactly, from a numba loop over arrays — for the policies and configurations listed here.
 
-``EngineConfig.path = "fast"`` asks for one; :func:`run_fast` writes the run's tables into the reference
-engine's recorder, so every table, summary and artifact is built by the same code either way. A policy
-(or a configuration of one) without a fast path is a one-line error naming those that have one.
+``EngineConfig.path`` picks the engine: ``"auto"`` (the default) runs a fast path where the policy has one
+for the run's configuration and the reference engine otherwise; ``"fast"`` insists (a policy or
+configuration without one is a one-line error naming those that have one); ``"reference"`` never uses one.
+:func:`run_fast` writes the run's tables into the reference engine's recorder, so every table, summary and
+artifact is built by the same code either way.
+
+Serving groups (Herd groups, sub-clusters) never interact: each group's requests run through the kernel
+alone, and with several groups the runs are merged by :func:`shepherd.core.engine.groups.merge` — the
+kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
+single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`.
 """
 
 from __future__ import annotations
@@ -16,43 +23,95 @@ import numpy as np
 from shepherd.core.errors import UserError
 
 #: policies with a fast path, and the configurations it covers (the error names them)
-FAST = {"clockwork": "one serving group, one hardware type, urgency=deadline, admission=none, overhead model|none"}
+FAST = {
+    "clockwork": "urgency=deadline, admission=none, schedule_ahead_ms=0, slo_buffer_ms=0, one hardware type per "
+                 "serving group, overhead model|none",
+    "flex": "overhead model|none",
+    "flex-np": "overhead model|none",
+}
 
 
 def names() -> list[str]:
     return sorted(FAST)
 
 
-def check(policy: str, config: Any, overhead: Any, cluster: Any, hardware: list[str]) -> None:
-    """A one-line error unless ``policy`` has a fast path for this configuration."""
+def why_not(policy: str, config: Any, overhead: Any, engine: Any) -> str | None:
+    """Why ``policy`` has no fast path for this configuration (one line), or None if it has one."""
     if policy not in FAST:
-        raise UserError(f"policy '{policy}' has no fast path (--engine fast: {', '.join(names())}); "
-                        f"use --engine reference")
-    cfg = dataclasses.asdict(config)
-    ok = (len(cluster.groups) == 1 and len(hardware) == 1 and cfg.get("urgency") == "deadline"
-          and cfg.get("admission") == "none" and overhead.mode in ("model", "none"))
+        return f"policy '{policy}' has no fast path (--engine fast: {', '.join(names())}); use --engine reference"
+    ok = overhead.mode in ("model", "none")
+    if policy == "clockwork":
+        cfg = dataclasses.asdict(config)
+        hws = engine.res.w_hw
+        one_hw = all(len({hws[w] for w in ws}) <= 1 for ws in engine.res.group_workers)
+        ok = (ok and cfg.get("urgency") == "deadline" and cfg.get("admission") == "none" and one_hw
+              and cfg.get("schedule_ahead_ms") == 0 and cfg.get("slo_buffer_ms") == 0)
     if not ok:
-        raise UserError(f"the fast path of '{policy}' covers {FAST[policy]}; use --engine reference")
+        return f"the fast path of '{policy}' covers {FAST[policy]}; use --engine reference"
+    return None
 
 
-def run_fast(engine: Any, runtime: Any, max_batch: int) -> None:
-    """Run the group's fast path and write its tables into ``engine``'s recorder."""
-    from shepherd.core.engine.fast.clockwork import run_clockwork
+def _group(policy: str, config: Any, runtime: Any, max_batch: int, sched: Any, chunk: int, lat: np.ndarray,
+           w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
+    """One group's kernel run; the request columns in ``out`` are written in place."""
+    common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
+              sched.max_lag_ns, chunk)
+    if policy == "clockwork":
+        from shepherd.core.engine.fast.clockwork import run_clockwork
 
-    sched = engine.sched[0]
-    lat = np.ascontiguousarray(np.array(runtime.lat[0], dtype=np.int64))
-    n_workers = len(engine.res.w_group)
-    out = run_clockwork(engine.arrival, engine.deadline, engine.model.astype(np.int64), lat, n_workers, max_batch,
-                        sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
-                        sched.max_lag_ns, engine.config.chunk)
-    (r_start, r_finish, r_worker, r_batch, r_outcome, shed, n_shed,
-     b_worker, b_model, b_size, b_start, b_end, w_busy) = out
-    rec = engine.rec
-    rec.r_start[:], rec.r_finish[:], rec.r_worker[:] = r_start, r_finish, r_worker
-    rec.r_batch[:], rec.r_outcome[:] = r_batch, r_outcome
-    for name, col in (("b_worker", b_worker), ("b_model", b_model), ("b_size", b_size), ("b_start", b_start),
-                      ("b_end", b_end), ("b_pre", np.zeros(len(b_worker), np.int64))):
-        getattr(rec, name).frombytes(np.ascontiguousarray(col, dtype=np.int64).tobytes())
-    rec.w_busy[:] = w_busy.tolist()
-    sched.shed = int(n_shed)
-    engine.admission.shed_ids.extend(np.flatnonzero(shed).tolist())
+        r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
+        return run_clockwork(t, d, m, lat, w_hw, max_batch, *common, r_start, r_finish, r_worker, r_batch,
+                             r_outcome, shed)
+    from shepherd.core.engine.fast.flex import run_flex
+    from shepherd.core.policies.flex import DEFAULT_EXIT_POINTS
+
+    exits = np.array([config.exit_points or e or DEFAULT_EXIT_POINTS
+                      for e in (runtime.exit_points or [0] * lat.shape[1])], np.int64)
+    return run_flex(t, d, m, lat, w_hw, max_batch, float(config.lam), bool(config.preemption), exits, *common,
+                    *out)
+
+
+def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int) -> None:
+    """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder."""
+    from shepherd.core.engine import groups
+    from shepherd.core.engine.outcomes import DROPPED  # noqa: F401 - the kernels' outcome codes
+
+    lat = np.ascontiguousarray(np.array(runtime.lat, dtype=np.int64))
+    rec, res = engine.rec, engine.res
+    model = engine.model.astype(np.int64, copy=False)
+    n_groups = len(engine.feeds)
+    if n_groups == 1 and engine.group_ids[0] is None:  # the recorder's own columns, written in place
+        shed = np.zeros(len(engine.arrival), np.bool_)
+        out = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
+        blog, w_busy, w_waste, n_shed = _group(policy, config, runtime, max_batch, engine.sched[0],
+                                               engine.config.chunk, lat, np.array(res.w_hw, np.int64),
+                                               engine.arrival, engine.deadline, model, out)
+        for name, col in zip(("b_worker", "b_model", "b_size", "b_start", "b_end", "b_pre"), blog.T[:6]):
+            getattr(rec, name).frombytes(np.ascontiguousarray(col).tobytes())
+        rec.w_busy[:] = w_busy.tolist()
+        rec.w_waste[:] = w_waste.tolist()
+        engine.sched[0].shed = int(n_shed)
+        engine.admission.shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
+        return
+    runs, ids, arrivals = [], [], []
+    for g in range(n_groups):
+        rid = engine.group_ids[g]
+        rid = np.arange(len(engine.arrival), dtype=np.int64) if rid is None else rid
+        k = len(rid)
+        out = (np.full(k, -1, np.int64), np.full(k, -1, np.int64), np.full(k, -1, np.int32),
+               np.full(k, -1, np.int64), np.zeros(k, np.int8), np.zeros(k, np.int16), np.zeros(k, np.bool_))
+        t = engine.arrival[rid]
+        blog, w_busy, w_waste, n_shed = _group(policy, config, runtime, max_batch, engine.sched[g],
+                                               engine.config.chunk, lat,
+                                               np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64),
+                                               t, engine.deadline[rid], model[rid], out)
+        engine.sched[g].shed = int(n_shed)
+        cols = blog.T
+        runs.append(groups.GroupRun(
+            *out[:6], {"worker": cols[0], "model": cols[1], "size": cols[2], "start": cols[3], "end": cols[4],
+                       "preempted": cols[5]},
+            w_busy.tolist(), w_waste.tolist(), np.flatnonzero(out[6]).astype(np.int64),
+            cols[6].astype(np.int8), cols[7].copy(), cols[8].copy(), {}))
+        ids.append(rid)
+        arrivals.append(t)
+    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals)

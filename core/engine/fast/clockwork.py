@@ -15,13 +15,8 @@ What it re-enacts, and where the reference says it:
   a freed worker tried at its completion, the most urgent head across models
   (lower model index on ties) after dropping what cannot finish alone, the
   largest batch its deadline allows;
-* the scheduler as a single server (:mod:`..overhead`): arrivals charged
-  lazily — a decision at ``t`` after the arrivals before ``t`` only, and
-  every arrival of a feed chunk charged when the chunk has been handled (the
-  reference's one approximation, kept here so that the outcomes are its own);
-* admission control (:mod:`..admission`) as its literal per-arrival recursion:
-  an arrival is shed when the backlog it finds with every admitted arrival
-  and decision before it charged exceeds the bound.
+* the scheduler clock, admission control, the queues, the batch log and the
+  completion order: :mod:`.common` (shared with the other fast paths).
 
 No Python object per request: the loop runs in numba over the trace's numpy
 columns; the JIT cache lives on disk (``NUMBA_CACHE_DIR``, else numba's
@@ -33,70 +28,41 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, bisect_right,
+                                              chunk_done, decide, finish, log_batch, next_completion, q_expire,
+                                              q_push, q_take, queues, ready_us)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
-NONE = -1
+
+@njit(cache=True)
+def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome):
+    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``)."""
+    best_m, best_d = -1, INF
+    for mm in range(len(qh)):
+        if qh[mm] >= qe[mm]:
+            continue
+        q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED)
+        h = qh[mm]
+        if h < qe[mm] and qd[h] < best_d:
+            best_m, best_d = mm, qd[h]
+    if best_m < 0:
+        return -1, 0
+    b = bisect_right(lat_h[best_m], best_d - ready, 1, maxb + 1) - 1
+    qlen = qe[best_m] - qh[best_m]
+    return best_m, (qlen if qlen < b else b)
 
 
 @njit(cache=True)
-def _bisect_right(row, x, lo, hi):
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if x < row[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-@njit(cache=True)
-def _bisect_left(a, x, lo, hi):
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True)
-def _ceil_us(ns):
-    return -((-ns) // 1000)
-
-
-@njit(cache=True)
-def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns, arrival_ns, active, admit,
-                  max_lag_ns, chunk):
-    """One group's Clockwork run over arrays; returns the request, batch and worker columns."""
+def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admit_on,
+                  max_lag_ns, chunk, r_start, r_finish, r_worker, r_batch, r_outcome, shed):
+    """One group's Clockwork run (one hardware type: ``lat[w_hw[0]]``); writes the request columns in place and
+    returns (batch log, w_busy, w_waste, sched state) as :func:`.flex.run_flex` does."""
     n = len(t)
-    n_models = lat.shape[0]
-    # queues: model m's requests live in [base[m], base[m + 1]); live part [qh[m], qe[m])
-    counts = np.zeros(n_models + 1, np.int64)
-    for i in range(n):
-        counts[model[i] + 1] += 1
-    base = np.cumsum(counts)
-    qh = base[:-1].copy()
-    qe = base[:-1].copy()
-    qd = np.empty(n, np.int64)
-    qr = np.empty(n, np.int64)
-    # per request
-    r_start = np.full(n, -1, np.int64)
-    r_finish = np.full(n, -1, np.int64)
-    r_worker = np.full(n, -1, np.int32)
-    r_batch = np.full(n, -1, np.int64)
-    r_outcome = np.zeros(n, np.int8)
-    shed = np.zeros(n, np.bool_)
-    n_shed = 0
-    # per batch (grown by doubling)
-    cap = 1024
-    b_worker = np.empty(cap, np.int64)
-    b_model = np.empty(cap, np.int64)
-    b_size = np.empty(cap, np.int64)
-    b_start = np.empty(cap, np.int64)
-    b_end = np.empty(cap, np.int64)
+    lat_h = lat[w_hw[0]]
+    n_workers = len(w_hw)
+    base, qh, qe, qd, qr = queues(model, lat.shape[1])
+    blog = np.empty((1024, B_COLS), np.int64)
     nb = 0
-    # per worker
     w_free = np.zeros(n_workers, np.int64)
     w_end = np.zeros(n_workers, np.int64)
     w_bid = np.full(n_workers, NONE, np.int64)
@@ -104,26 +70,17 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
     w_busy = np.zeros(n_workers, np.int64)
     idle = np.ones(n_workers, np.bool_)
     n_idle = n_workers
-    # scheduler (overhead model)
-    free = 0
-    fall = 0  # ``free`` with every admitted arrival handled so far charged
-    cp = 0  # first arrival not yet charged
-    i = 0  # next arrival
+    s = np.zeros(4, np.int64)
+    i = 0
     k = -1
     dirty = True
-    queued = 0  # live requests in all queues
     while True:
-        # the next completion: earliest end, then lowest batch id (found again only when a worker changed)
         if dirty:
-            k = -1
-            for w in range(n_workers):
-                if w_bid[w] >= 0 and (k < 0 or w_end[w] < w_end[k]
-                                      or (w_end[w] == w_end[k] and w_bid[w] < w_bid[k])):
-                    k = w
+            k = next_completion(w_bid, w_end)
             dirty = False
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             now = w_end[k]
-            bid = w_bid[k]
+            unit = w_bid[k]
             w_busy[k] += now - w_start[k]
             w_bid[k] = NONE
             w_free[k] = now
@@ -132,35 +89,17 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
             arriving = False
         elif i < n:
             now = t[i]
-            # admission: the backlog with every admitted arrival before i charged (``fall``)
-            if admit:
-                if fall - now * 1000 > max_lag_ns:
-                    shed[i] = True
-                    n_shed += 1
-                    r_outcome[i] = DROPPED
-                    i += 1
-                    if i % chunk == 0 or i == n:  # a chunk handled: all of it charged
-                        free, cp = fall, i
-                    continue
-            if arrival_ns:
-                fall = (fall if fall > now * 1000 else now * 1000) + arrival_ns
-            m = model[i]
-            dl = d[i]
-            lo, e = qh[m], qe[m]
-            if e == lo or dl >= qd[e - 1]:
-                qd[e] = dl
-                qr[e] = i
-            else:
-                p = _bisect_right(qd, dl, lo, e)
-                for j in range(e, p, -1):
-                    qd[j] = qd[j - 1]
-                    qr[j] = qr[j - 1]
-                qd[p] = dl
-                qr[p] = i
-            qe[m] = e + 1
-            queued += 1
+            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
+                shed[i] = True
+                r_outcome[i] = DROPPED
+                i += 1
+                if i % chunk == 0 or i == n:
+                    chunk_done(s, i, arrival_ns)
+                continue
+            q_push(base, qh, qe, qd, qr, model[i], d[i], i)
             i += 1
             worker = -1
+            unit = now
             arriving = True
         else:
             break
@@ -172,66 +111,20 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                 worker = 0
                 while not idle[worker]:
                     worker += 1
-            # decision_time(now): charge the arrivals before now, then the scheduler's own clock
-            if active:
-                if arrival_ns:
-                    while cp < i and t[cp] < now:
-                        if not shed[cp]:
-                            free = (free if free > t[cp] * 1000 else t[cp] * 1000) + arrival_ns
-                        cp += 1
-                ready = _ceil_us((free if free > now * 1000 else now * 1000) + decision_ns)
-            else:
-                ready = now
-            # pick: the most urgent feasible head
-            best_m, best_d = -1, np.int64(1) << 62
-            for mm in range(n_models if queued else 0):  # nothing queued: nothing to pick or drop
-                h, e = qh[mm], qe[mm]
-                if h >= e:
-                    continue
-                cut = ready + lat[mm, 1]
-                if qd[h] < cut:
-                    j = _bisect_left(qd, cut, h, e)
-                    for x in range(h, j):
-                        r_outcome[qr[x]] = DROPPED
-                    queued -= j - h
-                    h = j
-                    qh[mm] = j
-                    if h >= e:
-                        continue
-                if qd[h] < best_d:
-                    best_m, best_d = mm, qd[h]
-            b = 0
-            if best_m >= 0:
-                b = _bisect_right(lat[best_m], best_d - ready, 1, maxb + 1) - 1
-                qlen = qe[best_m] - qh[best_m]
-                if qlen < b:
-                    b = qlen
+            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome)
             if b <= 0:
                 if not arriving:
                     idle[worker] = True
                     n_idle += 1
                 break
-            # start: the decision's cost, then the batch on the worker
             if active:
-                free = (free if free > now * 1000 else now * 1000) + decision_ns + per_request_ns * b
-                disp = _ceil_us(free)
-                fall = free
-                if arrival_ns:  # the admitted arrivals not charged yet (at ``now``) come after the decision
-                    for j in range(cp, i):
-                        if not shed[j]:
-                            fall = (fall if fall > t[j] * 1000 else t[j] * 1000) + arrival_ns
+                disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
             else:
                 disp = now
             start = w_free[worker] if w_free[worker] > disp else disp
-            end = start + lat[best_m, b]
-            if nb == cap:
-                cap *= 2
-                b_worker = _grow(b_worker, cap)
-                b_model = _grow(b_model, cap)
-                b_size = _grow(b_size, cap)
-                b_start = _grow(b_start, cap)
-                b_end = _grow(b_end, cap)
-            b_worker[nb], b_model[nb], b_size[nb], b_start[nb], b_end[nb] = worker, best_m, b, start, end
+            end = start + lat_h[best_m, b]
+            blog = log_batch(blog, nb, worker, best_m, b, start, end, 1 if arriving else 0, unit)
             h = qh[best_m]
             for x in range(h, h + b):
                 r = qr[x]
@@ -240,8 +133,7 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                 r_worker[r] = worker
                 r_batch[r] = nb
                 r_outcome[r] = SERVED if d[r] >= end else LATE
-            qh[best_m] = h + b
-            queued -= b
+            q_take(qh, qe, qd, qr, best_m, h, b)
             w_bid[worker] = nb
             w_start[worker] = start
             w_end[worker] = end
@@ -252,19 +144,7 @@ def run_clockwork(t, d, model, lat, n_workers, maxb, decision_ns, per_request_ns
                 n_idle -= 1
             if not arriving:
                 break
-        if arriving and (i % chunk == 0 or i == n):  # a chunk handled: all of it charged
-            if arrival_ns:
-                free = fall
-            cp = i
-    for r in range(n):
-        if r_outcome[r] == 0:
-            r_outcome[r] = DROPPED
-    return (r_start, r_finish, r_worker, r_batch, r_outcome, shed, n_shed,
-            b_worker[:nb], b_model[:nb], b_size[:nb], b_start[:nb], b_end[:nb], w_busy)
-
-
-@njit(cache=True)
-def _grow(a, cap):
-    out = np.empty(cap, a.dtype)
-    out[:len(a)] = a
-    return out
+        if arriving and (i % chunk == 0 or i == n):
+            chunk_done(s, i, arrival_ns)
+    finish(r_outcome, DROPPED)
+    return blog[:nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED]

@@ -1,0 +1,270 @@
+"""What every compiled fast path shares: deadline queues, the group's scheduler clock, the batch log, the
+next completion — numba functions over arrays, one definition each (the policies' kernels call them).
+
+Each mirrors one part of the reference engine, and says which:
+
+* **deadline queues** (:mod:`shepherd.core.policies.queues`): per model a deadline-sorted run of
+  ``(deadline, request)`` in one shared pair of arrays; model ``m`` owns the slots
+  ``[base[m], base[m + 1])`` (as many as it has requests: a request is queued at most once at a time),
+  its live part is ``[qh[m], qe[m])``. Insertion goes after equal deadlines (FIFO among ties, a
+  re-entered request behind the ones already there), expiry moves the head, a batch taken from the
+  middle closes the gap from the shorter side.
+* **the scheduler as a single server** (:mod:`shepherd.core.engine.overhead`,
+  :mod:`shepherd.core.engine.admission`), state ``s = [free, fall, cp, n_shed]`` in ns:
+  ``free`` — the reference's ``free_ns``, arrivals charged lazily (those before a decision's time, and
+  every arrival of a feed chunk once it is handled: the reference's one approximation, kept so that the
+  outcomes are its own); ``fall`` — ``free`` with every admitted arrival so far charged, which is what
+  the literal per-arrival admission recursion compares with the bound; ``cp`` — the first arrival not
+  charged into ``free``.
+* **the batch log** (:mod:`shepherd.core.engine.recorder` and :mod:`shepherd.core.engine.groups`): one
+  row per batch — worker, model, size, start, end, preempted, and the unit that made it (``ua``: 1 while
+  handling arrivals, 0 by a completion; ``uk``: the arrival time or the local id of the completed
+  batch) with the completion time pushed when it was made, which is what the clock replay of
+  :func:`shepherd.core.engine.groups.replay` needs to number batches across groups.
+* **the clock's completion order** (:mod:`shepherd.core.engine.clock`): the earliest end, then the lowest
+  batch id (push order); a preempted batch's stale completion is simply not there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NONE = -1
+INF = np.int64(1) << 62
+
+#: batch-log columns
+B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE, B_UA, B_UK, B_PUSHED = range(9)
+B_COLS = 9
+
+#: scheduler-state slots
+S_FREE, S_FALL, S_CP, S_SHED = range(4)
+
+
+@njit(cache=True, inline='always')
+def bisect_right(a, x, lo, hi):
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, inline='always')
+def bisect_left(a, x, lo, hi):
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline='always')
+def ceil_us(ns):
+    return -((-ns) // 1000)
+
+
+# ---------------------------------------------------------------------- deadline queues
+
+
+@njit(cache=True)
+def queues(model, n_models):
+    """Empty queues for these requests: (base, qh, qe, qd, qr)."""
+    counts = np.zeros(n_models + 1, np.int64)
+    for i in range(len(model)):
+        counts[model[i] + 1] += 1
+    base = np.cumsum(counts)
+    n = len(model)
+    return base, base[:-1].copy(), base[:-1].copy(), np.empty(n, np.int64), np.empty(n, np.int64)
+
+
+@njit(cache=True, inline='always')
+def q_push(base, qh, qe, qd, qr, m, dl, r):
+    """Queue request ``r`` of model ``m`` with deadline ``dl`` after the equal deadlines (``DeadlineQueues.push``)."""
+    h, e = qh[m], qe[m]
+    if e == base[m + 1]:  # the region's end: move the live part to its start (a request is queued once)
+        lo = base[m]
+        for j in range(e - h):
+            qd[lo + j] = qd[h + j]
+            qr[lo + j] = qr[h + j]
+        e = lo + e - h
+        h = lo
+        qh[m] = h
+    if e == h or dl >= qd[e - 1]:
+        qd[e] = dl
+        qr[e] = r
+    else:
+        p = bisect_right(qd, dl, h, e)
+        for j in range(e, p, -1):
+            qd[j] = qd[j - 1]
+            qr[j] = qr[j - 1]
+        qd[p] = dl
+        qr[p] = r
+    qe[m] = e + 1
+
+
+@njit(cache=True, inline='always')
+def q_expire(qh, qe, qd, qr, m, cutoff, r_outcome, dropped):
+    """Drop model ``m``'s requests with deadline < ``cutoff`` (``DeadlineQueues.expire``); returns how many."""
+    h, e = qh[m], qe[m]
+    if h >= e or qd[h] >= cutoff:
+        return 0
+    j = bisect_left(qd, cutoff, h, e)
+    for x in range(h, j):
+        r_outcome[qr[x]] = dropped
+    qh[m] = j
+    return j - h
+
+
+@njit(cache=True, inline='always')
+def q_take(qh, qe, qd, qr, m, i0, b):
+    """Remove the ``b`` queued requests from slot ``i0`` (``DeadlineQueues.take``), closing the gap from the
+    shorter side; the taken ids are ``qr[i0:i0 + b]`` *before* the call — the caller reads them first."""
+    h, e = qh[m], qe[m]
+    if i0 == h:
+        qh[m] = h + b
+    elif i0 - h <= e - i0 - b:  # shift the prefix right
+        for j in range(i0 - 1, h - 1, -1):
+            qd[j + b] = qd[j]
+            qr[j + b] = qr[j]
+        qh[m] = h + b
+    else:  # shift the suffix left
+        for j in range(i0 + b, e):
+            qd[j - b] = qd[j]
+            qr[j - b] = qr[j]
+        qe[m] = e - b
+
+
+@njit(cache=True, inline='always')
+def largest_feasible(qh, qe, qd, m, now, lat_m, maxb):
+    """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
+    first (``DeadlineQueues.largest_feasible``, line for line)."""
+    h, n = qh[m], qe[m]
+    top = n - h
+    if top <= 0:
+        return 0, h
+    if top > maxb:
+        top = maxb
+    i = bisect_left(qd, now + lat_m[top], h, n)
+    if n - i >= top:
+        return top, i
+    lo, hi = 0, top - 1
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if n - bisect_left(qd, now + lat_m[mid], h, n) >= mid:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return 0, h
+    return lo, bisect_left(qd, now + lat_m[lo], h, n)
+
+
+# ---------------------------------------------------------------------- the scheduler clock
+
+
+@njit(cache=True, inline='always')
+def charge_before(s, t, shed, i, now, arrival_ns):
+    """Charge ``free`` with the admitted arrivals before ``now`` (``Admission.charge_until``)."""
+    cp = s[S_CP]
+    free = s[S_FREE]
+    while cp < i and t[cp] < now:
+        if not shed[cp]:
+            a = t[cp] * 1000
+            free = (free if free > a else a) + arrival_ns
+        cp += 1
+    s[S_CP] = cp
+    s[S_FREE] = free
+
+
+@njit(cache=True, inline='always')
+def ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns):
+    """When a decision made at ``now`` takes effect (``Actions.decision_time``)."""
+    if not active:
+        return now
+    if arrival_ns:
+        charge_before(s, t, shed, i, now, arrival_ns)
+    free = s[S_FREE]
+    a = now * 1000
+    return ceil_us((free if free > a else a) + decision_ns)
+
+
+@njit(cache=True, inline='always')
+def decide(s, t, shed, i, now, cost, arrival_ns):
+    """The scheduler makes a decision costing ``cost`` ns at ``now`` (``SchedulerClock.decide``); returns
+    when it is issued, µs. ``fall`` becomes ``free`` plus the admitted arrivals at ``now`` not charged yet."""
+    if arrival_ns:
+        charge_before(s, t, shed, i, now, arrival_ns)
+    free = s[S_FREE]
+    a = now * 1000
+    free = (free if free > a else a) + cost
+    s[S_FREE] = free
+    fall = free
+    if arrival_ns:
+        for j in range(s[S_CP], i):
+            if not shed[j]:
+                aj = t[j] * 1000
+                fall = (fall if fall > aj else aj) + arrival_ns
+    s[S_FALL] = fall
+    return ceil_us(free)
+
+
+@njit(cache=True, inline='always')
+def arrive(s, now, admit_on, arrival_ns, max_lag_ns):
+    """An arrival at ``now``: False (shed, ``.admission``) when admission control is on and the backlog it
+    finds, with every admitted arrival and decision before it charged, exceeds the bound; else it is
+    charged into ``fall``."""
+    fall = s[S_FALL]
+    a = now * 1000
+    if admit_on and fall - a > max_lag_ns:
+        s[S_SHED] += 1
+        return False
+    if arrival_ns:
+        s[S_FALL] = (fall if fall > a else a) + arrival_ns
+    return True
+
+
+@njit(cache=True, inline='always')
+def chunk_done(s, i, arrival_ns):
+    """Every arrival of a handled feed chunk is charged (``Engine._arrivals``)."""
+    if arrival_ns:
+        s[S_FREE] = s[S_FALL]
+    s[S_CP] = i
+
+
+# ---------------------------------------------------------------------- batches and completions
+
+
+@njit(cache=True)
+def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
+    """Append a batch row (the log doubles when full); returns the log."""
+    if nb == blog.shape[0]:
+        grown = np.empty((2 * nb, B_COLS), np.int64)
+        grown[:nb] = blog
+        blog = grown
+    row = blog[nb]
+    row[B_WORKER], row[B_MODEL], row[B_SIZE], row[B_START], row[B_END] = worker, model, size, start, end
+    row[B_PRE], row[B_UA], row[B_UK], row[B_PUSHED] = 0, ua, uk, end
+    return blog
+
+
+@njit(cache=True, inline='always')
+def next_completion(w_bid, w_end):
+    """The worker whose batch completes next: earliest end, then lowest batch id; −1 if none runs."""
+    k = -1
+    for w in range(len(w_bid)):
+        if w_bid[w] >= 0 and (k < 0 or w_end[w] < w_end[k] or (w_end[w] == w_end[k] and w_bid[w] < w_bid[k])):
+            k = w
+    return k
+
+
+@njit(cache=True)
+def finish(r_outcome, dropped):
+    """Requests never served end as dropped (``Engine.run``)."""
+    for r in range(len(r_outcome)):
+        if r_outcome[r] == 0:
+            r_outcome[r] = dropped

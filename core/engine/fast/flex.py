@@ -1,0 +1,251 @@
+"""Flex's compiled fast path (Shepherd §5.2, Algorithm 1; Flex-NP, §7.2): one serving group's reference run,
+over arrays.
+
+Same outcomes as ``core/policies/flex.py`` on the reference engine — per request outcome, worker, batch,
+start, finish and preemptions, per batch every column, per worker busy and wasted time, the shed
+requests (``tests/test_engine_fast.py``) — for overhead mode ``model`` or ``none``, any λ, exit points
+and hardware mix the policy accepts. What it re-enacts, and where the reference says it:
+
+* the clock (:mod:`..clock`): a completion at ``t`` before the arrivals at ``t``, completions of equal
+  time in batch order, a preempted batch's completion stale;
+* Flex (the policy module, whose docstring gives the reasons): BATCHGEN — the largest feasible batch
+  across the queues (ties: the earliest first deadline, then the lower model), after dropping what
+  cannot finish alone; on an arrival, the idle workers filled lowest first, else the preemption check
+  against the worker with the smallest running batch, cascading, with the policy's incremental
+  threshold (``thresh``) exactly as it keeps it — a full rescan after the running set changed, the
+  arrived model's queue otherwise; the preempted batch stops at its next exit point, its requests
+  re-enter (line 19) or are dropped; on a completion, the freed worker's BATCHGEN batch or idling;
+* the scheduler clock and admission control: :mod:`.common`.
+
+A batch's requests get their start, finish, worker, batch and outcome when it starts (a preemption
+takes them back), so no request list outlives its batch; per worker only the running batch's requests
+are kept (``w_reqs``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, S_SHED, arrive, chunk_done,
+                                              decide, finish, largest_feasible, log_batch, next_completion,
+                                              q_expire, q_push, q_take, queues, ready_us)
+from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
+
+
+@njit(cache=True, inline='always')
+def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome):
+    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``)."""
+    best_m, best_b, best_i, best_d = -1, 0, 0, INF
+    for m in range(len(qh)):
+        if qh[m] >= qe[m]:
+            continue
+        q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
+        b, i0 = largest_feasible(qh, qe, qd, m, now, lat_h[m], maxb)
+        if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
+            best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
+    return best_m, best_b, best_i
+
+
+@njit(cache=True)
+def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, arrival_ns,
+             active, admit_on, max_lag_ns, chunk, r_start, r_finish, r_worker, r_batch, r_outcome, r_preempt,
+             shed):
+    """One group's Flex run; writes the request columns in place and returns (batch log, w_busy, w_waste,
+    sched state). ``lat[hw, model, b]``; ``w_hw`` per worker; ``exits`` per model."""
+    n = len(t)
+    n_models = lat.shape[1]
+    n_workers = len(w_hw)
+    base, qh, qe, qd, qr = queues(model, n_models)
+    lat1 = np.empty(n_models, np.int64)  # smallest ℓ(1) over the group's hardware: the expiry cutoff
+    for m in range(n_models):
+        lat1[m] = INF
+        for w in range(n_workers):
+            if lat[w_hw[w], m, 1] < lat1[m]:
+                lat1[m] = lat[w_hw[w], m, 1]
+    blog = np.empty((1024, B_COLS), np.int64)
+    nb = 0
+    w_free = np.zeros(n_workers, np.int64)
+    w_start = np.zeros(n_workers, np.int64)
+    w_end = np.zeros(n_workers, np.int64)
+    w_bid = np.full(n_workers, NONE, np.int64)
+    w_model = np.zeros(n_workers, np.int64)
+    w_size = np.zeros(n_workers, np.int64)  # Flex's run_size: 0 = idle
+    w_reqs = np.empty((n_workers, maxb), np.int64)
+    w_busy = np.zeros(n_workers, np.int64)
+    w_waste = np.zeros(n_workers, np.int64)
+    idle = np.ones(n_workers, np.bool_)
+    n_idle = n_workers
+    s = np.zeros(4, np.int64)  # the scheduler clock (.common)
+    thresh = np.int64(0) if preemption else INF
+    i = 0
+    k = -1
+    dirty = True
+    while True:
+        if dirty:
+            k = next_completion(w_bid, w_end)
+            dirty = False
+        if k >= 0 and (i >= n or w_end[k] <= t[i]):
+            # ---- a completion (Flex.on_completion)
+            now = w_end[k]
+            w_busy[k] += now - w_start[k]
+            unit = w_bid[k]
+            w_bid[k] = NONE
+            w_free[k] = now
+            w_size[k] = 0
+            dirty = True
+            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+            m, b, i0 = _batchgen(ready, lat[w_hw[k]], lat1, maxb, qh, qe, qd, qr, r_outcome)
+            if b > 0:
+                blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, s, t, shed, i, active, decision_ns,
+                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
+                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+            else:
+                idle[k] = True
+                n_idle += 1
+            if preemption:
+                thresh = 0
+            continue
+        if i >= n:
+            break
+        # ---- an arrival (Flex.on_arrivals)
+        now = t[i]
+        if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
+            shed[i] = True
+            r_outcome[i] = DROPPED
+            i += 1
+            if i % chunk == 0 or i == n:
+                chunk_done(s, i, arrival_ns)
+            continue
+        m_arr = model[i]
+        q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
+        i += 1
+        if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
+            while n_idle > 0:
+                w = 0
+                while not idle[w]:
+                    w += 1
+                ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+                m, b, i0 = _batchgen(ready, lat[w_hw[w]], lat1, maxb, qh, qe, qd, qr, r_outcome)
+                if b == 0:
+                    break
+                blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, s, t, shed, i, active, decision_ns,
+                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
+                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                idle[w] = False
+                n_idle -= 1
+                dirty = True
+            if preemption:
+                thresh = 0
+        elif qe[m_arr] - qh[m_arr] >= thresh:  # _check_preempt
+            full = thresh == 0
+            while True:
+                kk = 0
+                for w in range(1, n_workers):
+                    if w_size[w] < w_size[kk]:
+                        kk = w
+                small = w_size[kk]
+                if small == 0:
+                    thresh = 0
+                    break
+                need = np.int64(math.ceil(lam * small - 1e-9))
+                if need > maxb:
+                    thresh = INF
+                    break
+                delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
+                if delay < 0:  # past its last exit point: it finishes shortly
+                    thresh = need
+                    break
+                ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+                t_eff = now + delay if now + delay > ready else ready
+                lat_h = lat[w_hw[kk]]
+                if full:
+                    m, b, i0 = _batchgen(t_eff, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome)
+                else:
+                    m = m_arr
+                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat_h[m], maxb)
+                if b < need:
+                    thresh = need
+                    break
+                # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste
+                st = w_start[kk]
+                stop = st if st >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
+                bid = w_bid[kk]
+                blog[bid, B_END] = stop
+                blog[bid, B_PRE] = 1
+                w_waste[kk] += stop - st
+                nv = w_size[kk]
+                victims = w_reqs[kk, :nv].copy()
+                for x in range(nv):
+                    r = victims[x]
+                    r_start[r] = -1
+                    r_finish[r] = -1
+                    r_worker[r] = -1
+                    r_batch[r] = -1
+                    r_outcome[r] = 0
+                    r_preempt[r] += 1
+                w_bid[kk] = NONE
+                w_free[kk] = stop
+                blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, s, t, shed, i, active, decision_ns,
+                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
+                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                dirty = True
+                for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
+                    r = victims[x]
+                    mr = model[r]
+                    if d[r] >= stop + lat1[mr]:
+                        q_push(base, qh, qe, qd, qr, mr, d[r], r)
+                    else:
+                        r_outcome[r] = DROPPED
+                full = True
+        if i % chunk == 0 or i == n:
+            chunk_done(s, i, arrival_ns)
+    finish(r_outcome, DROPPED)
+    return blog[:nb].copy(), w_busy, w_waste, s[S_SHED]
+
+
+@njit(cache=True, inline='always')
+def _delay(start, end, e, now):
+    """Time from ``now`` to the running batch's next exit point, −1 after the last (``Flex._delay``)."""
+    if now <= start:
+        return 0
+    span = end - start
+    nxt = (now - start) * (e + 1) // span
+    while start + nxt * span // (e + 1) < now:
+        nxt += 1
+    if nxt > e:
+        return -1
+    return start + nxt * span // (e + 1) - now
+
+
+@njit(cache=True)
+def _start(w, m, i0, b, now, ua, uk, blog, nb, s, t, shed, i, active, decision_ns, per_request_ns, arrival_ns,
+           lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs,
+           r_start, r_finish, r_worker, r_batch, r_outcome):
+    """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``)."""
+    start = w_free[w]
+    if active:
+        disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
+        if start < disp:
+            start = disp
+    elif start < now:
+        start = now
+    end = start + lat[w_hw[w], m, b]
+    for x in range(b):
+        r = qr[i0 + x]
+        w_reqs[w, x] = r
+        r_start[r] = start
+        r_finish[r] = end
+        r_worker[r] = w
+        r_batch[r] = nb
+        r_outcome[r] = SERVED if d[r] >= end else LATE
+    q_take(qh, qe, qd, qr, m, i0, b)
+    blog = log_batch(blog, nb, w, m, b, start, end, ua, uk)
+    w_bid[w] = nb
+    w_start[w] = start
+    w_end[w] = end
+    w_model[w] = m
+    w_size[w] = b
+    return blog, nb + 1
