@@ -159,3 +159,21 @@ def test_live_predictor_sees_the_running_pipeline():
 def test_unknown_predictor_is_user_error():
     with pytest.raises(UserError, match="predictor must be"):
         run(stream(0, 5), "accordion", predictor="psychic")
+
+
+def test_late_free_starts_hopeless_queries_on_the_free_eps():
+    """late=free (the other completion of Algorithm 2): a query no configuration serves in time may start on
+    fewer EPs than its best even though they do not meet its SLO — which late=best never does."""
+    found = False
+    for seed in range(20):
+        trace = stream(seed, 60, span_s=5.0, mean_inst=20.0, slo_s=4.0)
+        pol = run(trace, "accordion", window=0, late="free").engine.policies[0]
+        for q in pol.finished:
+            depth, start, left = q.segs[0]
+            if depth < pol.fastest_depth(q.model, left) and start + pol.lat_us(q.model, depth, left) > q.deadline:
+                found = True
+        if found:
+            break
+    assert found
+    with pytest.raises(UserError, match="late must be"):
+        run(stream(0, 5), "accordion", late="never")

@@ -62,6 +62,7 @@ class EPConfig:
     max_instances: int = 100_000  #: largest query (instances) a configuration accepts
     max_eps: int = MAX_EPS  #: most EPs one query may hold (§4.1: 8)
     predictor: str = "live"  #: EP_times of Algorithm 1: live (from the running and waiting queries) | projected
+    late: str = "best"  #: accordion, a query no configuration serves in time: best (wait/fetch its best) | free
 
 
     def validate(self) -> None:
@@ -72,6 +73,8 @@ class EPConfig:
         check_eps(self.max_eps)
         if self.predictor not in ("live", "projected"):
             raise UserError(f"predictor must be live or projected, got '{self.predictor}'")
+        if self.late not in ("best", "free"):
+            raise UserError(f"late must be best or free, got '{self.late}'")
         if self.max_instances < 1:
             raise UserError(f"max_instances must be ≥ 1, got {self.max_instances}")
 

@@ -88,8 +88,10 @@ class Accordion(EPScheduler):
     * ``get_minimal_EP_requirement`` of a query that no configuration serves within its SLO (it will be
       late anyway) is its best assignment (line 3): such a query runs on its fastest configuration, from
       free EPs or EPs fetched under confirm_SLO, or waits — line 6's "less but enough EPs" does not apply
-      to it. (An earlier version started it on whatever EPs were free, down to 1 EP: on the Strict
-      target a 300-instance ResNet152 query then held one EP for ≈ 25 min and set the stream's end.)
+      to it (``late=best``, default). ``late=free`` is the other completion of the pseudo-code, our first
+      version: such a query starts on whatever EPs are free (up to its best), down to 1 EP, and never
+      shrinks others — fewer Strict violations (it does not wait at the head of its queue), but on the
+      Strict target a 300-instance ResNet152 query then held one EP for ≈ 25 min and set the stream's end.
     """
 
     def place(self, q: Query, now: int) -> bool:
@@ -104,6 +106,11 @@ class Accordion(EPScheduler):
             return True
         need = self.slo_depth(q.model, q.left, budget)
         if need is None:
+            if self.config.late == "free":
+                if nfree:
+                    self.start_query(q, nfree, now)
+                    return True
+                return False
             need = best  # no configuration meets the SLO: get_minimal_EP_requirement = the best assignment
         plan, deficit = [], need - nfree
         for s in list(self.active.values()):

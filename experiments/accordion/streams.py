@@ -36,7 +36,7 @@ WHY = {
         "EPs (line 6), so it waits for, or fetches, its best assignment at the head of its queue, while BBS "
         "runs a late query at once on the EP set of a running query of its model. (Starting such queries on "
         "whatever EPs are free, our earlier reading, gave Accordion 17.7 % and the fewest in the last run before "
-        "the change, but left a "
+        "the change (--set late=free keeps it), but left a "
         "several-hundred-instance query on 1 EP to end the stream.)",
     "highest normalised throughput": "QPS is completed queries over the time to the last completion, i.e. "
         "the drain after the last arrival, set by the stream's largest query: at the Strict and Moderate "
