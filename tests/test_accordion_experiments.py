@@ -133,3 +133,21 @@ def test_reproduce_and_report_fig1_on_a_cached_measured_profile(tmp_path, cli):
     report = (tmp_path / "REPORT.md").read_text()
     assert "measured on Test CPU 9000" in report and "| tolerance | holds |" in report
     assert (tmp_path / "figures" / "accordion-fig1-measured.png").exists()
+
+
+@pytest.mark.parametrize("share", [0.0, 0.12, 0.5])
+def test_fig1_max_query_cost_is_where_the_capacity_bound_allows_the_share(share):
+    t = f1.trace(0)
+    span = int(t["deadline_us"].max() - t["arrival_us"].min())
+    cost = f1.max_query_cost(t, share)
+    on_time = lambda c: min(t.height, int(8 * span / c + 1e-9))  # noqa: E731 - the bound's count at cost c
+    assert 1 - on_time(cost) / t.height <= share + 1e-12
+    assert 1 - on_time(cost * 1.05) / t.height > share  # a dearer query no longer fits that share
+
+
+def test_fig1_reads_table1_both_ways():
+    cells = f1.Fig1().cells(Scale(quick=True, seeds=1))
+    assert {cl.params["reading"] for cl in cells} == set(f1.READINGS)
+    p = next(cl.params for cl in cells if cl.params["reading"] == "batch" and cl.params["policy"] == "accordion")
+    row = f1.Fig1().run_cell(p).row(0, named=True)
+    assert row["query_1ep_s"] == pytest.approx(0.69) and row["violations"] == 0.0

@@ -123,3 +123,57 @@ def test_too_many_eps_is_user_error():
     from shepherd.core.accordion.configs import check_eps
     with pytest.raises(UserError, match="1 to 8"):
         check_eps(9)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(20, 80))
+def test_fewer_eps_than_the_fastest_only_when_enough(seed, n):
+    """Algorithm 2 line 6: a query starts on fewer EPs than its best assignment only if they meet its SLO;
+    one that no configuration serves in time waits for (or fetches) its best assignment."""
+    trace = stream(seed, n, span_s=5.0, mean_inst=20.0, slo_s=4.0)
+    pol = run(trace, "accordion", window=0).engine.policies[0]
+    assert pol.finished
+    for q in pol.finished:
+        depth, start, left = q.segs[0]
+        if depth < pol.fastest_depth(q.model, left):
+            assert start + pol.lat_us(q.model, depth, left) <= q.deadline
+
+
+def _one_long_then_low(policy_cfg):
+    """A 2-EP server: a long High query on its fastest (2-EP) pipeline, then a short Low query whose SLO
+    needs 1 EP. Algorithm 1 with N = 1 projects the long query on one EP only."""
+    t = pl.DataFrame({"arrival_us": [0, 1_000_000], "stream": [0, 0], "model": ["VGG16", "VGG16"],
+                      "slo_us": [10**9, 2_000_000], "deadline_us": [10**9, 3_000_000],
+                      "instances": [100, 1], "priority": [1, 0]})
+    res = simulate(t, None, "accordion", {"eps": 2, **policy_cfg}, artifacts={"layer_profiles": LAYERS})
+    return dict(zip(res.requests_frame()["request"].to_list(), res.requests_frame()["outcome"].to_list()))
+
+
+def test_live_predictor_sees_the_running_pipeline():
+    # live: both EPs are held until the long query ends, so the Low query's predicted wait exceeds its SLO
+    assert _one_long_then_low({"predictor": "live"})[1] == "dropped"
+    # projected: the accumulated projection put the long query on one EP; the other looks free
+    assert _one_long_then_low({"predictor": "projected"})[1] != "dropped"
+
+
+def test_unknown_predictor_is_user_error():
+    with pytest.raises(UserError, match="predictor must be"):
+        run(stream(0, 5), "accordion", predictor="psychic")
+
+
+def test_late_free_starts_hopeless_queries_on_the_free_eps():
+    """late=free (the other completion of Algorithm 2): a query no configuration serves in time may start on
+    fewer EPs than its best even though they do not meet its SLO — which late=best never does."""
+    found = False
+    for seed in range(20):
+        trace = stream(seed, 60, span_s=5.0, mean_inst=20.0, slo_s=4.0)
+        pol = run(trace, "accordion", window=0, late="free").engine.policies[0]
+        for q in pol.finished:
+            depth, start, left = q.segs[0]
+            if depth < pol.fastest_depth(q.model, left) and start + pol.lat_us(q.model, depth, left) > q.deadline:
+                found = True
+        if found:
+            break
+    assert found
+    with pytest.raises(UserError, match="late must be"):
+        run(stream(0, 5), "accordion", late="never")

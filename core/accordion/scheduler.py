@@ -15,8 +15,18 @@ whether it may shrink others (:meth:`EPScheduler.place`).
   low-priority queries", §3.2).
 * **Dropout predictor** (Algorithm 1, :mod:`.predictor`), for every
   scheduler as in the seed: on arrival, with N = the EPs the query's SLO
-  requires and the predictor's own projected EP finish times; the window is
-  ``window`` × the query's SLO (0 switches the predictor off).
+  requires; the window is ``window`` × the query's SLO (0 switches the
+  predictor off). ``EP_times`` (``predictor=``): ``live`` (default) builds
+  them from the current system at each arrival — §3.2: "EP times, a list
+  indicating the finish times of queries executing on individual EPs. These
+  times accumulate with new finish times, as new queries are projected to
+  execute", and the predictor works on "current system conditions" — i.e.
+  each EP's running query's real finish, then every waiting query (High
+  queue, Low queue, BBS buffers) projected on top as Algorithm 1 projects
+  (N EPs, lines 4–10) in the order it will be served; ``projected`` keeps
+  one list that only ever accumulates the accepted queries' projections and
+  never sees the real schedule (our first reading: wide pipelines,
+  shrinks and waits are invisible to it).
 * **Shrinking** (Algorithm 2's ``Fetch_EPs``; only Accordion uses it): a
   query running on depth ``d`` since ``s`` has completed ``X =
   ⌊(now − s − fill_d) / bottleneck_d⌋`` instances (clamped to [0, left]);
@@ -51,6 +61,9 @@ class EPConfig:
     reconfig_ms: float = 0.0  #: cost of moving layers when a pipeline shrinks (§3.3: ≈5 ms, taken as 0)
     max_instances: int = 100_000  #: largest query (instances) a configuration accepts
     max_eps: int = MAX_EPS  #: most EPs one query may hold (§4.1: 8)
+    predictor: str = "live"  #: EP_times of Algorithm 1: live (from the running and waiting queries) | projected
+    late: str = "best"  #: accordion, a query no configuration serves in time: best (wait/fetch its best) | free
+
 
     def validate(self) -> None:
         if not 1 <= self.eps <= 4096:
@@ -58,6 +71,10 @@ class EPConfig:
         if self.window < 0 or self.reconfig_ms < 0:
             raise UserError("window and reconfig_ms must be ≥ 0")
         check_eps(self.max_eps)
+        if self.predictor not in ("live", "projected"):
+            raise UserError(f"predictor must be live or projected, got '{self.predictor}'")
+        if self.late not in ("best", "free"):
+            raise UserError(f"late must be best or free, got '{self.late}'")
         if self.max_instances < 1:
             raise UserError(f"max_instances must be ≥ 1, got {self.max_instances}")
 
@@ -120,7 +137,8 @@ class EPScheduler(Policy):
         self.prio = prio.astype(np.int64) if prio is not None else np.full(n, HIGH, np.int64)
         self.arrival = act.arrivals()  # per-group arrays; the request's own arrival is passed on arrival
         self.free: list[int] = sorted(act.workers)
-        self.ep_times = [0.0] * len(self.free)  # the predictor's projected finish times (µs)
+        self.eps = list(self.free)  # predictor EP index → worker
+        self.ep_times = [0.0] * len(self.free)  # predictor=projected: the accumulated finish times (µs)
         self.high: deque[Query] = deque()
         self.low: deque[Query] = deque()
         self.active: dict[int, Query] = {}  # first worker → query
@@ -154,16 +172,35 @@ class EPScheduler(Policy):
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         q = Query(rid, model, int(self.inst[rid]), int(self.prio[rid]), now, deadline, left=int(self.inst[rid]))
         if self.config.window > 0:
+            live = self.config.predictor == "live"
+            ep = self.live_ep_times(now) if live else self.ep_times
             n = self.required_depth(q)
-            p = predict(self.ep_times, now, n, self.lat_us(model, n, q.instances), q.priority,
+            p = predict(ep, now, n, self.lat_us(model, n, q.instances), q.priority,
                         self.config.window * (deadline - now))
             if p.drop:
                 self.act.drop([rid], now)
                 self.n_dropped += 1
                 return
-            self.ep_times = update(self.ep_times, p)
+            if not live:
+                self.ep_times = update(self.ep_times, p)
         (self.high if q.priority == HIGH else self.low).append(q)
         self.schedule(now)
+
+    def live_ep_times(self, now: int) -> list[float]:
+        """Algorithm 1's EP_times from the current system (module docstring, ``predictor=live``)."""
+        at = dict.fromkeys(self.eps, 0.0)
+        waiting: list[Query] = []
+        for q in self.active.values():
+            t = float(q.alloc.end)
+            for b in q.buffer:  # BBS: runs on this EP set after q, in order
+                t += self.lat_us(b.model, len(q.workers), b.instances)
+            for w in q.workers:
+                at[w] = t
+        ep = [at[w] for w in self.eps]
+        for q in (*self.high, *self.low):
+            n = self.required_depth(q)
+            ep = update(ep, predict(ep, now, n, self.lat_us(q.model, n, q.left), HIGH, 0.0))
+        return ep
 
     def on_completion(self, now: int, worker: int) -> None:
         q = self.active.pop(worker)

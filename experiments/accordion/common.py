@@ -98,7 +98,7 @@ def simulate_stream(p: Mapping[str, Any]):
     frame = cell_layers(p)
     one = None if p.get("layers") is None else one_ep_ms(frame)
     trace = stream(p["stream"], p["target"], duration_s=p["duration_s"], seed=p["seed"], one_ep_ms=one)
-    cfg = {"window": p.get("window", 1.0)}
+    cfg = {"window": p.get("window", 1.0)} | ({"predictor": p["predictor"]} if "predictor" in p else {})
     res = simulate(trace, None, p["policy"], cfg, artifacts={"layer_profiles": frame}, seed=p["seed"])
     return res, trace
 

@@ -10,8 +10,15 @@ each stream twice, with the predictor (window = the query's SLO) and without
 (end-to-end latency, arrival to finish, as its processing time), and the
 headline is the share that is faster with the predictor, averaged over the
 streams (:func:`~.common.share_faster`). The paper's two workloads are its 2-
-and 5-peak patterns; we run all six streams (Moderate target) and report the
-mean, and the mean latency change as a second row.
+and 5-peak patterns; we run all six streams and report the mean, and the mean
+latency change as a second row.
+
+**Target.** §3.2 names neither the SLO target of Fig. 3 nor TIME_WINDOW;
+ours is the window = the query's SLO and the Moderate target is the headline.
+The share is set by how many Low-priority queries the predictor drops, which
+the target sets (a query is dropped when its predicted latency exceeds its
+SLO), so the Strict and Relaxed targets are run too and reported as rows
+without a paper value — a sensitivity, not a second headline.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from shepherd.experiments.registry import register
 #: a High-priority query counts as faster with the predictor when its latency drops by more than this
 EPS_S = 1e-6
 HEAVY = (2, 3, 5, 6)
+TARGETS = ("moderate", "strict", "relaxed")  #: the first is the headline (module docstring)
 
 
 class Fig3(Experiment):
@@ -39,8 +47,8 @@ class Fig3(Experiment):
 
     def cells(self, scale):
         dur = 300.0 if scale.quick else 600.0
-        return [self.cell(stream=k, target="moderate", policy="accordion", window=w, seed=s, duration_s=dur)
-                for k in range(1, 7) for w in (0.0, 1.0) for s in range(scale.seeds)]
+        return [self.cell(stream=k, target=t, policy="accordion", window=w, seed=s, duration_s=dur)
+                for t in TARGETS for k in range(1, 7) for w in (0.0, 1.0) for s in range(scale.seeds)]
 
     def run_cell(self, p):
         res, trace = c.simulate_stream(p)
@@ -49,14 +57,19 @@ class Fig3(Experiment):
                                                           {**c.scalars(p), "dropped": dropped}.items()])
 
     def per_stream(self, results: pl.DataFrame) -> pl.DataFrame:
-        """stream, seed → share faster with the predictor, queries compared, mean latency with / without."""
+        """target, stream, seed → share faster with the predictor, queries compared, mean latency with / without,
+        share of the stream's queries dropped."""
+        if "target" not in results.columns:
+            results = results.with_columns(pl.lit(TARGETS[0]).alias("target"))
         rows = []
-        for (k, s), g in sorted(results.group_by(["stream", "seed"]), key=lambda x: x[0]):
+        for (t, k, s), g in sorted(results.group_by(["target", "stream", "seed"]), key=lambda x: x[0]):
             on = g.filter(pl.col("window") > 0).select("request", "latency_s")
             off = g.filter(pl.col("window") == 0).select("request", "latency_s")
             share, n = c.share_faster(on, off, EPS_S)
-            rows.append({"stream": k, "seed": s, "share": share, "compared": n,
-                         "on_s": on["latency_s"].mean(), "off_s": off["latency_s"].mean()})
+            dropped = g.filter(pl.col("window") > 0)["dropped"] if "dropped" in g.columns else pl.Series([])
+            rows.append({"target": t, "stream": k, "seed": s, "share": share, "compared": n,
+                         "on_s": on["latency_s"].mean(), "off_s": off["latency_s"].mean(),
+                         "dropped": float(dropped[0]) if dropped.len() else float("nan")})
         return pl.DataFrame(rows)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
@@ -65,7 +78,10 @@ class Fig3(Experiment):
         from shepherd.experiments import plotting
         from shepherd.experiments.report import save_figure
 
-        per = self.per_stream(results)
+        every = self.per_stream(results)
+        per = every.filter(pl.col("target") == TARGETS[0])
+        if "target" in results.columns:
+            results = results.filter(pl.col("target") == TARGETS[0])
         runs = results.drop_nulls("latency_s").with_columns(
             pl.when(pl.col("window") > 0).then(pl.lit("with predictor")).otherwise(pl.lit("without")).alias("Predictor"))
         fig, axes = plotting.figure(ncols=2, width=5)
@@ -85,15 +101,27 @@ class Fig3(Experiment):
                       unit="%", tolerance=c.tolerance(82.0, "%")),
              Headline("§3.2 Fig. 3: the same on the saturated streams 2, 3, 5, 6", 82.0, heavy, unit="%",
                       tolerance=c.tolerance(82.0, "%")),
-             Headline("§3.2 Fig. 3: mean High-priority latency reduction with the predictor", None, change, unit="%")]
+             Headline("§3.2 Fig. 3: mean High-priority latency reduction with the predictor", None, change, unit="%"),
+             Headline("§3.2 Fig. 3: queries dropped by the predictor (moderate)", None, 100 * dropped, unit="%")]
+        for t in TARGETS[1:]:
+            sub = every.filter(pl.col("target") == t)
+            if sub.height == 0:
+                continue
+            h += [Headline(f"§3.2 Fig. 3 at the {t} target: High-priority queries faster, streams {lab}", None,
+                           100 * float(np.nanmean(x["share"].to_numpy())), unit="%")
+                  for lab, x in (("1–6", sub), ("2, 3, 5, 6", sub.filter(pl.col("stream").is_in(HEAVY))))]
+            h.append(Headline(f"§3.2 Fig. 3 at the {t} target: queries dropped by the predictor", None,
+                              100 * float(sub["dropped"].mean()), unit="%"))
         claims = [Claim("most High-priority queries are faster with the predictor", share > 50,
                         ", ".join(f"stream {k}: {100 * v:.0f} %" for k, v in zip(per["stream"], per["share"])))]
         notes = ["Queries that wait for no one have the same latency with and without the predictor (no gain "
                  "to count): on the light streams 1 and 4 almost every High-priority query starts on arrival."]
-        if not claims[0].holds:
-            notes.append(f"Why not (82 %): our TIME_WINDOW is the query's SLO (§3.2 names no value), under which the "
-                         f"predictor drops {100 * dropped:.1f} % of the queries; only High-priority queries whose "
-                         "wait those drops shorten get faster.")
+        if not claims[0].holds or h[0].holds is False:
+            notes.append(f"Why not (82 %): the predictor is Algorithm 1 line by line (EP_times from the running and "
+                         f"waiting queries); our TIME_WINDOW is the query's SLO (§3.2 names no value), under which it "
+                         f"drops {100 * dropped:.1f} % of the queries at the Moderate target; only High-priority "
+                         "queries whose wait those drops shorten get faster (the light streams 1 and 4 never wait), "
+                         "so the share follows the drops: see the Strict and Relaxed rows.")
         return Section(self.title + self.suffix(results), figs, h, claims, notes)
 
     def suffix(self, results: pl.DataFrame) -> str:
