@@ -15,7 +15,13 @@ batch size ``b`` (Eq. 18) and the vGPU size ``1/v`` of each partition):
   ``v·h_{k,v} ≥ Σ g`` over partitions at ``(k, v)`` and ``Σ_v h_{k,v} ≤ N_k``.
   This is Eq. 23 (``Σ g/v ≤ N_k``) tightened so that every physical GPU hosts
   vGPUs of one level, as profiled (§5.3 footnote) — a documented choice that
-  makes every plan placeable;
+  makes every plan placeable. With ``gpu_sharing=False`` (the artifact's
+  ``force_sum_gpu_integer_per_partition``) the variables are
+  ``h_{k,v,m,d}``, one per DNN ``m`` and partition position ``d``: a DNN's
+  partition never shares a physical GPU with another DNN's or another
+  position's. (The artifact sums ``g/v`` over all levels of ``(m, d, k)``
+  before rounding up; we keep one level per GPU here too — stricter by at
+  most one GPU per extra level, documented choice);
 * latency (Eq. 27 with the §7.1 margin) holds by construction: only
   configurations with ``Σ C + Σ Y ≤ SLO·(1 − margin)`` exist;
 * objective (§3 "Objective"): ``max t`` with ``t ≤ Σ_{c∈m} x_c / w_m`` for
@@ -88,6 +94,10 @@ class PPipePlanConfig:
     batch_build: float = 0.0
     np_mps: bool = True  #: NP may use MPS shares (paper §7.1); the artifact's NP uses whole GPUs
     dart: str = "paper"  #: DART-r: "paper" (pairs over the cluster) or "artifact" (pairs within NP's GPU split)
+    #: True (paper, Eq. 23): vGPUs of one MPS level share physical GPUs whatever their DNN; False (artifact
+    #: MILP, ``force_sum_gpu_integer_per_partition``): each DNN's partition (position d, type, level) has
+    #: whole physical GPUs of its own — the ``h`` variables are keyed (type, level, DNN, d)
+    gpu_sharing: bool = True
 
     def validate(self) -> "PPipePlanConfig":
         if not 0 <= self.slo_margin < 1:
@@ -278,7 +288,7 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     level_use: dict[tuple[str, int], list] = {}
     chosen: list[tuple[Config, mip.Var, list[mip.Var], mip.Var]] = []
     norm_terms = []
-    for m, cfgs in configs.items():
+    for mi, (m, cfgs) in enumerate(configs.items()):
         w = weights.get(m, 0.0)
         per_tpl: dict[tuple[str, ...], list] = {}
         xs = []
@@ -288,8 +298,8 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
                 z, gs, x = _add_points(model, n, c, counts)
             else:
                 z, gs, x = _add_counts(model, n, c, cluster)
-            for g, h, k in zip(gs, c.template, c.levels):
-                level_use.setdefault((h, k), []).append(g)
+            for d, (g, h, k) in enumerate(zip(gs, c.template, c.levels)):
+                level_use.setdefault(gpu_key(h, k, mi, d, cfg.gpu_sharing), []).append(g)
             per_tpl.setdefault(c.template, []).append(z)
             chosen.append((c, z, gs, x))
             xs.append(x)
@@ -300,10 +310,11 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
             norm_terms += [(1.0 / w) * x for x in xs]
     for h in cluster.hardware:
         hs = []
-        for (hh, k), gs in level_use.items():
-            if hh != h:
+        for key, gs in level_use.items():
+            if key[0] != h:
                 continue
-            phys = model.add_var(f"h_{h}_{k}", var_type=mip.INTEGER, lb=0, ub=cluster.count(h))
+            k = key[1]
+            phys = model.add_var(gpu_var(key), var_type=mip.INTEGER, lb=0, ub=cluster.count(h))
             model += k * phys >= mip.xsum(gs)
             hs.append(phys)
         if hs:
@@ -311,7 +322,7 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     model.objective = mip.maximize(t + TIE_EPSILON * mip.xsum(norm_terms))
     extra: dict = {}
     if cfg.formulation == "knapsack":
-        extra = _knapsack_guide(model, t, chosen, configs, weights, cluster)
+        extra = _knapsack_guide(model, t, chosen, configs, weights, cluster, cfg.gpu_sharing)
     res = solve(model, solver)
     if res.status == "infeasible":
         raise UserError(f"{planner}: infeasible — no plan fits the cluster")
@@ -322,12 +333,22 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     meta = res.metadata() | {"solve_s": res.solve_s + extra.get("knapsack_s", 0.0), "candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
-                             "batch_build": cfg.batch_build} | extra
+                             "batch_build": cfg.batch_build, "gpu_sharing": cfg.gpu_sharing} | extra
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
 
 
+def gpu_key(h: str, k: int, model_index: int, d: int, sharing: bool) -> tuple:
+    """The physical-GPU group a partition's vGPUs count in: ``(type, level)``, or ``(type, level, DNN, d)``
+    without GPU sharing (module docstring)."""
+    return (h, k) if sharing else (h, k, model_index, d)
+
+
+def gpu_var(key: tuple) -> str:
+    return "h_" + "_".join(str(x) for x in key)
+
+
 def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[str, list[Config]],
-                    weights: dict[str, float], cluster: ClusterSpec) -> dict:
+                    weights: dict[str, float], cluster: ClusterSpec, sharing: bool = True) -> dict:
     """``formulation="knapsack"``: the counts MILP plus the knapsack relaxation's cut and start.
 
     :func:`.ppipe_knapsack.knapsack_bound` gives an upper bound on ``t`` that
@@ -335,6 +356,8 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
     and its selection of pipelines; when that selection also fits the
     per-MPS-level physical GPUs it is a MIP start at the bound (first with
     the GPUs it leaves unused given to one DNN, for the ε tie-break term).
+    The start sets the MILP's own physical-GPU variables, keyed as
+    :func:`gpu_key` keys them (per DNN and partition without ``sharing``).
     """
     t0 = time.perf_counter()
     kb = knapsack_bound(configs, weights, cluster)
@@ -343,21 +366,23 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
         return {}
     model += t <= kb.t_upper * (1 + CUT_SLACK)
     index = {c: (z, gs, x) for c, z, gs, x in chosen}
+    model_index = {m: i for i, m in enumerate(configs)}
     placeable = False
     for selection in (kb.fuller, kb.selection):  # the first that fits the per-level physical GPUs
         start: list[tuple[mip.Var, float]] = []
-        use: dict[tuple[str, int], int] = {}
-        for items in selection.values():
+        use: dict[tuple, int] = {}
+        for m, items in selection.items():
             for it in items:
                 z, gs, x = index[it.config]
                 start += [(z, 1.0), (x, it.xput)] + [(g, float(n)) for g, n in zip(gs, it.vgpus)]
-                for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
-                    use[(h, k)] = use.get((h, k), 0) + n
-        placeable = all(sum(-(-n // k) for (hh, k), n in use.items() if hh == h) <= cluster.count(h)
+                for d, (h, k, n) in enumerate(zip(it.config.template, it.config.levels, it.vgpus)):
+                    key = gpu_key(h, k, model_index[m], d, sharing)
+                    use[key] = use.get(key, 0) + n
+        placeable = all(sum(-(-n // key[1]) for key, n in use.items() if key[0] == h) <= cluster.count(h)
                         for h in cluster.hardware)
         if placeable:
-            for (h, k), n in use.items():
-                start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
+            for key, n in use.items():
+                start.append((model.var_by_name(gpu_var(key)), float(-(-n // key[1]))))
             start.append((t, kb.t_lower))
             model.start = start
             break
