@@ -98,6 +98,10 @@ class PPipePlanConfig:
     #: MILP, ``force_sum_gpu_integer_per_partition``): each DNN's partition (position d, type, level) has
     #: whole physical GPUs of its own — the ``h`` variables are keyed (type, level, DNN, d)
     gpu_sharing: bool = True
+    #: GPUs the MILP leaves idle: "trim" (paper: none added; stages keep only the vGPUs their pipeline's
+    #: bottleneck needs) or "fill" (artifact plans: idle GPUs sit in non-bottleneck pipeline stages —
+    #: handed out one GPU at a time to the most loaded such stage, :func:`fill_spare`); PPipe plans only
+    spare: str = "trim"
 
     def validate(self) -> "PPipePlanConfig":
         if not 0 <= self.slo_margin < 1:
@@ -110,6 +114,8 @@ class PPipePlanConfig:
             raise UserError(f"candidates must be ≥ 0, got {self.candidates}")
         if not (0 <= self.batch_build < 1e3):
             raise UserError(f"batch-build factor must be in [0, 1000), got {self.batch_build:g}")
+        if self.spare not in ("trim", "fill"):
+            raise UserError(f"spare-GPU rule must be trim or fill, got '{self.spare}'")
         if self.dart not in ("paper", "artifact"):
             raise UserError(f"DART-r rule must be paper or artifact, got '{self.dart}'")
         if self.formulation not in FORMULATIONS:
@@ -329,11 +335,14 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     if not res.has_solution:
         raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
     pipes = _extract(chosen, res)
+    if cfg.spare == "fill" and planner == "ppipe":
+        pipes = fill_spare(pipes, cluster, cfg.gpu_sharing)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
     meta = res.metadata() | {"solve_s": res.solve_s + extra.get("knapsack_s", 0.0), "candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
-                             "batch_build": cfg.batch_build, "gpu_sharing": cfg.gpu_sharing} | extra
+                             "batch_build": cfg.batch_build, "gpu_sharing": cfg.gpu_sharing,
+                             "spare": cfg.spare if planner == "ppipe" else "trim"} | extra
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
 
 
@@ -456,6 +465,44 @@ def _extract(chosen: list[tuple[Config, mip.Var, list[mip.Var], mip.Var]], res: 
         stages = tuple(Stage(h, k, c.bounds[d], c.bounds[d + 1], n, c.latency_us[d], c.transfer_us[d], c.xput[d])
                        for d, (h, k, n) in enumerate(zip(c.template, c.levels, counts)))
         pipes.append(Pipeline(c.model, c.batch, _trim(stages)))
+    return pipes
+
+
+def fill_spare(pipes: list[Pipeline], cluster: ClusterSpec, sharing: bool) -> list[Pipeline]:
+    """Hand the GPUs a plan leaves idle to stages that are not their pipeline's bottleneck.
+
+    The authors' plans keep GPUs their MILP does not need inside pipeline
+    stages (Gurobi has no reason to leave them out; e.g. their gcnet plan on
+    L4–T4 runs a first stage needing 11 T4 on 17, its pipeline's throughput
+    being its L4 stage's), and their simulator then spreads that stage's
+    traffic over more GPUs and links. Which stage gets them is the solver's
+    accident; here, deterministically, each idle GPU of a type goes, ``k``
+    vGPUs at a time, to the stage of that type with the highest load
+    ``pipeline throughput / stage throughput`` among the stages whose
+    throughput exceeds their pipeline's (first in plan order on a tie), so
+    every pipeline's throughput — the plan's objective — is unchanged. Each
+    step adds exactly one physical GPU under either counting of
+    :func:`shepherd.core.pipelines.plan.physical_gpus`; GPUs no such stage can
+    take stay idle (documented choice, artifact rule set only).
+    """
+    from shepherd.core.pipelines.plan import PipelinePlan, physical_gpus
+
+    pipes = list(pipes)
+    for h in cluster.hardware:
+        where = [(i, j) for i, p in enumerate(pipes) for j, s in enumerate(p.stages)
+                 if s.hardware == h and len(p.stages) > 1 and s.xput > p.xput * (1 + 1e-9)]
+        if not where:
+            continue
+        probe = PipelinePlan(pipes, cluster, {}, {}, 0.0, "", {"gpu_sharing": sharing})
+        idle = cluster.count(h) - physical_gpus(probe, sharing).get(h, 0)
+        for _ in range(max(idle, 0)):
+            i, j = max(where, key=lambda ij: (pipes[ij[0]].xput / pipes[ij[0]].stages[ij[1]].xput,
+                                              -ij[0], -ij[1]))
+            p = pipes[i]
+            s = p.stages[j]
+            grown = Stage(s.hardware, s.k, s.start, s.end, s.vgpus + s.k, s.latency_us, s.transfer_us,
+                          s.xput_per_vgpu)
+            pipes[i] = Pipeline(p.model, p.batch, p.stages[:j] + (grown,) + p.stages[j + 1:])
     return pipes
 
 

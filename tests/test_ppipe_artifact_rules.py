@@ -151,3 +151,25 @@ def test_artifact_dart_divides_the_gpus_np_leaves_unused():
     shares = artifact_dart_shares(np_plan, ["a", "b", "c"])
     # unused: 4 V100 and 5 T4, floor-divided over three DNNs (1 each; 1 V100 and 2 T4 stay idle)
     assert shares == {"a": {"V100": 7, "T4": 5}, "b": {"V100": 1, "T4": 12}, "c": {"V100": 1, "T4": 1}}
+
+
+# --------------------------------------------------------------------------- planner: spare GPUs kept in stages
+
+def test_fill_spare_gives_idle_gpus_to_non_bottleneck_stages_only():
+    from shepherd.solvers.ppipe_milp import fill_spare
+
+    cluster = custom_cluster({"L4": 2, "T4": 10}, 10.0, per_server={"L4": 1, "T4": 2})
+    # a: T4 stage 300 req/s (load 250/300) feeding its L4 bottleneck (250); c: T4 stage 2×60 (load 100/120)
+    a = Pipeline("a", 1, (Stage("T4", 1, 0, 1, 3, 1, 1, 100.0), Stage("L4", 1, 1, 2, 1, 1, 0, 250.0)))
+    c = Pipeline("c", 1, (Stage("T4", 2, 0, 1, 2, 1, 1, 60.0), Stage("L4", 1, 1, 2, 1, 1, 0, 100.0)))
+    b = Pipeline("b", 1, (Stage("T4", 1, 0, 2, 1, 1, 0, 50.0),))  # a whole DNN: its own bottleneck
+    for sharing in (True, False):
+        got = fill_spare([a, c, b], cluster, sharing)
+        plan = PipelinePlan(got, cluster, {}, {}, 0.0, "t", {"gpu_sharing": sharing})
+        assert physical_gpus(plan, sharing) == {"T4": 10, "L4": 2}  # the 5 idle T4 all handed out
+        assert [p.xput for p in got] == [a.xput, c.xput, b.xput]  # no pipeline's throughput moves
+        assert got[2] == b and got[0].stages[1] == a.stages[1] and got[1].stages[1] == c.stages[1]
+        # greedy by load, one GPU a step: a and c tie at 0.83 → a (plan order) to 250/400; c → 100/240;
+        # a → 250/500, then 250/600, which ties c's 0.417 → a again: a gets 4 GPUs, c one (2 vGPUs at 1/2)
+        assert got[0].stages[0].vgpus == 3 + 4 and got[1].stages[0].vgpus == 2 + 2
+    assert fill_spare([a, c, b], custom_cluster({"L4": 2, "T4": 5}, 10.0), True) == [a, c, b]  # nothing idle

@@ -45,6 +45,13 @@ Planner (:class:`~shepherd.solvers.ppipe_milp.PPipePlanConfig`):
   with ``force_sum_gpu_integer_per_partition``, set for all four maf19
   clusters); ``True`` (paper, Eq. 23): vGPUs of one MPS level from any DNN
   share physical GPUs;
+* ``spare`` — ``"fill"``: the GPUs the MILP leaves idle are kept in pipeline
+  stages, as the authors' plans show (their Gurobi solutions leave spare GPUs
+  in stages, e.g. 17 T4 for a gcnet stage needing 11); one GPU at a time to
+  the most loaded stage that is not its pipeline's bottleneck, so no
+  pipeline's throughput changes (our deterministic stand-in for the
+  solver's choice, :func:`~shepherd.solvers.ppipe_milp.fill_spare`); ``"trim"``
+  (paper): a stage keeps only the vGPUs its pipeline's bottleneck needs;
 * ``dart`` — ``"artifact"``: GPUs are split between DNNs by the NP plan, the
   GPUs NP leaves unused are divided evenly (floor) among the DNNs, then each
   DNN replicates a 1 high + 1 low GPU sub-plan ``min`` times and runs whole
@@ -69,9 +76,10 @@ DATAPLANE = {
 }
 #: planner fields per rule set (PPipePlanConfig)
 PLANNER = {
-    "paper": {"batch_build": 0.0, "max_partitions": 3, "np_mps": True, "dart": "paper", "gpu_sharing": True},
+    "paper": {"batch_build": 0.0, "max_partitions": 3, "np_mps": True, "dart": "paper", "gpu_sharing": True,
+              "spare": "trim"},
     "artifact": {"batch_build": 1.3, "max_partitions": 2, "np_mps": False, "dart": "artifact",
-                 "gpu_sharing": False},
+                 "gpu_sharing": False, "spare": "fill"},
 }
 #: effective bandwidth (Gbit/s) of the artifact's plans, by the cluster's low-class GPU type
 ARTIFACT_BANDWIDTH = {"T4": 10.0, "P4": 6.0}
