@@ -8,6 +8,9 @@ then serve a Poisson trace at ``--load`` of that plan's throughput (shares
 seeds, and record the attainment of every DNN and seed. Variants:
 
 * ``paper``, ``artifact`` — the two named rule sets (plan and data plane);
+* ``RULES@FIELD=VALUE`` — a rule set with one planner field overridden, e.g.
+  ``artifact@link_share=stage`` (the MILP plans for the links the artifact's
+  data plane builds);
 * ``paper+RULE`` (``--ablate``) — the paper plan and data plane with one
   artifact data-plane rule switched on (``uplink_score``, ``head_drop``,
   ``slot_receive``, ``stage_servers``), only for the groups where some DNN is
@@ -39,21 +42,43 @@ import polars as pl
 
 from shepherd.core.engine import EngineConfig, simulate
 from shepherd.core.pipelines import plan as pplan
+from shepherd.core.pipelines import rules as rule_sets
 from shepherd.core.pipelines.cluster import make_cluster
 from shepherd.experiments.ppipe import common as c
+from shepherd.solvers.ppipe_baselines import PIPELINE_PLANNERS
+from shepherd.solvers.ppipe_milp import PPipePlanConfig
 
 ABLATIONS = ("uplink_score", "head_drop", "slot_receive", "stage_servers")
 FIELDS = ["variant", "cluster", "group", "dnn", "seed", "attainment", "plan_s", "sim_s"]
 
 
-def cached_plan(root: Path, rules: str, cluster: str, gi: int) -> tuple[pplan.PipelinePlan, float]:
-    path = root / "plans" / f"{rules}_{cluster}_G{gi}.json"
+def parse(variant: str) -> tuple[str, dict, str]:
+    """``RULES[@FIELD=VALUE][+RULE]`` → (rule set, planner overrides, data-plane rule switched on)."""
+    head, _, extra = variant.partition("+")
+    rules, _, over = head.partition("@")
+    fields = {}
+    if over:
+        key, _, value = over.partition("=")
+        fields[key] = value
+    return rules, fields, extra
+
+
+def cached_plan(root: Path, variant: str, cluster: str, gi: int) -> tuple[pplan.PipelinePlan, float]:
+    rules, over, _ = parse(variant)
+    name = rules + "".join(f"@{k}={v}" for k, v in over.items())
+    path = root / "plans" / f"{name}_{cluster}_G{gi}.json"
     if path.exists():
         blob = json.loads(path.read_text())
         frame = pl.DataFrame(blob["rows"], schema=pplan.FRAME_SCHEMA)
         return pplan.from_frame(frame, blob["extra"]), float(blob["plan_s"])
     t0 = time.perf_counter()
-    p = c.plan("ppipe", make_cluster(cluster), c.groups()[gi], "poisson", rules=rules)
+    if over:  # c.plan with planner fields overridden
+        cfg = PPipePlanConfig(slo_margin=0.4, slo_scale=5.0, **(rule_sets.planner_fields(rules) | over))
+        group = c.groups()[gi]
+        p = PIPELINE_PLANNERS["ppipe"]([c.profiles()[m] for m in group], c.weights_for(group, "poisson"),
+                                       c.rules_cluster(make_cluster(cluster), rules), cfg, c.SOLVER)
+    else:
+        p = c.plan("ppipe", make_cluster(cluster), c.groups()[gi], "poisson", rules=rules)
     took = time.perf_counter() - t0
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"rows": pplan.to_frame(p).to_dicts(), "extra": pplan.extra_of(p), "plan_s": took},
@@ -62,7 +87,7 @@ def cached_plan(root: Path, rules: str, cluster: str, gi: int) -> tuple[pplan.Pi
 
 
 def dataplane(variant: str):
-    rules, _, extra = variant.partition("+")
+    rules, _, extra = parse(variant)
     cfg = c.dataplane("ppipe", rules)
     return replace(cfg, **{extra: True}) if extra else cfg
 
@@ -112,13 +137,11 @@ def main() -> None:
         for variant, cluster, gi in cells:
             group = c.groups()[gi]
             if variant.startswith("paper+"):  # only where the paper rules miss the target
-                paper = [float(r["attainment"]) for r in load_rows(runs) if r["variant"] == "paper"
-                         and r["cluster"] == cluster and r["group"] == f"G{gi}" and r.get("tag", tag) == tag]
-                by_dnn = {}
+                by_dnn: dict[str, list[float]] = {}
                 for r in load_rows(runs):
                     if r["variant"] == "paper" and r["cluster"] == cluster and r["group"] == f"G{gi}":
                         by_dnn.setdefault(r["dnn"], []).append(float(r["attainment"]))
-                if not paper or all(sum(v) / len(v) >= args.target for v in by_dnn.values()):
+                if not by_dnn or all(sum(v) / len(v) >= args.target for v in by_dnn.values()):
                     continue
             for seed in range(args.seeds):
                 if all((variant, cluster, f"G{gi}", m, str(seed)) in done for m in group):
@@ -126,8 +149,7 @@ def main() -> None:
                 if time.perf_counter() - t_start > args.budget_s:
                     print("budget spent; rerun to continue", flush=True)
                     return
-                rules = variant.partition("+")[0]
-                p, plan_s = cached_plan(root, rules, cluster, gi)
+                p, plan_s = cached_plan(root, variant, cluster, gi)
                 w = c.weights_for(group, "poisson")
                 slo = {m: profs[m].slo_us() for m in group} | p.slo_us
                 rates = {m: args.load * p.normalized_xput * w[m] for m in group}
@@ -154,7 +176,10 @@ def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
         by.setdefault((r["variant"], r["cluster"], r["group"], r["dnn"]), []).append(float(r["attainment"]))
     keys = sorted({(k[1], k[2], k[3]) for k in by}, key=lambda k: (k[1], k[0], k[2]))
     abl = [v for v in (f"paper+{a}" for a in ABLATIONS) if any(k[0] == v for k in by)]
-    head = ["cluster", "group", "DNN", "paper rules", "artifact rules"] + [f"paper + ({a})" for a in abl]
+    others = sorted({k[0] for k in by} - {"paper", "artifact"} - set(abl))
+    abl = others + abl
+    head = ["cluster", "group", "DNN", "paper rules", "artifact rules"] + [
+        a.replace("+", " + ").replace("@", " with ") for a in abl]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     counts = {"paper": [0, 0], "artifact": [0, 0]}
     for cl, g, m in keys:
@@ -169,10 +194,15 @@ def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
                 counts[v][1] += 1
                 counts[v][0] += mean >= target
             mark = "" if mean >= target or "+" in v else " ✗"
+            if v not in counts:
+                counts.setdefault(v, [0, 0])
+                counts[v][1] += 1
+                counts[v][0] += mean >= target
             cells.append(f"{100 * mean:.1f}{mark}" + ("" if len(vals) == seeds else f" ({len(vals)} seeds)"))
         lines.append(f"| {cl} | {g} | {m} | " + " | ".join(cells) + " |")
-    summary = (f"At ≥ {100 * target:g} %: paper rules {counts['paper'][0]}/{counts['paper'][1]}, "
-               f"artifact rules {counts['artifact'][0]}/{counts['artifact'][1]}.")
+    summary = f"At ≥ {100 * target:g} %: " + ", ".join(
+        f"{'paper rules' if v == 'paper' else 'artifact rules' if v == 'artifact' else v} {n}/{t}"
+        for v, (n, t) in counts.items() if "+" not in v) + "."
     out.parent.mkdir(parents=True, exist_ok=True)
     text = out.read_text() if out.exists() else ""
     begin, end = "<!-- acceptance-table:begin -->", "<!-- acceptance-table:end -->"

@@ -110,7 +110,8 @@ def _dart_options(p: BlockProfile, cluster: ClusterSpec, cfg: PPipePlanConfig, b
                   highs: list[str]) -> tuple[Config | None, dict[str, Config | None]]:
     """The best whole-GPU high/low pair configuration of ``p`` and its best whole-DNN one per GPU type."""
     budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
-    cfgs = enumerate_configs(p, cluster, budget, 2, prune=False, mps=False, build_us=build_us)
+    cfgs = enumerate_configs(p, cluster, budget, 2, prune=False, mps=False, build_us=build_us,
+                             link_share=cfg.link_share)
     pairs = [c for c in cfgs if c.partitions == 2 and len(set(c.template)) == 2
              and {c.template[0] in highs, c.template[1] in highs} == {True, False}]
     ones = {h: _best([c for c in cfgs if c.partitions == 1 and c.template == (h,)], lambda c: (c.xput[0], c.batch))

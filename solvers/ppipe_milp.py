@@ -66,7 +66,8 @@ from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
 from shepherd.solvers.ppipe_knapsack import knapsack_bound
-from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, efficient_points, enumerate_configs
+from shepherd.solvers.ppipe_configs import (LINK_SHARES, MAX_PARTITIONS, Config, efficient_points,
+                                            enumerate_configs)
 
 TIE_EPSILON = 1e-4
 FORMULATIONS = ("counts", "points", "hybrid", "knapsack")
@@ -102,6 +103,9 @@ class PPipePlanConfig:
     #: bottleneck needs) or "fill" (artifact plans: idle GPUs sit in non-bottleneck pipeline stages —
     #: handed out one GPU at a time to the most loaded such stage, :func:`fill_spare`); PPipe plans only
     spare: str = "trim"
+    #: vGPUs per link in the configurations' transfer caps (.ppipe_configs.link_shares): "server" (paper
+    #: §4 C3 and the artifact MILP) or "stage" (the links of data-plane rules (c)+(d); off in both rule sets)
+    link_share: str = "server"
 
     def validate(self) -> "PPipePlanConfig":
         if not 0 <= self.slo_margin < 1:
@@ -114,6 +118,8 @@ class PPipePlanConfig:
             raise UserError(f"candidates must be ≥ 0, got {self.candidates}")
         if not (0 <= self.batch_build < 1e3):
             raise UserError(f"batch-build factor must be in [0, 1000), got {self.batch_build:g}")
+        if self.link_share not in LINK_SHARES:
+            raise UserError(f"link-share rule must be one of {', '.join(LINK_SHARES)}, got '{self.link_share}'")
         if self.spare not in ("trim", "fill"):
             raise UserError(f"spare-GPU rule must be trim or fill, got '{self.spare}'")
         if self.dart not in ("paper", "artifact"):
@@ -171,7 +177,7 @@ def candidate_configs(profiles: list[BlockProfile], cluster: ClusterSpec, cfg: P
     for p in profiles:
         budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
         cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps,
-                                 build_us=build_us.get(p.model, 0.0))
+                                 build_us=build_us.get(p.model, 0.0), link_share=cfg.link_share)
         if not cfgs and weights.get(p.model, 0) > 0:
             fastest = min(p.whole_us(h) for h in cluster.hardware if cluster.count(h) > 0)
             raise UserError(f"'{p.model}': no feasible pipeline — SLO·(1−margin) = {budget / 1000:.2f} ms is below "
