@@ -49,6 +49,7 @@ from shepherd.solvers.ppipe_baselines import PIPELINE_PLANNERS
 from shepherd.solvers.ppipe_milp import PPipePlanConfig
 
 ABLATIONS = ("uplink_score", "head_drop", "slot_receive", "stage_servers")
+RULE_LETTER = dict(zip(ABLATIONS, "abcd"))
 FIELDS = ["variant", "cluster", "group", "dnn", "seed", "attainment", "plan_s", "sim_s"]
 
 
@@ -180,6 +181,11 @@ def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
     abl = others + abl
     head = ["cluster", "group", "DNN", "paper rules", "artifact rules"] + [
         a.replace("+", " + ").replace("@", " with ") for a in abl]
+    head = [h.replace("paper + ", "paper + (" + RULE_LETTER.get(h.split(" + ")[-1], "?") + ") ")
+            if h.startswith("paper + ") else h for h in head]
+    ablated = [v for v in abl if v.startswith("paper+")]
+    if ablated:
+        head.append("paper-rules miss: the one artifact rule that lifts it to the target")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     counts = {"paper": [0, 0], "artifact": [0, 0]}
     for cl, g, m in keys:
@@ -199,6 +205,17 @@ def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
                 counts[v][1] += 1
                 counts[v][0] += mean >= target
             cells.append(f"{100 * mean:.1f}{mark}" + ("" if len(vals) == seeds else f" ({len(vals)} seeds)"))
+        if ablated:
+            paper = by.get(("paper", cl, g, m))
+            cause = ""
+            if paper and sum(paper) / len(paper) < target:
+                got = {v: sum(x) / len(x) for v in ablated if (x := by.get((v, cl, g, m)))}
+                lifts = [v.split("+")[1] for v, a in got.items() if a >= target]
+                best = max(got, key=got.get) if got else None
+                cause = (", ".join(f"({RULE_LETTER[r]}) {r}" for r in lifts) if lifts else
+                         f"none alone (best: ({RULE_LETTER[best.split('+')[1]]}) {100 * got[best]:.1f})"
+                         if best else "")
+            cells.append(cause)
         lines.append(f"| {cl} | {g} | {m} | " + " | ".join(cells) + " |")
     summary = f"At ≥ {100 * target:g} %: " + ", ".join(
         f"{'paper rules' if v == 'paper' else 'artifact rules' if v == 'artifact' else v} {n}/{t}"
