@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shepherd.core.engine import SERVED, simulate
+from shepherd.core.errors import UserError
 from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.cluster import custom_cluster
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage, physical_gpus, place, verify
@@ -173,3 +174,28 @@ def test_fill_spare_gives_idle_gpus_to_non_bottleneck_stages_only():
         # a → 250/500, then 250/600, which ties c's 0.417 → a again: a gets 4 GPUs, c one (2 vGPUs at 1/2)
         assert got[0].stages[0].vgpus == 3 + 4 and got[1].stages[0].vgpus == 2 + 2
     assert fill_spare([a, c, b], custom_cluster({"L4": 2, "T4": 5}, 10.0), True) == [a, c, b]  # nothing idle
+
+
+# --------------------------------------------------------------------------- planner: link_share
+
+def test_link_share_stage_plans_for_the_links_rules_c_and_d_build():
+    from shepherd.solvers.ppipe_configs import enumerate_configs, link_shares
+
+    cluster = custom_cluster({"L4": 4, "T4": 8}, 10.0, per_server={"L4": 4, "T4": 2})
+    tpl, levels = ("T4", "L4"), (1, 2)
+    assert link_shares(cluster, tpl, levels, 0, "server") == (2, 2)  # the artifact MILP: a T4 server's NIC
+    assert link_shares(cluster, tpl, levels, 0, "stage") == (4, 4)  # its simulator: max(2, 4) T4 per link
+    assert link_shares(cluster, tpl, levels, 1, "server") == (8, 8)
+    assert link_shares(cluster, tpl, levels, 1, "stage")[0] == 1  # rule (c): a receive link per last-stage vGPU
+    prof = _profile("m", [400], cut_bytes=400_000, levels=(1, 2))  # 320 µs per sample at 10 Gbit/s
+    key = lambda c: (c.template, c.levels, c.bounds, c.batch)  # noqa: E731
+    server = {key(c): c for c in enumerate_configs(prof, cluster, 10**6, 2, prune=False, link_share="server")}
+    stage = {key(c): c for c in enumerate_configs(prof, cluster, 10**6, 2, prune=False, link_share="stage")}
+    assert server.keys() == stage.keys()
+    c_server, c_stage = server[(tpl, levels, (0, 1, 2), 1)], stage[(tpl, levels, (0, 1, 2), 1)]
+    assert c_stage.xput[0] < c_server.xput[0]  # the T4 uplink shared by 4 instead of 2 caps the first stage
+    assert c_stage.xput[1] >= c_server.xput[1]  # the L4 stage receives on its own link
+    with pytest.raises(UserError, match="link-share"):
+        PPipePlanConfig(link_share="nic").validate()
+    with pytest.raises(UserError, match="spare"):
+        PPipePlanConfig(spare="keep").validate()
