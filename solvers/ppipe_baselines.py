@@ -110,7 +110,8 @@ def _dart_options(p: BlockProfile, cluster: ClusterSpec, cfg: PPipePlanConfig, b
                   highs: list[str]) -> tuple[Config | None, dict[str, Config | None]]:
     """The best whole-GPU high/low pair configuration of ``p`` and its best whole-DNN one per GPU type."""
     budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
-    cfgs = enumerate_configs(p, cluster, budget, 2, prune=False, mps=False, build_us=build_us)
+    cfgs = enumerate_configs(p, cluster, budget, 2, prune=False, mps=False, build_us=build_us,
+                             link_share=cfg.link_share)
     pairs = [c for c in cfgs if c.partitions == 2 and len(set(c.template)) == 2
              and {c.template[0] in highs, c.template[1] in highs} == {True, False}]
     ones = {h: _best([c for c in cfgs if c.partitions == 1 and c.template == (h,)], lambda c: (c.xput[0], c.batch))
@@ -118,49 +119,65 @@ def _dart_options(p: BlockProfile, cluster: ClusterSpec, cfg: PPipePlanConfig, b
     return _best(pairs, lambda c: (min(c.xput), c.batch)), ones
 
 
-def solve_dart_r_artifact(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
-                          cfg: PPipePlanConfig, solver: SolverConfig) -> PipelinePlan:
-    """DART-r as the authors' artifact plans it: NP splits the GPUs between the DNNs, then each DNN
-    replicates its best 1 high + 1 low whole-GPU sub-plan over ``min(high, low)`` of its GPUs — one
-    pooled pipeline of that many GPU pairs — and runs whole DNNs on its leftover GPUs (whichever of
-    pairs-plus-leftovers or all-whole serves more; the artifact's plans show both)."""
+def artifact_dart_shares(np_plan: PipelinePlan, models: list[str]) -> dict[str, dict[str, int]]:
+    """GPUs of each type per DNN for the artifact's DART-r: NP's whole GPUs, plus an even (floor) share of
+    the GPUs of each type NP leaves unused (artifact ``get_multidnn_dart_plan``)."""
     from math import ceil
 
+    cluster = np_plan.cluster
+    shares = {m: {h: 0 for h in cluster.hardware} for m in models}
+    for pipe in np_plan.pipelines:
+        for s in pipe.stages:
+            shares[pipe.model][s.hardware] += ceil(s.gpus - 1e-9)
+    for h in cluster.hardware:
+        spare = (cluster.count(h) - sum(sh[h] for sh in shares.values())) // max(len(models), 1)
+        for sh in shares.values():
+            sh[h] += max(spare, 0)
+    return shares
+
+
+def solve_dart_r_artifact(profiles: list[BlockProfile], weights: dict[str, float], cluster: ClusterSpec,
+                          cfg: PPipePlanConfig, solver: SolverConfig) -> PipelinePlan:
+    """DART-r as the authors' artifact plans it (``run_ilp_v4_in_batch.py``, ``get_multidnn_dart_plan``).
+
+    NP (whole GPUs) splits the GPUs between the DNNs; the GPUs of each type
+    NP leaves unused are divided evenly among the DNNs (floor division, the
+    remainder stays idle). Each DNN then replicates its best 1 high + 1 low
+    whole-GPU sub-plan ``min(high, low)`` times — one pooled pipeline of that
+    many GPU pairs, or, when the two GPUs serve more running whole DNNs
+    apart (the artifact solves that 1 + 1 GPU sub-plan with its MILP, which
+    picks either), one whole-DNN pipeline per type — and runs whole DNNs on
+    the ``max − min`` GPUs left of its more numerous type (ties: the first
+    type of the cluster).
+    """
     np_plan = solve_np(profiles, weights, cluster, cfg, solver)
     highs = [p.hardware for p in cluster.pools if p.high and p.count > 0]
     build = build_terms(profiles, weights, cluster, cfg, solver)
+    shares = artifact_dart_shares(np_plan, [p.model for p in profiles])
     pipes: list[Pipeline] = []
     for p in profiles:
-        share: dict[str, int] = {}
-        for pipe in np_plan.pipelines:
-            if pipe.model == p.model:
-                for s in pipe.stages:
-                    share[s.hardware] = share.get(s.hardware, 0) + ceil(s.gpus - 1e-9)
-        if not share:
-            continue
+        share = shares[p.model]
         pair, ones = _dart_options(p, cluster, cfg, build[p.model], highs)
-        n_pairs = min(share.get(h, 0) for h in pair.template) if pair is not None else 0
 
-        def whole_pipes(counts: dict[str, int]) -> list[Pipeline]:
-            out = []
-            for h, n in counts.items():
-                c = ones.get(h)
-                if n > 0 and c is not None:
-                    out.append(Pipeline(p.model, c.batch, (Stage(h, 1, 0, c.bounds[1], n, c.latency_us[0], 0,
-                                                                 c.xput[0]),)))
-            return out
+        def whole(h: str, n: int) -> list[Pipeline]:
+            c = ones.get(h)
+            if n <= 0 or c is None:
+                return []
+            return [Pipeline(p.model, c.batch, (Stage(h, 1, 0, c.bounds[1], n, c.latency_us[0], 0, c.xput[0]),))]
 
-        all_whole = whole_pipes(share)
-        mixed = []
+        hs = list(cluster.hardware)
+        n_pairs = min(share[h] for h in hs) if len(hs) == 2 else 0
+        excess = max(hs, key=lambda h: (share[h], -hs.index(h)))
         if n_pairs:
-            left = dict(share)
-            for h in pair.template:
-                left[h] -= n_pairs
-            mixed = [Pipeline(p.model, pair.batch, tuple(
-                Stage(h, 1, pair.bounds[d], pair.bounds[d + 1], n_pairs, pair.latency_us[d], pair.transfer_us[d],
-                      pair.xput[d]) for d, h in enumerate(pair.template)))] + whole_pipes(left)
-        pick = max((mixed, all_whole), key=lambda ps: sum(x.xput for x in ps))
-        pipes += pick
+            apart = sum(ones[h].xput[0] for h in hs if ones.get(h) is not None)
+            if pair is not None and min(pair.xput) > apart:
+                pipes.append(Pipeline(p.model, pair.batch, tuple(
+                    Stage(h, 1, pair.bounds[d], pair.bounds[d + 1], n_pairs, pair.latency_us[d],
+                          pair.transfer_us[d], pair.xput[d]) for d, h in enumerate(pair.template))))
+            else:
+                for h in hs:
+                    pipes += whole(h, n_pairs)
+        pipes += whole(excess, share[excess] - n_pairs)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
     meta = {k: np_plan.meta.get(k) for k in ("status", "gap", "solve_s", "objective", "bound") if k in np_plan.meta}
     meta |= {"objective_name": "max-min normalised throughput (req/s)", "slo_scale": cfg.slo_scale,

@@ -73,13 +73,14 @@ def _cut_sets(blocks: int, parts: int) -> list[tuple[int, ...]]:
 
 def enumerate_configs(profile: BlockProfile, cluster: ClusterSpec, budget_us: float,
                       max_partitions: int = MAX_PARTITIONS, prune: bool = True,
-                      mps: bool = True, build_us: float = 0.0) -> list[Config]:
+                      mps: bool = True, build_us: float = 0.0, link_share: str = "server") -> list[Config]:
     """Every latency-feasible configuration of ``profile`` on ``cluster`` (pruned if asked).
 
     ``budget_us`` is the planning latency budget SLO·(1 − margin). ``mps=False``
     restricts every partition to whole GPUs (DART-r). ``build_us``: the
     batch-building latency per request beyond the first (the artifact MILP's
     term ``1.3·10⁶·(b−1)/est_xput``), counted against the budget only.
+    ``link_share``: how many vGPUs share a partition's link (:func:`link_shares`).
     """
     bw = cluster.bandwidth_gbps
     hw_list = [h for h in cluster.hardware if cluster.count(h) > 0]
@@ -102,17 +103,42 @@ def enumerate_configs(profile: BlockProfile, cluster: ClusterSpec, budget_us: fl
                     xs = []
                     for p, (h, k) in enumerate(zip(tpl, levels)):
                         x = b * 1e6 / lat[p]
-                        share = k * cluster.per_server(h)
+                        share_in, share_out = link_shares(cluster, tpl, levels, p, link_share)
                         if p > 0:
-                            x = min(x, 1e6 / (per_sample[bounds[p] - 1] * share))
+                            x = min(x, 1e6 / (per_sample[bounds[p] - 1] * share_in))
                         if p < d - 1:
-                            x = min(x, 1e6 / (per_sample[bounds[p + 1] - 1] * share))
+                            x = min(x, 1e6 / (per_sample[bounds[p + 1] - 1] * share_out))
                         xs.append(x)
                     cfg = Config(profile.model, tpl, levels, bounds, b, lat, trs, tuple(xs))
                     groups.setdefault(levels, []).append(cfg)
         for cfgs in groups.values():
             out += _pareto(cfgs) if prune else cfgs
     return out
+
+
+LINK_SHARES = ("server", "stage")
+
+
+def link_shares(cluster: ClusterSpec, tpl: tuple[str, ...], levels: tuple[int, ...], p: int,
+                mode: str = "server") -> tuple[int, int]:
+    """vGPUs sharing partition ``p``'s (receive, send) link, for its throughput cap ``X``.
+
+    ``"server"`` (the paper's §4 C3 and the artifact MILP, ``ilp_v4.py``): a
+    server's NIC, ``k · per_server`` vGPUs, both ways. ``"stage"``: the links
+    the data plane builds with artifact rules (c) and (d)
+    (:func:`shepherd.core.pipelines.runtime.stage_links`): a non-last stage's
+    vGPUs share one link per ``k · max(per_server, next stage's per_server)``
+    of them, a last stage's vGPUs receive on links of their own. The
+    artifact's MILP and simulator disagree here (T4 → L4: the MILP shares a
+    T4 uplink among 2 vGPUs, the simulator among 4); ``"stage"`` plans for the
+    simulator's links (our addition, off in both named rule sets).
+    """
+    own = levels[p] * cluster.per_server(tpl[p])
+    if mode == "server":
+        return own, own
+    last = p == len(tpl) - 1
+    group = own if last else levels[p] * max(cluster.per_server(tpl[p]), cluster.per_server(tpl[p + 1]))
+    return (1 if last else group), group
 
 
 def _pareto(cfgs: list[Config]) -> list[Config]:

@@ -15,7 +15,13 @@ batch size ``b`` (Eq. 18) and the vGPU size ``1/v`` of each partition):
   ``v·h_{k,v} ≥ Σ g`` over partitions at ``(k, v)`` and ``Σ_v h_{k,v} ≤ N_k``.
   This is Eq. 23 (``Σ g/v ≤ N_k``) tightened so that every physical GPU hosts
   vGPUs of one level, as profiled (§5.3 footnote) — a documented choice that
-  makes every plan placeable;
+  makes every plan placeable. With ``gpu_sharing=False`` (the artifact's
+  ``force_sum_gpu_integer_per_partition``) the variables are
+  ``h_{k,v,m,d}``, one per DNN ``m`` and partition position ``d``: a DNN's
+  partition never shares a physical GPU with another DNN's or another
+  position's. (The artifact sums ``g/v`` over all levels of ``(m, d, k)``
+  before rounding up; we keep one level per GPU here too — stricter by at
+  most one GPU per extra level, documented choice);
 * latency (Eq. 27 with the §7.1 margin) holds by construction: only
   configurations with ``Σ C + Σ Y ≤ SLO·(1 − margin)`` exist;
 * objective (§3 "Objective"): ``max t`` with ``t ≤ Σ_{c∈m} x_c / w_m`` for
@@ -60,7 +66,8 @@ from shepherd.core.pipelines.cluster import ClusterSpec
 from shepherd.core.pipelines.plan import Pipeline, PipelinePlan, Stage
 from shepherd.solvers.backend import SolveResult, SolverConfig, new_model, relative_gap, solve
 from shepherd.solvers.ppipe_knapsack import knapsack_bound
-from shepherd.solvers.ppipe_configs import MAX_PARTITIONS, Config, efficient_points, enumerate_configs
+from shepherd.solvers.ppipe_configs import (LINK_SHARES, MAX_PARTITIONS, Config, efficient_points,
+                                            enumerate_configs)
 
 TIE_EPSILON = 1e-4
 FORMULATIONS = ("counts", "points", "hybrid", "knapsack")
@@ -88,6 +95,17 @@ class PPipePlanConfig:
     batch_build: float = 0.0
     np_mps: bool = True  #: NP may use MPS shares (paper §7.1); the artifact's NP uses whole GPUs
     dart: str = "paper"  #: DART-r: "paper" (pairs over the cluster) or "artifact" (pairs within NP's GPU split)
+    #: True (paper, Eq. 23): vGPUs of one MPS level share physical GPUs whatever their DNN; False (artifact
+    #: MILP, ``force_sum_gpu_integer_per_partition``): each DNN's partition (position d, type, level) has
+    #: whole physical GPUs of its own — the ``h`` variables are keyed (type, level, DNN, d)
+    gpu_sharing: bool = True
+    #: GPUs the MILP leaves idle: "trim" (paper: none added; stages keep only the vGPUs their pipeline's
+    #: bottleneck needs) or "fill" (artifact plans: idle GPUs sit in non-bottleneck pipeline stages —
+    #: handed out one GPU at a time to the most loaded such stage, :func:`fill_spare`); PPipe plans only
+    spare: str = "trim"
+    #: vGPUs per link in the configurations' transfer caps (.ppipe_configs.link_shares): "server" (paper
+    #: §4 C3 and the artifact MILP) or "stage" (the links of data-plane rules (c)+(d); off in both rule sets)
+    link_share: str = "server"
 
     def validate(self) -> "PPipePlanConfig":
         if not 0 <= self.slo_margin < 1:
@@ -100,6 +118,10 @@ class PPipePlanConfig:
             raise UserError(f"candidates must be ≥ 0, got {self.candidates}")
         if not (0 <= self.batch_build < 1e3):
             raise UserError(f"batch-build factor must be in [0, 1000), got {self.batch_build:g}")
+        if self.link_share not in LINK_SHARES:
+            raise UserError(f"link-share rule must be one of {', '.join(LINK_SHARES)}, got '{self.link_share}'")
+        if self.spare not in ("trim", "fill"):
+            raise UserError(f"spare-GPU rule must be trim or fill, got '{self.spare}'")
         if self.dart not in ("paper", "artifact"):
             raise UserError(f"DART-r rule must be paper or artifact, got '{self.dart}'")
         if self.formulation not in FORMULATIONS:
@@ -155,7 +177,7 @@ def candidate_configs(profiles: list[BlockProfile], cluster: ClusterSpec, cfg: P
     for p in profiles:
         budget = p.slo_us(cfg.slo_scale) * (1 - cfg.slo_margin)
         cfgs = enumerate_configs(p, cluster, budget, cfg.max_partitions, mps=cfg.mps,
-                                 build_us=build_us.get(p.model, 0.0))
+                                 build_us=build_us.get(p.model, 0.0), link_share=cfg.link_share)
         if not cfgs and weights.get(p.model, 0) > 0:
             fastest = min(p.whole_us(h) for h in cluster.hardware if cluster.count(h) > 0)
             raise UserError(f"'{p.model}': no feasible pipeline — SLO·(1−margin) = {budget / 1000:.2f} ms is below "
@@ -278,7 +300,7 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     level_use: dict[tuple[str, int], list] = {}
     chosen: list[tuple[Config, mip.Var, list[mip.Var], mip.Var]] = []
     norm_terms = []
-    for m, cfgs in configs.items():
+    for mi, (m, cfgs) in enumerate(configs.items()):
         w = weights.get(m, 0.0)
         per_tpl: dict[tuple[str, ...], list] = {}
         xs = []
@@ -288,8 +310,8 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
                 z, gs, x = _add_points(model, n, c, counts)
             else:
                 z, gs, x = _add_counts(model, n, c, cluster)
-            for g, h, k in zip(gs, c.template, c.levels):
-                level_use.setdefault((h, k), []).append(g)
+            for d, (g, h, k) in enumerate(zip(gs, c.template, c.levels)):
+                level_use.setdefault(gpu_key(h, k, mi, d, cfg.gpu_sharing), []).append(g)
             per_tpl.setdefault(c.template, []).append(z)
             chosen.append((c, z, gs, x))
             xs.append(x)
@@ -300,10 +322,11 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
             norm_terms += [(1.0 / w) * x for x in xs]
     for h in cluster.hardware:
         hs = []
-        for (hh, k), gs in level_use.items():
-            if hh != h:
+        for key, gs in level_use.items():
+            if key[0] != h:
                 continue
-            phys = model.add_var(f"h_{h}_{k}", var_type=mip.INTEGER, lb=0, ub=cluster.count(h))
+            k = key[1]
+            phys = model.add_var(gpu_var(key), var_type=mip.INTEGER, lb=0, ub=cluster.count(h))
             model += k * phys >= mip.xsum(gs)
             hs.append(phys)
         if hs:
@@ -311,23 +334,36 @@ def solve_configs(configs: dict[str, list[Config]], profiles: list[BlockProfile]
     model.objective = mip.maximize(t + TIE_EPSILON * mip.xsum(norm_terms))
     extra: dict = {}
     if cfg.formulation == "knapsack":
-        extra = _knapsack_guide(model, t, chosen, configs, weights, cluster)
+        extra = _knapsack_guide(model, t, chosen, configs, weights, cluster, cfg.gpu_sharing)
     res = solve(model, solver)
     if res.status == "infeasible":
         raise UserError(f"{planner}: infeasible — no plan fits the cluster")
     if not res.has_solution:
         raise UserError(f"{planner}: time limit hit with no feasible solution (raise --time-limit)")
     pipes = _extract(chosen, res)
+    if cfg.spare == "fill" and planner == "ppipe":
+        pipes = fill_spare(pipes, cluster, cfg.gpu_sharing)
     slo = {p.model: p.slo_us(cfg.slo_scale) for p in profiles}
     meta = res.metadata() | {"solve_s": res.solve_s + extra.get("knapsack_s", 0.0), "candidates": sum(len(v) for v in configs.values()), "gap_limit": solver.gap,
                              "objective_name": "max-min normalised throughput (req/s)",
                              "slo_scale": cfg.slo_scale, "max_partitions": cfg.max_partitions,
-                             "batch_build": cfg.batch_build} | extra
+                             "batch_build": cfg.batch_build, "gpu_sharing": cfg.gpu_sharing,
+                             "spare": cfg.spare if planner == "ppipe" else "trim"} | extra
     return PipelinePlan(pipes, cluster, dict(weights), slo, cfg.slo_margin, planner, meta)
 
 
+def gpu_key(h: str, k: int, model_index: int, d: int, sharing: bool) -> tuple:
+    """The physical-GPU group a partition's vGPUs count in: ``(type, level)``, or ``(type, level, DNN, d)``
+    without GPU sharing (module docstring)."""
+    return (h, k) if sharing else (h, k, model_index, d)
+
+
+def gpu_var(key: tuple) -> str:
+    return "h_" + "_".join(str(x) for x in key)
+
+
 def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[str, list[Config]],
-                    weights: dict[str, float], cluster: ClusterSpec) -> dict:
+                    weights: dict[str, float], cluster: ClusterSpec, sharing: bool = True) -> dict:
     """``formulation="knapsack"``: the counts MILP plus the knapsack relaxation's cut and start.
 
     :func:`.ppipe_knapsack.knapsack_bound` gives an upper bound on ``t`` that
@@ -335,6 +371,8 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
     and its selection of pipelines; when that selection also fits the
     per-MPS-level physical GPUs it is a MIP start at the bound (first with
     the GPUs it leaves unused given to one DNN, for the ε tie-break term).
+    The start sets the MILP's own physical-GPU variables, keyed as
+    :func:`gpu_key` keys them (per DNN and partition without ``sharing``).
     """
     t0 = time.perf_counter()
     kb = knapsack_bound(configs, weights, cluster)
@@ -343,21 +381,23 @@ def _knapsack_guide(model: mip.Model, t: mip.Var, chosen: list, configs: dict[st
         return {}
     model += t <= kb.t_upper * (1 + CUT_SLACK)
     index = {c: (z, gs, x) for c, z, gs, x in chosen}
+    model_index = {m: i for i, m in enumerate(configs)}
     placeable = False
     for selection in (kb.fuller, kb.selection):  # the first that fits the per-level physical GPUs
         start: list[tuple[mip.Var, float]] = []
-        use: dict[tuple[str, int], int] = {}
-        for items in selection.values():
+        use: dict[tuple, int] = {}
+        for m, items in selection.items():
             for it in items:
                 z, gs, x = index[it.config]
                 start += [(z, 1.0), (x, it.xput)] + [(g, float(n)) for g, n in zip(gs, it.vgpus)]
-                for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
-                    use[(h, k)] = use.get((h, k), 0) + n
-        placeable = all(sum(-(-n // k) for (hh, k), n in use.items() if hh == h) <= cluster.count(h)
+                for d, (h, k, n) in enumerate(zip(it.config.template, it.config.levels, it.vgpus)):
+                    key = gpu_key(h, k, model_index[m], d, sharing)
+                    use[key] = use.get(key, 0) + n
+        placeable = all(sum(-(-n // key[1]) for key, n in use.items() if key[0] == h) <= cluster.count(h)
                         for h in cluster.hardware)
         if placeable:
-            for (h, k), n in use.items():
-                start.append((model.var_by_name(f"h_{h}_{k}"), float(-(-n // k))))
+            for key, n in use.items():
+                start.append((model.var_by_name(gpu_var(key)), float(-(-n // key[1]))))
             start.append((t, kb.t_lower))
             model.start = start
             break
@@ -431,6 +471,44 @@ def _extract(chosen: list[tuple[Config, mip.Var, list[mip.Var], mip.Var]], res: 
         stages = tuple(Stage(h, k, c.bounds[d], c.bounds[d + 1], n, c.latency_us[d], c.transfer_us[d], c.xput[d])
                        for d, (h, k, n) in enumerate(zip(c.template, c.levels, counts)))
         pipes.append(Pipeline(c.model, c.batch, _trim(stages)))
+    return pipes
+
+
+def fill_spare(pipes: list[Pipeline], cluster: ClusterSpec, sharing: bool) -> list[Pipeline]:
+    """Hand the GPUs a plan leaves idle to stages that are not their pipeline's bottleneck.
+
+    The authors' plans keep GPUs their MILP does not need inside pipeline
+    stages (Gurobi has no reason to leave them out; e.g. their gcnet plan on
+    L4–T4 runs a first stage needing 11 T4 on 17, its pipeline's throughput
+    being its L4 stage's), and their simulator then spreads that stage's
+    traffic over more GPUs and links. Which stage gets them is the solver's
+    accident; here, deterministically, each idle GPU of a type goes, ``k``
+    vGPUs at a time, to the stage of that type with the highest load
+    ``pipeline throughput / stage throughput`` among the stages whose
+    throughput exceeds their pipeline's (first in plan order on a tie), so
+    every pipeline's throughput — the plan's objective — is unchanged. Each
+    step adds exactly one physical GPU under either counting of
+    :func:`shepherd.core.pipelines.plan.physical_gpus`; GPUs no such stage can
+    take stay idle (documented choice, artifact rule set only).
+    """
+    from shepherd.core.pipelines.plan import PipelinePlan, physical_gpus
+
+    pipes = list(pipes)
+    for h in cluster.hardware:
+        where = [(i, j) for i, p in enumerate(pipes) for j, s in enumerate(p.stages)
+                 if s.hardware == h and len(p.stages) > 1 and s.xput > p.xput * (1 + 1e-9)]
+        if not where:
+            continue
+        probe = PipelinePlan(pipes, cluster, {}, {}, 0.0, "", {"gpu_sharing": sharing})
+        idle = cluster.count(h) - physical_gpus(probe, sharing).get(h, 0)
+        for _ in range(max(idle, 0)):
+            i, j = max(where, key=lambda ij: (pipes[ij[0]].xput / pipes[ij[0]].stages[ij[1]].xput,
+                                              -ij[0], -ij[1]))
+            p = pipes[i]
+            s = p.stages[j]
+            grown = Stage(s.hardware, s.k, s.start, s.end, s.vgpus + s.k, s.latency_us, s.transfer_us,
+                          s.xput_per_vgpu)
+            pipes[i] = Pipeline(p.model, p.batch, p.stages[:j] + (grown,) + p.stages[j + 1:])
     return pipes
 
 

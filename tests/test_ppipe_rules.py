@@ -89,10 +89,12 @@ def test_batch_build_term_excludes_batches_the_paper_budget_admits():
 
 
 def test_rule_sets_name_every_switch_and_the_artifact_bandwidths():
-    assert rules.dataplane_fields("paper") == {"uplink_score": False, "head_drop": False, "slot_receive": False}
+    assert rules.dataplane_fields("paper") == {"uplink_score": False, "head_drop": False, "slot_receive": False,
+                                               "stage_servers": False}
     assert all(rules.dataplane_fields("artifact").values())
     assert rules.planner_fields("artifact") == {"batch_build": 1.3, "max_partitions": 2, "np_mps": False,
-                                                "dart": "artifact"}
+                                                "dart": "artifact", "gpu_sharing": False, "spare": "fill"}
+    assert rules.planner_fields("paper")["gpu_sharing"] is True
     assert PPipeDataPlaneConfig() == PPipeDataPlaneConfig(**rules.dataplane_fields("paper"))
     assert rules.bandwidth_gbps("HC2-L", "artifact") == 10.0 and rules.bandwidth_gbps("HC4-S", "artifact") == 10.0
     assert rules.bandwidth_gbps("HC1-L", "artifact") == 6.0 and rules.bandwidth_gbps("HC3-L", "artifact") == 6.0

@@ -9,7 +9,8 @@ the authors' plans) running blocks ``[start, end)``. The artifact kind
 :func:`verify` re-derives every Appendix A.2 constraint from the profiles and
 the cluster — partition contiguity (Eqs. 17–20), unified batch size (Eq. 18),
 ≥ 1 vGPU per used partition (Eq. 22), GPU counts with MPS fractions (Eq. 23,
-tightened: each physical GPU runs one MPS level, see ``solvers.ppipe_milp``),
+tightened: each physical GPU runs one MPS level, see ``solvers.ppipe_milp``; without
+GPU sharing, per DNN partition: :func:`physical_gpus`),
 latency + transfer ≤ SLO·(1 − margin) (Eq. 27) and the throughputs (Eqs. 25, 28).
 
 :func:`place` maps vGPUs onto physical GPUs (one MPS level per GPU) and GPUs
@@ -150,7 +151,6 @@ def verify(plan: PipelinePlan, profiles: dict[str, BlockProfile], tol: float = 1
     """Every violated A.2 constraint, as text (empty: the plan is valid)."""
     bad: list[str] = []
     c = plan.cluster
-    used: dict[tuple[str, int], int] = {}
     for i, p in enumerate(plan.pipelines):
         prof = profiles[p.model]
         if not 1 <= len(p.stages) <= 3:
@@ -178,15 +178,31 @@ def verify(plan: PipelinePlan, profiles: dict[str, BlockProfile], tol: float = 1
                 bad.append(f"pipeline {i} stage {j}: transfer {s.transfer_us} ≠ {tr}")
             if s.xput_per_vgpu > p.batch * 1e6 / max(lat, 1) * (1 + tol):
                 bad.append(f"pipeline {i} stage {j}: throughput above b/latency")
-            used[(s.hardware, s.k)] = used.get((s.hardware, s.k), 0) + s.vgpus
         budget = plan.slo_us[p.model] * (1 - plan.margin)
         if p.latency_us > budget + tol:
             bad.append(f"pipeline {i}: latency {p.latency_us} µs > SLO·(1−margin) = {budget:.0f} µs")
-    for h in {h for h, _ in used}:
-        gpus = sum(math.ceil(n / k) for (hh, k), n in used.items() if hh == h)
+    need = physical_gpus(plan)
+    for h, gpus in need.items():
         if gpus > c.count(h):
             bad.append(f"{h}: plan needs {gpus} GPUs, cluster has {c.count(h)}")
     return bad
+
+
+def physical_gpus(plan: PipelinePlan, sharing: bool | None = None) -> dict[str, int]:
+    """Physical GPUs of each type the plan needs: one MPS level per GPU; with ``sharing`` (default: the
+    plan's ``meta["gpu_sharing"]``, else True) vGPUs of any DNN share GPUs, without it each DNN's
+    partition position has GPUs of its own (the artifact MILP's rule, :mod:`.rules`)."""
+    if sharing is None:
+        sharing = plan.meta.get("gpu_sharing", True) is not False
+    used: dict[tuple, int] = {}
+    for p in plan.pipelines:
+        for d, s in enumerate(p.stages):
+            key = (s.hardware, s.k) if sharing else (s.hardware, s.k, p.model, d)
+            used[key] = used.get(key, 0) + s.vgpus
+    out: dict[str, int] = {}
+    for key, n in used.items():
+        out[key[0]] = out.get(key[0], 0) + math.ceil(n / key[1])
+    return out
 
 
 # --------------------------------------------------------------------------- placement

@@ -19,6 +19,15 @@ Data plane (:class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`):
 * ``slot_receive`` — (c) every last-stage GPU slot (vGPU) has its own receive
   link (artifact network model); paper §4 C3 / §7.1: the GPUs of a server
   share one NIC.
+* ``stage_servers`` — (d) the GPUs of each pipeline's stage sit on servers of
+  their own: a non-last stage's vGPUs, in order, fill servers of
+  ``max(per-server GPUs of its type, of the next stage's type) × k`` vGPUs
+  (``k`` its MPS level), each server one link shared by its vGPUs; no
+  server holds two stages, two pipelines or two DNNs (artifact simulator:
+  ``Pipeline`` makes one ``RequestsDelayer`` per such group, and each DNN is
+  simulated alone); paper (§7.1): GPUs are packed on the cluster's servers
+  by type, so stages, pipelines and DNNs share NICs
+  (:func:`~shepherd.core.pipelines.plan.place`).
 
 Planner (:class:`~shepherd.solvers.ppipe_milp.PPipePlanConfig`):
 
@@ -30,9 +39,25 @@ Planner (:class:`~shepherd.solvers.ppipe_milp.PPipePlanConfig`):
   ablation); paper §3: 3;
 * ``np_mps`` — NP may use MPS shares (paper §7.1: "PPipe's MILP without model
   partitioning"); the artifact's NP uses whole GPUs;
-* ``dart`` — ``"artifact"``: GPUs are split between DNNs by the NP plan, then
-  each DNN replicates a 1 high + 1 low GPU sub-plan on its share (leftovers run
-  whole DNNs); ``"paper"``: pairs for the whole cluster (§7.1 "Baselines").
+* ``gpu_sharing`` — ``False``: the GPUs of a DNN's partition (same position in
+  its pipelines, GPU type and MPS level) are whole physical GPUs of their own,
+  never shared with another DNN or partition (artifact MILP, ``ilp_v4.py``
+  with ``force_sum_gpu_integer_per_partition``, set for all four maf19
+  clusters); ``True`` (paper, Eq. 23): vGPUs of one MPS level from any DNN
+  share physical GPUs;
+* ``spare`` — ``"fill"``: the GPUs the MILP leaves idle are kept in pipeline
+  stages, as the authors' plans show (their Gurobi solutions leave spare GPUs
+  in stages, e.g. 17 T4 for a gcnet stage needing 11); one GPU at a time to
+  the most loaded stage that is not its pipeline's bottleneck, so no
+  pipeline's throughput changes (our deterministic stand-in for the
+  solver's choice, :func:`~shepherd.solvers.ppipe_milp.fill_spare`); ``"trim"``
+  (paper): a stage keeps only the vGPUs its pipeline's bottleneck needs;
+* ``dart`` — ``"artifact"``: GPUs are split between DNNs by the NP plan, the
+  GPUs NP leaves unused are divided evenly (floor) among the DNNs, then each
+  DNN replicates a 1 high + 1 low GPU sub-plan ``min`` times and runs whole
+  DNNs on the rest of its more numerous type (artifact
+  ``get_multidnn_dart_plan``); ``"paper"``: pairs for the whole cluster
+  (§7.1 "Baselines").
 
 Cluster: :func:`bandwidth_gbps` — the artifact plans use 10 Gbit/s on the T4
 clusters and 6 on the P4 clusters; the paper's Table 1 / 5 gives 6.4 and 10.
@@ -46,13 +71,15 @@ RULE_SETS = ("paper", "artifact")
 
 #: data-plane fields per rule set (PPipeDataPlaneConfig)
 DATAPLANE = {
-    "paper": {"uplink_score": False, "head_drop": False, "slot_receive": False},
-    "artifact": {"uplink_score": True, "head_drop": True, "slot_receive": True},
+    "paper": {"uplink_score": False, "head_drop": False, "slot_receive": False, "stage_servers": False},
+    "artifact": {"uplink_score": True, "head_drop": True, "slot_receive": True, "stage_servers": True},
 }
 #: planner fields per rule set (PPipePlanConfig)
 PLANNER = {
-    "paper": {"batch_build": 0.0, "max_partitions": 3, "np_mps": True, "dart": "paper"},
-    "artifact": {"batch_build": 1.3, "max_partitions": 2, "np_mps": False, "dart": "artifact"},
+    "paper": {"batch_build": 0.0, "max_partitions": 3, "np_mps": True, "dart": "paper", "gpu_sharing": True,
+              "spare": "trim"},
+    "artifact": {"batch_build": 1.3, "max_partitions": 2, "np_mps": False, "dart": "artifact",
+                 "gpu_sharing": False, "spare": "fill"},
 }
 #: effective bandwidth (Gbit/s) of the artifact's plans, by the cluster's low-class GPU type
 ARTIFACT_BANDWIDTH = {"T4": 10.0, "P4": 6.0}

@@ -53,7 +53,7 @@ from shepherd.core.policies.registry import register
 class PPipeDataPlaneConfig:
     """PPipe data-plane options (the pipelines come from the plan: ``prepare``).
 
-    The defaults are the paper's rules; ``--rules artifact`` sets the three
+    The defaults are the paper's rules; ``--rules artifact`` sets the four
     rule switches to the authors' simulator's (:mod:`shepherd.core.pipelines.rules`).
     """
 
@@ -69,6 +69,10 @@ class PPipeDataPlaneConfig:
     #: (c) artifact network model: every last-stage vGPU has its own receive link; paper (§4 C3):
     #: one NIC per server, shared by its GPUs
     slot_receive: bool = False
+    #: (d) artifact simulator: every stage of every pipeline has servers (links) of its own, each
+    #: ``max(per-server GPUs of its type, of the next stage's) × k`` of its vGPUs; paper (§7.1): the
+    #: plan's GPUs packed on the cluster's servers by type (stages, pipelines and DNNs share NICs)
+    stage_servers: bool = False
 
 
 @register("ppipe", PPipeDataPlaneConfig)
@@ -82,7 +86,7 @@ class PPipePolicy(Policy):
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:
         from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
 
-        return prepare_pipelines(inputs, slot_receive=config.slot_receive)
+        return prepare_pipelines(inputs, slot_receive=config.slot_receive, stage_servers=config.stage_servers)
 
     def __init__(self, act: Actions, config: PPipeDataPlaneConfig) -> None:
         super().__init__(act, config)
