@@ -39,6 +39,10 @@ from shepherd.solvers.ppipe_configs import Config, efficient_points
 
 #: bisection stops when the bracket on ``t`` is this narrow (relative)
 BISECT_TOL = 1e-9
+#: the largest DP grid ``(A + 1)·(B + 1)`` solved (≈ 16 MB per table): Table 1's 100-GPU clusters need
+#: ≤ 0.3 M cells; HC1-L scaled to 1,000 GPUs would need 27 M per table and every template keeps one, so
+#: past this the relaxation is skipped and the MILP solves alone (Fig. 14's large clusters)
+MAX_GRID_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -208,8 +212,9 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
                    cluster: ClusterSpec) -> KnapsackBound | None:
     """Max-min ``t`` of the relaxation (module docstring) and a selection reaching it.
 
-    ``None`` when the cluster does not have exactly two GPU types in use or no
-    DNN has a positive share (the caller then solves the MILP alone).
+    ``None`` when the cluster does not have exactly two GPU types in use, no
+    DNN has a positive share, or the grid exceeds :data:`MAX_GRID_CELLS` (the
+    caller then solves the MILP alone).
     """
     hardware = tuple(h for h in cluster.hardware if cluster.count(h) > 0)
     models = [m for m in configs if weights.get(m, 0.0) > 0]
@@ -219,6 +224,8 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
     counts = {h: cluster.count(h) for h in hw}
     units = resource_units({m: configs[m] for m in models}, hw)
     size = (counts[hw[0]] * units[0], counts[hw[1]] * units[1])
+    if (size[0] + 1) * (size[1] + 1) > MAX_GRID_CELLS:
+        return None
     groups = {m: template_items(configs[m], counts, hw, units) for m in models}
     tables = {m: knapsack_table(groups[m], size) for m in models}
     lo, hi, best = max_min(tuple(tables[m][-1] for m in models), tuple(weights[m] for m in models), size[1])

@@ -122,3 +122,22 @@ def test_knapsack_plan_is_deterministic():
     a, b = (solve_pipelines(ps, w, make_cluster("HC4-S"), PPipePlanConfig(), solver) for _ in range(2))
     assert a.pipelines == b.pipelines and a.meta["knapsack_bound"] == b.meta["knapsack_bound"]
     assert math.isfinite(a.meta["knapsack_bound"])
+
+
+@needs_data
+def test_large_clusters_skip_the_relaxation_and_still_plan():
+    """HC1-L scaled to 10,000 GPUs: the DP grid (30,000 × 90,000 units per table) is past MAX_GRID_CELLS,
+    so the relaxation is skipped (before any table is built) and the MILP plans alone; at 100 GPUs it runs."""
+    from shepherd.solvers.ppipe_knapsack import MAX_GRID_CELLS
+
+    profs = _profiles()
+    ps = [profs[m] for m in GROUP]
+    w = dict(zip(GROUP, [0.30, 0.33, 0.37]))
+    cfg = PPipePlanConfig()
+    big, small = make_cluster("HC1-L").scaled(10_000), make_cluster("HC1-L")
+    configs = candidate_configs(ps, big, cfg, w, EXACT)
+    assert knapsack_bound(configs, w, big) is None
+    assert knapsack_bound(candidate_configs(ps, small, cfg, w, EXACT), w, small) is not None
+    assert 12 * 25 * 12 * 75 < MAX_GRID_CELLS  # Table 1's 100-GPU clusters keep the relaxation
+    plan = solve_pipelines(ps, w, big, cfg, SolverConfig("highs", 60.0, 0.01))
+    assert verify(plan, profs) == [] and "knapsack_bound" not in plan.meta
