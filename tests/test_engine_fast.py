@@ -278,20 +278,20 @@ def test_fast_symphony_equals_reference(seed, gpus, streams, rate, ties, ovh, ch
 
 SYMPHONY_MEDIUM = {
     # the default (§4.3's text rule, window prune) on 12 GPUs, served: timers and β·λ both decide
-    "symphony": ("symphony", None, None, 300.0, dict(gpus=12)),
+    "symphony": ("symphony", None, None, [90_000, 250_000], 300.0, dict(gpus=12)),
     # work-conserving, overloaded behind a costly scheduler: admission control sheds, pruning drops
-    "symphony-wc": ("symphony-wc", None, SHEDDING, 600.0, dict(gpus=12)),
-    # Appendix C's sched_at rule, Clipper pruning, rank="all", on a V100/T4 mix near saturation
+    "symphony-wc": ("symphony-wc", None, SHEDDING, [90_000, 250_000], 600.0, dict(gpus=12)),
+    # Appendix C's sched_at rule, Clipper pruning, rank="all", on a V100/T4 mix (decisions on the V100 table)
     "symphony-sched_at": ("symphony", {"rule": "sched_at", "prune": "clipper", "rank": "all",
-                                       "rate_window_ms": 250.0}, None, 450.0,
+                                       "rate_window_ms": 250.0}, None, [250_000], 300.0,
                           dict(plan=_one_group(["V100", "T4"] * 6), hardware="V100")),
 }
 
 
 @pytest.mark.parametrize("case", sorted(SYMPHONY_MEDIUM))
 def test_fast_symphony_equals_reference_on_100k_requests(case):
-    policy, cfg, ovh, per_stream, where = SYMPHONY_MEDIUM[case]
-    trace = medium(21, [90_000, 250_000], per_stream=per_stream)
+    policy, cfg, ovh, slos, per_stream, where = SYMPHONY_MEDIUM[case]
+    trace = medium(21, slos, per_stream=per_stream)
     prof = _mixed_profiles() if "plan" in where else PROF
     ref = simulate(trace, prof, policy, cfg, overhead=ovh, engine=EngineConfig(path="reference"), **where)
     fast = simulate(trace, prof, policy, cfg, overhead=ovh, engine=EngineConfig(path="fast"), **where)
