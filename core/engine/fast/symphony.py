@@ -61,14 +61,15 @@ def _next_timer(tm_at, tm_seq):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _candidate(m, now, lat_m, beta_m, maxb, wc, beta_rule, window_prune, window, qh, qe, qd, qr, rt, base,
                rcnt, rlo, first, r_outcome, counters):
     """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
     dead = q_expire(qh, qe, qd, qr, m, now + lat_m[1], r_outcome, DROPPED)
     h = qh[m]
     n = qe[m] - h
-    if n > 0 and window_prune:
+    head_b = -1
+    if n > 1 and window_prune:  # (one request: the only window is the head's)
         lo, hi = h, h + n
         while lo < hi:
             mid = (lo + hi) >> 1
@@ -91,11 +92,12 @@ def _candidate(m, now, lat_m, beta_m, maxb, wc, beta_rule, window_prune, window,
             q_take(qh, qe, qd, qr, m, h, best_i - h)
             dead += best_i - h
             n = qe[m] - qh[m]
+            head_b = -1
     counters[C_DROPPED] += dead
     if n == 0:
         return False, 0, 0, False
     dl = qd[qh[m]]
-    b = _fit(lat_m, dl - now, n if n < maxb else maxb)
+    b = head_b if head_b >= 0 else _fit(lat_m, dl - now, n if n < maxb else maxb)
     full = b >= maxb or b < n
     sched_at = dl - lat_m[b] if b >= maxb else dl - lat_m[b + 1]
     if wc or full or now >= sched_at:
@@ -119,17 +121,20 @@ def _candidate(m, now, lat_m, beta_m, maxb, wc, beta_rule, window_prune, window,
 @njit(cache=True, inline='always')
 def _set_timer(tm_at, tm_seq, m, at, seq, counters):
     """``Symphony._set_model_timer``: keep an unchanged live timer, else cancel it and set ``at`` (−1: none);
-    returns the timer sequence counter."""
+    returns (the timer sequence counter, whether a timer changed)."""
+    changed = False
     if tm_at[m] >= 0:
         if at >= 0 and tm_at[m] == at:
-            return seq
+            return seq, False
         tm_at[m] = -1
         counters[C_CANCELLED] += 1
+        changed = True
     if at >= 0:
         seq += 1
         tm_at[m] = at
         tm_seq[m] = seq
-    return seq
+        changed = True
+    return seq, changed
 
 
 @njit(cache=True)
@@ -238,8 +243,8 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
                                                       window_prune, window, qh, qe, qd, qr, rt, base, rcnt,
                                                       rlo, first, r_outcome, counters)
                 if not present:
-                    seq = _set_timer(tm_at, tm_seq, m, -1, seq, counters)
-                    dirty_t = True
+                    seq, ch = _set_timer(tm_at, tm_seq, m, -1, seq, counters)
+                    dirty_t |= ch
                     continue
                 if not ok:
                     wait_m[n_wait] = m
@@ -251,8 +256,8 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
                     best, best_b, best_s = m, b, sched_at
             for j in range(n_wait):  # an idle GPU takes it the moment it becomes schedulable
                 at = wait_s[j] if wait_s[j] > now + 1 else now + 1
-                seq = _set_timer(tm_at, tm_seq, wait_m[j], at, seq, counters)
-                dirty_t = True
+                seq, ch = _set_timer(tm_at, tm_seq, wait_m[j], at, seq, counters)
+                dirty_t |= ch
             if best < 0:
                 break
             if rank_all and n_wait > 0:
@@ -264,8 +269,8 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
                     best = wait_m[u]
                     best_s = wait_s[u]
                     best_b = wait_b[u]
-            seq = _set_timer(tm_at, tm_seq, best, -1, seq, counters)
-            dirty_t = True
+            seq, ch = _set_timer(tm_at, tm_seq, best, -1, seq, counters)
+            dirty_t |= ch
             counters[C_BATCHES] += 1
             # Resources.start(w, m, rids, now, at=now): after the scheduler's decision, not before now
             start = w_free[kk]
