@@ -322,3 +322,16 @@ def test_fast_symphony_refuses_what_it_does_not_cover():
                  engine=EngineConfig(path="fast"))
     auto = simulate(trace, PROF, "symphony", gpus=2)  # the default configuration: the fast path
     assert len(auto.engine.policies) == 0
+
+
+def test_fast_symphony_empty_trace_reports_the_reference_counters():
+    """No request: the same (empty) tables and the same zero counters as the reference's policy object."""
+    trace = symphony_workload(1, 2, 50_000, 500.0, False).head(0)
+    for policy in ("symphony", "symphony-wc", "flex", "clockwork"):
+        ref = simulate(trace, PROF, policy, gpus=2, engine=EngineConfig(path="reference"))
+        fast = simulate(trace, PROF, policy, gpus=2, engine=EngineConfig(path="fast"))
+        assert_same(ref, fast)
+        assert ref.extra == fast.extra
+    assert fast.extra == {} and ref.extra == {}  # clockwork keeps no counters
+    sym = simulate(trace, PROF, "symphony", gpus=2, engine=EngineConfig(path="fast"))
+    assert sym.extra["policy_stats"]["batches"] == 0

@@ -143,7 +143,7 @@ def simulate(
         if why is not None and eng_cfg.path == "fast":
             raise UserError(why)
         if why is None:
-            stats = fast.run_fast(eng, policy, cfg, runtime, max_batch) if trace.height else None
+            stats = fast.run_fast(eng, policy, cfg, runtime, max_batch)  # an empty trace too: its counters
             per_group = stats if stats is not None else [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":

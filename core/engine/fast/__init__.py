@@ -89,6 +89,13 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
     from shepherd.core.engine import groups
     from shepherd.core.engine.outcomes import DROPPED  # noqa: F401 - the kernels' outcome codes
 
+    if not len(engine.arrival):  # nothing to run: Symphony's counters are zero, as the reference reports them
+        if policy in ("symphony", "symphony-wc"):
+            from shepherd.core.engine.fast.symphony import COUNTERS
+
+            return [dict.fromkeys(COUNTERS, 0) for _ in engine.feeds]
+        return None
+
     lat = np.ascontiguousarray(np.array(runtime.lat, dtype=np.int64))
     rec, res = engine.rec, engine.res
     model = engine.model.astype(np.int64, copy=False)
