@@ -201,7 +201,7 @@ def test_auto_is_the_default_and_falls_back_silently():
 
 def test_cli_engine_fast(cli, tmp_path):
     write_artifact(workload(2, 3, 300_000, 1500.0, True), tmp_path / "t.parquet", "trace", make_provenance())
-    for policy in ("clockwork", "flex"):
+    for policy in ("clockwork", "flex", "symphony"):
         outs = {}
         for eng in ("reference", "fast", "default"):
             r = cli("simulate", "--policy", policy, "--trace", tmp_path / "t.parquet", "--gpus", "3",
