@@ -201,7 +201,7 @@ def test_auto_is_the_default_and_falls_back_silently():
 
 def test_cli_engine_fast(cli, tmp_path):
     write_artifact(workload(2, 3, 300_000, 1500.0, True), tmp_path / "t.parquet", "trace", make_provenance())
-    for policy in ("clockwork", "flex"):
+    for policy in ("clockwork", "flex", "symphony"):
         outs = {}
         for eng in ("reference", "fast", "default"):
             r = cli("simulate", "--policy", policy, "--trace", tmp_path / "t.parquet", "--gpus", "3",
@@ -212,3 +212,126 @@ def test_cli_engine_fast(cli, tmp_path):
     assert_user_error(cli("simulate", "--policy", "nexus", "--trace", tmp_path / "t.parquet", "--gpus", "3",
                           "--engine", "fast", "-o", tmp_path / "x"), "clockwork, flex, flex-np")
     assert not (tmp_path / "x").exists()
+
+
+# ---------------------------------------------------------------------- Symphony (§4.3, Appendix C)
+
+def _mixed_profiles() -> pl.DataFrame:
+    """The V100 table and a slower copy of it ("T4", every latency × 1.7): a group of two hardware types."""
+    slow = PROF.with_columns(hardware=pl.lit("T4"), latency_ms=pl.col("latency_ms") * 1.7,
+                             alpha_ms=pl.col("alpha_ms") * 1.7, beta_ms=pl.col("beta_ms") * 1.7)
+    return pl.concat([PROF, slow])
+
+
+def _one_group(hardware: list[str]) -> pl.DataFrame:
+    """A plan of one serving group with these workers (every stream routed to it)."""
+    rows = [(0, "worker", f"w{w}", hw) for w, hw in enumerate(hardware)]
+    return pl.DataFrame(rows, schema={"group": pl.Int32, "role": pl.String, "name": pl.String,
+                                      "hardware": pl.String}, orient="row")
+
+
+def symphony_workload(seed: int, n_streams: int, horizon_us: int, rate: float, ties: bool,
+                      slack: tuple[float, ...] = (1.15, 2.0, 4.0, 12.0)) -> pl.DataFrame:
+    """Like :func:`workload`, with SLOs Symphony accepts: a multiple of the model's ℓ(1) on the V100 table
+    (tight to loose; Symphony.prepare rejects an SLO below ℓ(1))."""
+    rng = np.random.default_rng(seed)
+    arrs = [poisson(rng, rate * (0.3 + rng.random()), horizon_us) for _ in range(n_streams)]
+    if ties:
+        arrs[0] = np.sort(np.concatenate([arrs[0], arrs[-1][::2], arrs[0][::5]]))
+    names = [MODELS[s % len(MODELS)] for s in range(n_streams)]
+    l1 = {r["model"]: r["latency_ms"] for r in PROF.filter(pl.col("batch") == 1).iter_rows(named=True)}
+    slos = [int(l1[m] * 1000 * float(rng.choice(slack))) + 1 for m in names]
+    return assemble(arrs, names, slos)
+
+
+def assert_same_symphony(ref, fast) -> None:
+    """The tables, and the policy's counters (timers cancelled, requests pruned, batches)."""
+    assert_same(ref, fast)
+    assert len(fast.engine.policies) == 0 and len(ref.engine.policies) == 1  # each ran where it says
+    assert ref.extra == fast.extra and fast.extra["policy_stats"]["stale_timer_fired"] == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), gpus=st.integers(1, 5), streams=st.integers(1, 6),
+       rate=st.sampled_from([200.0, 1500.0, 8000.0]), ties=st.booleans(), ovh=st.sampled_from(range(len(OVERHEADS))),
+       chunk=st.sampled_from([1, 7, 64, 1 << 15]), max_batch=st.sampled_from([1, 2, 8, 128]),
+       policy=st.sampled_from(["symphony", "symphony-wc"]), rule=st.sampled_from(["text", "sched_at"]),
+       prune=st.sampled_from(["window", "clipper"]), rank=st.sampled_from(["schedulable", "all"]),
+       window_ms=st.sampled_from([1000.0, 20.0]), mixed=st.booleans())
+def test_fast_symphony_equals_reference(seed, gpus, streams, rate, ties, ovh, chunk, max_batch, policy, rule, prune,
+                                        rank, window_ms, mixed):
+    """Symphony and Symphony-WC under every rule, prune and rank, light load to overload, Symphony's own
+    (free) scheduler or a costly one with admission control, one hardware type or two in the group."""
+    trace = symphony_workload(seed, streams, 120_000, rate, ties)
+    cfg = {"rule": rule, "prune": prune, "rank": rank, "rate_window_ms": window_ms}
+    kw = dict(seed=seed, overhead=OVERHEADS[ovh], max_batch=max_batch)
+    if mixed:
+        kw.update(plan=_one_group(["T4", "V100", "T4", "V100", "V100"][:gpus]), hardware="V100")
+        prof = _mixed_profiles()
+    else:
+        kw.update(gpus=gpus)
+        prof = PROF
+    ref = simulate(trace, prof, policy, cfg, engine=EngineConfig(chunk=chunk, path="reference"), **kw)
+    fast = simulate(trace, prof, policy, cfg, engine=EngineConfig(chunk=chunk, path="fast"), **kw)
+    assert_same_symphony(ref, fast)
+
+
+SYMPHONY_MEDIUM = {
+    # the default (§4.3's text rule, window prune) on 12 GPUs, served: timers and β·λ both decide
+    "symphony": ("symphony", None, None, [90_000, 250_000], 300.0, dict(gpus=12)),
+    # work-conserving, overloaded behind a costly scheduler: admission control sheds, pruning drops
+    "symphony-wc": ("symphony-wc", None, SHEDDING, [90_000, 250_000], 600.0, dict(gpus=12)),
+    # Appendix C's sched_at rule, Clipper pruning, rank="all", on a V100/T4 mix (decisions on the V100 table)
+    "symphony-sched_at": ("symphony", {"rule": "sched_at", "prune": "clipper", "rank": "all",
+                                       "rate_window_ms": 250.0}, None, [250_000], 300.0,
+                          dict(plan=_one_group(["V100", "T4"] * 6), hardware="V100")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SYMPHONY_MEDIUM))
+def test_fast_symphony_equals_reference_on_100k_requests(case):
+    policy, cfg, ovh, slos, per_stream, where = SYMPHONY_MEDIUM[case]
+    trace = medium(21, slos, per_stream=per_stream)
+    prof = _mixed_profiles() if "plan" in where else PROF
+    ref = simulate(trace, prof, policy, cfg, overhead=ovh, engine=EngineConfig(path="reference"), **where)
+    fast = simulate(trace, prof, policy, cfg, overhead=ovh, engine=EngineConfig(path="fast"), **where)
+    assert_same_symphony(ref, fast)
+    stats = ref.extra["policy_stats"]
+    if ovh is None:
+        assert ref.good > 0.5 * trace.height and stats["timers_cancelled"] > 0
+    else:
+        assert ref.shed > 0 and stats["dropped_pruned"] > 0
+
+
+def test_fast_symphony_refuses_what_it_does_not_cover():
+    """Delays (a GPU granted its next batch ahead, booked), autoscaling, several sub-clusters: the reference
+    engine only — ``--engine fast`` is an error, ``auto`` falls back to the same tables."""
+    trace = symphony_workload(4, 3, 80_000, 1500.0, True)
+    plan = plan_frame([1, 2], [0, 1, 1])
+    for cfg, where in (({"d_ctrl_us": 200.0}, dict(gpus=2)), ({"d_data_us": 5.0}, dict(gpus=2)),
+                       ({"autoscale_epoch_s": 0.02}, dict(gpus=2)), (None, dict(plan=plan))):
+        for policy in ("symphony", "symphony-wc"):
+            with pytest.raises(UserError, match=f"fast path of '{policy}' covers d_ctrl_us=0"):
+                simulate(trace, PROF, policy, cfg, engine=EngineConfig(path="fast"), **where)
+            auto = simulate(trace, PROF, policy, cfg, **where)
+            ref = simulate(trace, PROF, policy, cfg, engine=EngineConfig(path="reference"), **where)
+            assert_same(auto, ref)
+            assert len(auto.engine.policies) > 0  # the reference ran
+    with pytest.raises(UserError, match="covers"):
+        simulate(trace, PROF, "symphony", gpus=2, overhead=OverheadConfig(mode="emulation"),
+                 engine=EngineConfig(path="fast"))
+    auto = simulate(trace, PROF, "symphony", gpus=2)  # the default configuration: the fast path
+    assert len(auto.engine.policies) == 0
+
+
+def test_fast_symphony_empty_trace_reports_the_reference_counters():
+    """No request: the same (empty) tables and the same zero counters as the reference's policy object."""
+    trace = symphony_workload(1, 2, 50_000, 500.0, False).head(0)
+    for policy in ("symphony", "symphony-wc", "flex", "clockwork"):
+        ref = simulate(trace, PROF, policy, gpus=2, engine=EngineConfig(path="reference"))
+        fast = simulate(trace, PROF, policy, gpus=2, engine=EngineConfig(path="fast"))
+        assert_same(ref, fast)
+        assert ref.extra == fast.extra
+    assert fast.extra == {} and ref.extra == {}  # clockwork keeps no counters
+    sym = simulate(trace, PROF, "symphony", gpus=2, engine=EngineConfig(path="fast"))
+    assert sym.extra["policy_stats"]["batches"] == 0

@@ -143,9 +143,8 @@ def simulate(
         if why is not None and eng_cfg.path == "fast":
             raise UserError(why)
         if why is None:
-            if trace.height:
-                fast.run_fast(eng, policy, cfg, runtime, max_batch)
-            per_group = [{} for _ in cluster.groups]
+            stats = fast.run_fast(eng, policy, cfg, runtime, max_batch)  # an empty trace too: its counters
+            per_group = stats if stats is not None else [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,

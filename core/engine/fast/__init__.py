@@ -10,7 +10,8 @@ artifact is built by the same code either way.
 Serving groups (Herd groups, sub-clusters) never interact: each group's requests run through the kernel
 alone, and with several groups the runs are merged by :func:`shepherd.core.engine.groups.merge` — the
 kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
-single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`.
+single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
+:mod:`.symphony` (one serving group: its timers are not in the clock replay).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ FAST = {
                  "serving group, overhead model|none",
     "flex": "overhead model|none",
     "flex-np": "overhead model|none",
+    "symphony": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0 (any rule, prune, rank, rate_window_ms), one "
+                "serving group, overhead model|none",
+    "symphony-wc": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0 (any rule, prune, rank, rate_window_ms), one "
+                   "serving group, overhead model|none",
 }
 
 
@@ -46,6 +51,9 @@ def why_not(policy: str, config: Any, overhead: Any, engine: Any) -> str | None:
         one_hw = all(len({hws[w] for w in ws}) <= 1 for ws in engine.res.group_workers)
         ok = (ok and cfg.get("urgency") == "deadline" and cfg.get("admission") == "none" and one_hw
               and cfg.get("schedule_ahead_ms") == 0 and cfg.get("slo_buffer_ms") == 0)
+    if policy in ("symphony", "symphony-wc"):
+        ok = (ok and config.d_ctrl_us == 0 and config.d_data_us == 0 and config.autoscale_epoch_s == 0
+              and len(engine.feeds) == 1)
     if not ok:
         return f"the fast path of '{policy}' covers {FAST[policy]}; use --engine reference"
     return None
@@ -56,6 +64,10 @@ def _group(policy: str, config: Any, runtime: Any, max_batch: int, sched: Any, c
     """One group's kernel run; the request columns in ``out`` are written in place."""
     common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
               sched.max_lag_ns, chunk)
+    if policy in ("symphony", "symphony-wc"):
+        from shepherd.core.engine.fast.symphony import run_group
+
+        return run_group(policy, config, runtime, max_batch, common, lat, w_hw, t, d, m, out)
     if policy == "clockwork":
         from shepherd.core.engine.fast.clockwork import run_clockwork
 
@@ -71,10 +83,18 @@ def _group(policy: str, config: Any, runtime: Any, max_batch: int, sched: Any, c
                     *out)
 
 
-def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int) -> None:
-    """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder."""
+def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int) -> list[dict] | None:
+    """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder;
+    returns the policy's counters per group where its kernel keeps them (Symphony's), else None."""
     from shepherd.core.engine import groups
     from shepherd.core.engine.outcomes import DROPPED  # noqa: F401 - the kernels' outcome codes
+
+    if not len(engine.arrival):  # nothing to run: Symphony's counters are zero, as the reference reports them
+        if policy in ("symphony", "symphony-wc"):
+            from shepherd.core.engine.fast.symphony import COUNTERS
+
+            return [dict.fromkeys(COUNTERS, 0) for _ in engine.feeds]
+        return None
 
     lat = np.ascontiguousarray(np.array(runtime.lat, dtype=np.int64))
     rec, res = engine.rec, engine.res
@@ -83,16 +103,16 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
     if n_groups == 1 and engine.group_ids[0] is None:  # the recorder's own columns, written in place
         shed = np.zeros(len(engine.arrival), np.bool_)
         out = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
-        blog, w_busy, w_waste, n_shed = _group(policy, config, runtime, max_batch, engine.sched[0],
-                                               engine.config.chunk, lat, np.array(res.w_hw, np.int64),
-                                               engine.arrival, engine.deadline, model, out)
+        blog, w_busy, w_waste, n_shed, *stats = _group(policy, config, runtime, max_batch, engine.sched[0],
+                                                       engine.config.chunk, lat, np.array(res.w_hw, np.int64),
+                                                       engine.arrival, engine.deadline, model, out)
         for name, col in zip(("b_worker", "b_model", "b_size", "b_start", "b_end", "b_pre"), blog.T[:6]):
             getattr(rec, name).frombytes(np.ascontiguousarray(col).tobytes())
         rec.w_busy[:] = w_busy.tolist()
         rec.w_waste[:] = w_waste.tolist()
         engine.sched[0].shed = int(n_shed)
         engine.admission.shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
-        return
+        return stats or None
     runs, ids, arrivals = [], [], []
     for g in range(n_groups):
         rid = engine.group_ids[g]
@@ -115,3 +135,4 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         ids.append(rid)
         arrivals.append(t)
     groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals)
+    return None
