@@ -13,7 +13,7 @@ seeds, and record the attainment of every DNN and seed. Variants:
   data plane builds);
 * ``paper+RULE`` (``--ablate``) — the paper plan and data plane with one
   artifact data-plane rule switched on (``uplink_score``, ``head_drop``,
-  ``slot_receive``, ``stage_servers``), only for the groups where some DNN is
+  ``slot_receive``, ``stage_servers``, ``fill_wait``, ``transfer_round``), only for the groups where some DNN is
   below ``--target`` under the paper rules: which rule closes the gap.
 
 Long on 2 cores, so everything is cached under ``--dir``: the plans
@@ -48,8 +48,8 @@ from shepherd.experiments.ppipe import common as c
 from shepherd.solvers.ppipe_baselines import PIPELINE_PLANNERS
 from shepherd.solvers.ppipe_milp import PPipePlanConfig
 
-ABLATIONS = ("uplink_score", "head_drop", "slot_receive", "stage_servers")
-RULE_LETTER = dict(zip(ABLATIONS, "abcd"))
+ABLATIONS = ("uplink_score", "head_drop", "slot_receive", "stage_servers", "fill_wait", "transfer_round")
+RULE_LETTER = dict(zip(ABLATIONS, "abcdef"))
 FIELDS = ["variant", "cluster", "group", "dnn", "seed", "attainment", "plan_s", "sim_s"]
 
 

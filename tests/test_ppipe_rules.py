@@ -76,6 +76,59 @@ def test_slot_receive_gives_each_last_stage_vgpu_its_own_link():
     assert _run(plan, prof, [0, 0], 700, slot_receive=True) == 2
 
 
+def _batches(plan: PipelinePlan, prof: BlockProfile, arrivals: list[int], slo: int, **cfg) -> list[list[int]]:
+    """The requests of each batch (by start time) and whether each was served."""
+    trace = assemble([np.array(arrivals, dtype=np.int64)], ["m"], [slo])
+    res = simulate(trace, {"m": prof}, "ppipe", PPipeDataPlaneConfig(**cfg), plan=plan, seed=0)
+    r = res.recorder
+    assert (r.r_outcome == SERVED).all()
+    starts = sorted(set(r.r_start.tolist()))
+    return [sorted(np.flatnonzero(r.r_start == t).tolist()) for t in starts]
+
+
+def _one_l4(batch: int) -> PipelinePlan:
+    return PipelinePlan([Pipeline("m", batch, (Stage("L4", 1, 0, 2, 1, 100 * batch, 0, 1e4),))],
+                        custom_cluster({"L4": 1}, 10.0), {"m": 1.0}, {"m": 1000}, 0.0, "test")
+
+
+def test_fill_wait_keeps_waiting_while_a_larger_batch_still_fits():
+    # (e) batch b takes 100·b µs, planned bs 4, SLO 1000; arrivals at 0, 650, 680
+    prof = _profile([100, 200, 300, 400])
+    plan = _one_l4(4)
+    # paper: the head waits until 600 (the last moment a batch of 4 fits), then goes alone;
+    # the next head waits for its own last moment and takes the third request with it
+    assert _batches(plan, prof, [0, 650, 680], 1000) == [[0], [1, 2]]
+    # artifact: at 650 a batch of 3 still fits (650 + 300 ≤ 1000), so it waits; at 680 three are
+    # queued and three is the largest batch that fits: one batch of 3
+    assert _batches(plan, prof, [0, 650, 680], 1000, fill_wait=True) == [[0, 1, 2]]
+
+
+def test_fill_wait_wakes_when_one_more_request_would_miss():
+    # (e) a lone request: the artifact waits until a batch of 2 misses on an idle pipeline
+    # (1000 − 200 + 1 = 801) and then sends it; the paper sends it at 600 (1000 − 400)
+    prof = _profile([100, 200, 300, 400])
+    trace = assemble([np.array([0], dtype=np.int64)], ["m"], [1000])
+    paper = simulate(trace, {"m": prof}, "ppipe", PPipeDataPlaneConfig(), plan=_one_l4(4), seed=0)
+    art = simulate(trace, {"m": prof}, "ppipe", PPipeDataPlaneConfig(fill_wait=True), plan=_one_l4(4), seed=0)
+    assert paper.recorder.r_start.tolist() == [600]
+    assert art.recorder.r_start.tolist() == [801]
+    assert art.recorder.r_finish.tolist() == [901]  # still within the SLO
+
+
+def test_transfer_round_rounds_the_per_request_transfer_then_multiplies():
+    # (f) 1 250 bytes at 10 Gbit/s = 1.0 µs per request; 1 562 bytes = 1.2496 µs
+    from shepherd.core.pipelines.runtime import build
+
+    prof = _profile([100, 200, 300, 400], cut_bytes=1562)
+    cluster = custom_cluster({"L4": 1, "T4": 1}, 10.0)
+    stages = (Stage("L4", 1, 0, 1, 1, 100, 2, 1e4), Stage("T4", 1, 1, 2, 1, 100, 0, 1e4))
+    plan = PipelinePlan([Pipeline("m", 4, stages)], cluster, {"m": 1.0}, {"m": 5000}, 0.0, "test")
+    paper = build(plan, {"m": prof}, ["m"])[1][0].transfer_in[1]
+    art = build(plan, {"m": prof}, ["m"], transfer_round=True)[1][0].transfer_in[1]
+    assert paper == [0, 2, 3, 4, 5]  # ceil(b · 1.2496)
+    assert art == [0, 1, 2, 3, 4]  # b · round(1.2496)
+
+
 # --------------------------------------------------------------------------- planner switches
 
 def test_batch_build_term_excludes_batches_the_paper_budget_admits():
@@ -90,7 +143,8 @@ def test_batch_build_term_excludes_batches_the_paper_budget_admits():
 
 def test_rule_sets_name_every_switch_and_the_artifact_bandwidths():
     assert rules.dataplane_fields("paper") == {"uplink_score": False, "head_drop": False, "slot_receive": False,
-                                               "stage_servers": False}
+                                               "stage_servers": False, "fill_wait": False,
+                                               "transfer_round": False}
     assert all(rules.dataplane_fields("artifact").values())
     assert rules.planner_fields("artifact") == {"batch_build": 1.3, "max_partitions": 2, "np_mps": False,
                                                 "dart": "artifact", "gpu_sharing": False, "spare": "fill"}

@@ -28,6 +28,22 @@ Data plane (:class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`):
   simulated alone); paper (§7.1): GPUs are packed on the cluster's servers
   by type, so stages, pipelines and DNNs share NICs
   (:func:`~shepherd.core.pipelines.plan.place`).
+* ``fill_wait`` — (e) a queue holding fewer requests than the largest batch
+  that meets its head's deadline waits until a batch of one more request
+  would miss that deadline even on an idle pipeline (wake-up at
+  ``deadline − work(len(q)+1) + 1``, ``work`` the batch's inference and
+  transfer time), and re-decides at every arrival and at the wake-up: the
+  largest batch meeting the deadline, sent once that many are queued
+  (artifact ``ReservationSlaLoadBalancer.execute``, the "wait to get more
+  requests" branch: ``waitFor = deadline − rSmall.completionTime() +
+  rSmall.queuingLatency + 1``); paper (Algorithm 1 line 17, "wait till the
+  requests in q are about to miss their deadline"): one wake-up at the last
+  moment the probed batch fits, ``deadline − (finish − now)``, which then
+  sends what is queued.
+* ``transfer_round`` — (f) a batch of ``b`` crosses a link in ``b`` times the
+  per-request transfer rounded to the nearest µs (artifact
+  ``RequestsDelayer.networkLatency`` × ``bs`` in ``ReservationOffer``);
+  paper: ``ceil(b ×`` per-request time ``)``.
 
 Planner (:class:`~shepherd.solvers.ppipe_milp.PPipePlanConfig`):
 
@@ -71,8 +87,10 @@ RULE_SETS = ("paper", "artifact")
 
 #: data-plane fields per rule set (PPipeDataPlaneConfig)
 DATAPLANE = {
-    "paper": {"uplink_score": False, "head_drop": False, "slot_receive": False, "stage_servers": False},
-    "artifact": {"uplink_score": True, "head_drop": True, "slot_receive": True, "stage_servers": True},
+    "paper": {"uplink_score": False, "head_drop": False, "slot_receive": False, "stage_servers": False,
+              "fill_wait": False, "transfer_round": False},
+    "artifact": {"uplink_score": True, "head_drop": True, "slot_receive": True, "stage_servers": True,
+                 "fill_wait": True, "transfer_round": True},
 }
 #: planner fields per rule set (PPipePlanConfig)
 PLANNER = {

@@ -24,7 +24,7 @@ from shepherd.core.pipelines.reservations import PipeRuntime
 
 def build(plan: PipelinePlan, profiles: dict[str, BlockProfile],
           models: list[str], slot_receive: bool = False,
-          stage_servers: bool = False) -> tuple[Cluster, list[PipeRuntime], int]:
+          stage_servers: bool = False, transfer_round: bool = False) -> tuple[Cluster, list[PipeRuntime], int]:
     """(engine cluster, pipelines with model indices into ``models``, number of link nodes).
 
     ``slot_receive`` (artifact rule (c), :mod:`.rules`): the last stage of
@@ -37,6 +37,11 @@ def build(plan: PipelinePlan, profiles: dict[str, BlockProfile],
     from :func:`stage_links` instead of the servers of :func:`.plan.place` —
     each stage of each pipeline has link nodes of its own (numbered after the
     servers), so no NIC is shared between stages, pipelines or DNNs.
+
+    ``transfer_round`` (artifact rule (f)): a batch of ``b`` takes ``b`` times
+    the per-request transfer rounded to the nearest µs (the artifact's
+    ``RequestsDelayer.networkLatency``, times the batch size in
+    ``ReservationOffer.reserve``) instead of ``ceil(b × per-request time)``.
     """
     vgpus = place(plan)
     workers = tuple(Worker(i, 0, v.hardware, v.node, f"{v.hardware}-gpu{v.gpu}-p{v.pipeline}s{v.stage}")
@@ -59,7 +64,11 @@ def build(plan: PipelinePlan, profiles: dict[str, BlockProfile],
                 tin.append([0] * (maxb + 1))
             else:
                 per = prof.transfer_us_per_sample(s.start - 1, bw)
-                tin.append([0] + [int(math.ceil(b * per)) for b in range(1, maxb + 1)])
+                if transfer_round:
+                    one = int(math.floor(per + 0.5))  # (half up, as Java's Math.round)
+                    tin.append([b * one for b in range(maxb + 1)])
+                else:
+                    tin.append([0] + [int(math.ceil(b * per)) for b in range(1, maxb + 1)])
             ids = by_stage.get((pi, j), [])
             ws.append(ids)
             ns.append([vgpus[i].node for i in ids])
@@ -101,14 +110,16 @@ def stage_links(p: Pipeline, cluster: ClusterSpec) -> list[list[int]]:
     return out
 
 
-def prepare_pipelines(inputs: Inputs, slot_receive: bool = False, stage_servers: bool = False) -> Runtime:
+def prepare_pipelines(inputs: Inputs, slot_receive: bool = False, stage_servers: bool = False,
+                      transfer_round: bool = False) -> Runtime:
     """The runtime of a data-plane policy: the plan's vGPU cluster and its pipelines
-    (``runtime.tables``: ``pipelines``, ``nodes``; ``slot_receive``, ``stage_servers``: see :func:`build`)."""
+    (``runtime.tables``: ``pipelines``, ``nodes``; ``slot_receive``, ``stage_servers``, ``transfer_round``:
+    see :func:`build`)."""
     plan: PipelinePlan = inputs.get("pipeline_plan")
     profiles: dict[str, BlockProfile] = inputs.get("block_profiles")
     missing = [m for m in inputs.models if m not in profiles]
     if missing:
         raise UserError(f"profiles have no model '{missing[0]}'")
-    cluster, pipes, nodes = build(plan, profiles, inputs.models, slot_receive, stage_servers)
+    cluster, pipes, nodes = build(plan, profiles, inputs.models, slot_receive, stage_servers, transfer_round)
     hw_names = sorted({w.hardware for w in cluster.workers})
     return Runtime(cluster, hw_names, tables={"pipelines": tuple(pipes), "nodes": nodes})

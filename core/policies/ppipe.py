@@ -53,7 +53,7 @@ from shepherd.core.policies.registry import register
 class PPipeDataPlaneConfig:
     """PPipe data-plane options (the pipelines come from the plan: ``prepare``).
 
-    The defaults are the paper's rules; ``--rules artifact`` sets the four
+    The defaults are the paper's rules; ``--rules artifact`` sets the six
     rule switches to the authors' simulator's (:mod:`shepherd.core.pipelines.rules`).
     """
 
@@ -73,6 +73,15 @@ class PPipeDataPlaneConfig:
     #: ``max(per-server GPUs of its type, of the next stage's) × k`` of its vGPUs; paper (§7.1): the
     #: plan's GPUs packed on the cluster's servers by type (stages, pipelines and DNNs share NICs)
     stage_servers: bool = False
+    #: (e) artifact load balancer: a queue shorter than the batch size waits until one more request
+    #: would miss the head's deadline even on an idle pipeline (``deadline − work(len(q)+1) + 1``),
+    #: re-decides at every arrival and at that wake-up (the largest batch meeting the deadline, sent
+    #: once that many are queued, else wait again); paper (Algorithm 1 line 17): wake at the last moment
+    #: the probed batch fits (``deadline − (finish − now)``) and send what is queued
+    fill_wait: bool = False
+    #: (f) artifact network model: a batch of b takes b × (the per-request transfer rounded to the nearest
+    #: µs); paper (§5.4 "network transfer time"): ceil(b × per-request transfer) µs
+    transfer_round: bool = False
 
 
 @register("ppipe", PPipeDataPlaneConfig)
@@ -86,7 +95,8 @@ class PPipePolicy(Policy):
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:
         from shepherd.core.pipelines.runtime import prepare_pipelines  # (imports the engine: not at module level)
 
-        return prepare_pipelines(inputs, slot_receive=config.slot_receive, stage_servers=config.stage_servers)
+        return prepare_pipelines(inputs, slot_receive=config.slot_receive, stage_servers=config.stage_servers,
+                                 transfer_round=config.transfer_round)
 
     def __init__(self, act: Actions, config: PPipeDataPlaneConfig) -> None:
         super().__init__(act, config)
@@ -133,7 +143,7 @@ class PPipePolicy(Policy):
         m = payload  # a wait-till-last-moment wake-up of DNN m's queue
         if self.wait_until[m] == now:
             self.wait_until[m] = -1
-            self.schedule(m, now, last_moment=True)
+            self.schedule(m, now, last_moment=not self.config.fill_wait)
 
     def stats(self) -> dict[str, Any]:
         return {"probes": self.probes, "dispatched": self.dispatched}
@@ -195,6 +205,19 @@ class PPipePolicy(Policy):
                 rid, _ = q.popleft()
                 act.drop([rid], now)
                 continue
+            if len(q) < bs and self.config.fill_wait and self.config.wait:
+                # rule (e): wait until a batch of len(q)+1 misses the deadline even with no queueing
+                small, wait_small, resv_small = probe(res, best, len(q) + 1, now)
+                self.probes += 1
+                if small > deadline:  # (only if a larger batch were faster: never with monotone latencies)
+                    rid, _ = q.popleft()
+                    act.drop([rid], now)
+                    continue
+                wake = deadline - (small - now - wait_small) + 1
+                self.wait_until[m] = wake
+                self.wait_need[m] = 0  # every arrival re-decides (the artifact's load balancer runs on each)
+                act.set_timer(wake, m)
+                return
             if len(q) < bs:
                 slack = deadline - finish
                 if self.config.wait and slack > 0 and not last_moment:
