@@ -129,23 +129,28 @@ def simulate(
     hw_pos = {h: i for i, h in enumerate(runtime.hardware)}
     gpos = {g: i for i, g in enumerate(cluster.groups)}
     ws = cluster.workers
-    eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), [gpos[w.group] for w in ws],
-                 [hw_pos[w.hardware] for w in ws], [w.node for w in ws], [w.name for w in ws], runtime.lat,
-                 ovh, eng_cfg)
+    w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
+    fast_path = False
+    if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
+        from shepherd.core.engine import fast
+
+        why = fast.why_not(policy, cfg, ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k]
+                                                     for k in range(len(cluster.groups))])
+        if why is not None and eng_cfg.path == "fast":
+            raise UserError(why)
+        fast_path = why is None
+    eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
+                 [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg,
+                 summary_only=fast_path and eng_cfg.record == "summary"  # one group: several are merged whole
+                 and (group_of is None or len(cluster.groups) == 1))
     for name in ("instances", "priority"):
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
-    if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
-        from shepherd.core.engine import fast
-
-        why = fast.why_not(policy, cfg, ovh, eng)
-        if why is not None and eng_cfg.path == "fast":
-            raise UserError(why)
-        if why is None:
-            if trace.height:
-                fast.run_fast(eng, policy, cfg, runtime, max_batch)
-            per_group = [{} for _ in cluster.groups]
+    if fast_path:
+        if trace.height:
+            fast.run_fast(eng, policy, cfg, runtime, max_batch)
+        per_group = [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,

@@ -40,6 +40,12 @@ B_COLS = 9
 #: scheduler-state slots
 S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
+#: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
+#: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
+#: (global ids), the group's request count, whether the window holds its last request
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST = range(10)
+ST_LEN = 10
+
 
 @njit(cache=True, inline='always')
 def bisect_right(a, x, lo, hi):
@@ -71,15 +77,63 @@ def ceil_us(ns):
 # ---------------------------------------------------------------------- deadline queues
 
 
+def q_empty(n_models):
+    """Empty queues with no room yet (:func:`q_reserve` makes it): (base, qh, qe, qd, qr)."""
+    z = np.zeros(n_models + 1, np.int64)
+    return z, z[:-1].copy(), z[:-1].copy(), np.empty(0, np.int64), np.empty(0, np.int64)
+
+
 @njit(cache=True)
-def queues(model, n_models):
-    """Empty queues for these requests: (base, qh, qe, qd, qr)."""
-    counts = np.zeros(n_models + 1, np.int64)
-    for i in range(len(model)):
-        counts[model[i] + 1] += 1
-    base = np.cumsum(counts)
-    n = len(model)
-    return base, base[:-1].copy(), base[:-1].copy(), np.empty(n, np.int64), np.empty(n, np.int64)
+def q_reserve(base, qh, qe, qd, qr, new_model, running, delta):
+    """The queues rebuilt with room for every request that may be queued until the next chunk — the ones
+    queued now, the running ones (a preemption re-queues them) and the chunk's new ones, per model,
+    twice over so that :func:`q_push`'s moves stay rare — and their request ids lowered by ``delta`` (the
+    window's first ``delta`` requests were flushed)."""
+    n_models = len(qh)
+    need = running.copy()
+    for i in range(len(new_model)):
+        need[new_model[i]] += 1
+    nbase = np.zeros(n_models + 1, np.int64)
+    for m in range(n_models):
+        need[m] += qe[m] - qh[m]
+        nbase[m + 1] = nbase[m] + 2 * need[m] + 16
+    nqd = np.empty(nbase[n_models], np.int64)
+    nqr = np.empty(nbase[n_models], np.int64)
+    nqh = nbase[:-1].copy()
+    nqe = nbase[:-1].copy()
+    for m in range(n_models):
+        p = nbase[m]
+        for j in range(qh[m], qe[m]):
+            nqd[p] = qd[j]
+            nqr[p] = qr[j] - delta
+            p += 1
+        nqe[m] = p
+    return nbase, nqh, nqe, nqd, nqr
+
+
+@njit(cache=True)
+def oldest(qh, qe, qr, w_reqs, w_size, w_bid, bound):
+    """The lowest request id still queued or in a running batch (``w_reqs``; Flex only) and ``bound``."""
+    lo = bound
+    for m in range(len(qh)):
+        for j in range(qh[m], qe[m]):
+            if qr[j] < lo:
+                lo = qr[j]
+    for w in range(len(w_size)):
+        if w_bid[w] >= 0:
+            for x in range(w_size[w]):
+                if w_reqs[w, x] < lo:
+                    lo = w_reqs[w, x]
+    return lo
+
+
+@njit(cache=True)
+def shift_running(w_reqs, w_size, w_bid, delta):
+    """The running batches' request ids lowered by ``delta`` (see :func:`q_reserve`)."""
+    for w in range(len(w_size)):
+        if w_bid[w] >= 0:
+            for x in range(w_size[w]):
+                w_reqs[w, x] -= delta
 
 
 @njit(cache=True, inline='always')
