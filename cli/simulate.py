@@ -120,7 +120,7 @@ def simulate(
     if overhead is not None:
         ovh = dataclasses.replace(ovh, mode=overhead)
         ovh.validate()
-    loaded = load_trace(trace, seed=seed)
+    loaded = load_trace(trace, seed=seed, compact=record == "summary")
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
     pipeline = plan is not None and artifact_kind(plan) == "pipeline_plan"

@@ -115,16 +115,10 @@ def simulate(
     runtime = spec.cls.prepare(inputs, cfg)
     cluster = runtime.cluster
 
-    arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
-    deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
-    stream = trace["stream"].to_numpy()
-    model_idx = model_index(trace, models)
     rng = np.random.default_rng(seed)
     route = router if router is not None else default_router(cluster)
     routed = (len(cluster.groups) > 1 or router is not None or cluster.stream_group is not None
               or cluster.model_group is not None)  # routing also checks that every stream has a group
-    group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
-
     ovh = overhead if overhead is not None else spec.cls.default_overhead
     hw_pos = {h: i for i, h in enumerate(runtime.hardware)}
     gpos = {g: i for i, g in enumerate(cluster.groups)}
@@ -139,10 +133,19 @@ def simulate(
         if why is not None and eng_cfg.path == "fast":
             raise UserError(why)
         fast_path = why is None
+    summary_only = fast_path and eng_cfg.record == "summary" and not routed  # one group: several are merged whole
+    if summary_only:  # the fast path reads the trace's columns a chunk at a time (.fast): no whole copies
+        arrival, deadline, stream = trace["arrival_us"], trace["deadline_us"], trace["stream"]
+        model_idx = trace["model"].cast(pl.Enum(models))
+        group_of = None
+    else:
+        arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
+        deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
+        stream = trace["stream"].to_numpy()
+        model_idx = model_index(trace, models)
+        group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
     eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
-                 [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg,
-                 summary_only=fast_path and eng_cfg.record == "summary"  # one group: several are merged whole
-                 and (group_of is None or len(cluster.groups) == 1))
+                 [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg, summary_only=summary_only)
     for name in ("instances", "priority"):
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()

@@ -19,6 +19,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from shepherd.core.errors import UserError
 
@@ -70,6 +71,15 @@ def _kernel(policy: str, config: Any, runtime: Any, max_batch: int, sched: Any, 
     return run_flex, (lat, w_hw, max_batch, float(config.lam), bool(config.preemption), exits, *common), state, 1
 
 
+def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
+    """Requests ``[lo, hi)`` of a trace column: a numpy array, or a polars Series (an Enum: its codes) read
+    a chunk at a time."""
+    if isinstance(col, np.ndarray):
+        return col[lo:hi]
+    part = col.slice(lo, hi - lo)
+    return (part.to_physical() if part.dtype == pl.Enum else part).to_numpy()
+
+
 def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int, flex: bool,
             on_requests: Any, on_batches: Any) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
@@ -99,7 +109,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
-        new_m = m_all[pos:hi].astype(np.int64)
+        new_m = _piece(m_all, pos, hi).astype(np.int64)
         running = np.zeros(n_models, np.int64)
         if flex:
             busy = w_bid >= 0
@@ -109,7 +119,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
         st[ST_I] -= delta
         s[S_CP] -= delta
         st[ST_OFF] += delta
-        fresh = (t_all[pos:hi], d_all[pos:hi], new_m)
+        fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
         win = tuple(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, fills[j], col.dtype)))
                     for j, col in enumerate(win))
         st[ST_LAST] = hi == n
