@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
+
+from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.engine.result import SimulationResult
@@ -117,15 +120,21 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
         return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.series("lat"),
                            agg.series("queue"), agg.done_sizes(), agg.n_pre, result.workers_frame(),
                            {"seed": result.seed})
-    requests = pl.DataFrame({  # never-served rows keep finish_us = -1 (filtered as such)
-        "arrival_us": result.engine.arrival,
-        "start_us": r.r_start,
-        "finish_us": r.r_finish,
-        "outcome": result._outcome_series(),
-        "preemptions": r.r_preempt,
-    })
-    return summarize_tables(requests, result.batch_sizes_frame(), result.workers_frame(), result.policy,
-                            {"seed": result.seed})
+    # what summarize_tables reads from the request and batch tables, from the recorder's arrays directly
+    arrival, n = result.engine.arrival, result.n_requests
+    first, last = (int(arrival.min()), int(arrival.max())) if n else (0, 0)
+    by = np.bincount(r.r_outcome, minlength=4)
+    counts = {"good": int(by[SERVED]), "late": int(by[LATE]), "dropped": int(by[DROPPED] + by[PENDING]),
+              "preempted_requests": int(np.count_nonzero(r.r_preempt))}
+    served = r.r_finish >= 0  # never-served rows keep finish_us = -1
+    a = arrival[served]
+    b = r.batch_columns()
+    pre = b["preempted"] != 0
+    end = max(last, int(b["end"].max())) if len(pre) else last
+    done = pl.Series("size", b["size"][~pre].astype(np.int32))
+    return summary_row(result.policy, n, first, last, end, counts, pl.Series("v", r.r_finish[served] - a),
+                       pl.Series("v", r.r_start[served] - a), done, int(pre.sum()), result.workers_frame(),
+                       {"seed": result.seed})
 
 
 def batch_size_distribution(batches: pl.DataFrame) -> pl.DataFrame:

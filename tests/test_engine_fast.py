@@ -143,6 +143,21 @@ def test_chunked_feed_gives_the_whole_feeds_tables(seed, gpus, streams, rate, ov
             summ.requests_frame()
 
 
+@pytest.mark.parametrize("path", ["reference", "fast"])
+def test_summary_from_the_arrays_is_the_summary_of_the_tables(path):
+    """``summary_frame()`` reads the recorder's arrays; ``metrics.summarize_tables`` the written tables: the
+    same row (preemptions and dropped requests included)."""
+    from shepherd.core import metrics
+
+    trace = workload(3, 5, 150_000, 8000.0, True)
+    res = simulate(trace, PROF, "flex", {"lam": 1.5, "exit_points": 1}, gpus=2, seed=3,
+                   engine=EngineConfig(path=path))
+    assert res.summary_frame()["preemptions"][0] > 0 and res.dropped > 0
+    tables = metrics.summarize_tables(res.requests_frame(), res.batches_frame(), res.workers_frame(), res.policy,
+                                      {"seed": res.seed})
+    assert res.summary_frame().equals(tables)
+
+
 SHEDDING = OverheadConfig(base_us=40.0, per_request_us=25.0, arrival_us=300.0, max_lag_us=3_000.0)
 
 

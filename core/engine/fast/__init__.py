@@ -81,12 +81,14 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
 
 
 def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int, flex: bool,
-            on_requests: Any, on_batches: Any) -> tuple:
+            on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
     or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
     and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
     outcome, preempt, shed)`` and the final batch-log rows (no longer running: a preemption can no longer
-    change them) to ``on_batches(rows)``; both in id order. Returns (w_busy, w_waste, shed count)."""
+    change them) to ``on_batches(columns)``; both in id order. When every request fits in one chunk and
+    ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
+    kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
     from shepherd.core.engine.fast.common import (NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
                                                   ST_OFF, oldest, q_reserve, shift_running)
 
@@ -120,8 +122,12 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
         s[S_CP] -= delta
         st[ST_OFF] += delta
         fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
-        win = tuple(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, fills[j], col.dtype)))
-                    for j, col in enumerate(win))
+        direct = out is not None and pos == 0 and hi == n and isinstance(t_all, np.ndarray)
+        if direct:
+            win = (*fresh, *out)
+        else:
+            win = tuple(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, fills[j], col.dtype)))
+                        for j, col in enumerate(win))
         st[ST_LAST] = hi == n
         blog = run(*static, *state, *win)
         state[base + 5] = blog
@@ -133,10 +139,11 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
                         min(s[S_CP], st[ST_I]))
             run_ids = w_bid[w_bid != NONE]
             fin = (int(run_ids.min()) - st[ST_BOFF]) if flex and len(run_ids) else nbl
-        on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
+        if not direct:
+            on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
         if fin:
-            on_batches(blog[:fin])
-            blog[:nbl - fin] = blog[fin:nbl]
+            on_batches(blog[:, :fin])
+            blog[:, :nbl - fin] = blog[:, fin:nbl]
             st[ST_BOFF] += fin
         if hi == n:
             break
@@ -171,16 +178,21 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
 
         def on_batches(rows):
             if agg is not None:
-                agg.batches(rows[:, B_SIZE], rows[:, B_END], rows[:, B_PRE])
+                agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
                 return
             for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
                             ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
-                getattr(rec, name).frombytes(np.ascontiguousarray(rows[:, c]).tobytes())
+                getattr(rec, name).frombytes(memoryview(rows[c]).cast("B"))
 
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[0], engine.config.chunk, lat,
                          np.array(res.w_hw, np.int64))
+        shed = np.zeros(0 if agg is not None else len(engine.arrival), np.bool_)
+        direct = None if agg is not None else (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome,
+                                               rec.r_preempt, shed)
         w_busy, w_waste, n_shed = _stream(kernel, engine.arrival, engine.deadline, engine.model, step, flex,
-                                          on_requests, on_batches)
+                                          on_requests, on_batches, direct)
+        if direct is not None and shed.any():  # written in place (one chunk): on_requests was not called
+            shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
         rec.w_busy[:] = w_busy.tolist()
         rec.w_waste[:] = w_waste.tolist()
         engine.sched[0].shed = n_shed
@@ -202,9 +214,9 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
                          np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
         w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
-                                          on_requests, lambda rows, logs=logs: logs.append(rows.copy()))
+                                          on_requests, lambda rows, logs=logs: logs.append(rows.copy()), out)
         engine.sched[g].shed = n_shed
-        cols = (np.concatenate(logs) if logs else np.empty((0, 9), np.int64)).T
+        cols = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
         runs.append(groups.GroupRun(
             *out[:6], {"worker": cols[0], "model": cols[1], "size": cols[2], "start": cols[3], "end": cols[4],
                        "preempted": cols[5]},

@@ -58,7 +58,7 @@ def init_clockwork(lat, w_hw, n_models):
     n_workers = len(w_hw)
     st = np.zeros(ST_LEN, np.int64)
     st[ST_K], st[ST_DIRTY], st[ST_NIDLE] = -1, 1, n_workers
-    return (*q_empty(n_models), np.empty((1024, B_COLS), np.int64), np.zeros(n_workers, np.int64),
+    return (*q_empty(n_models), np.empty((B_COLS, 1024), np.int64), np.zeros(n_workers, np.int64),
             np.zeros(n_workers, np.int64), np.full(n_workers, NONE, np.int64), np.zeros(n_workers, np.int64),
             np.zeros(n_workers, np.int64), np.ones(n_workers, np.bool_), np.zeros(4, np.int64), st)
 

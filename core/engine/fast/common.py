@@ -17,7 +17,7 @@ Each mirrors one part of the reference engine, and says which:
   the literal per-arrival admission recursion compares with the bound; ``cp`` — the first arrival not
   charged into ``free``.
 * **the batch log** (:mod:`shepherd.core.engine.recorder` and :mod:`shepherd.core.engine.groups`): one
-  row per batch — worker, model, size, start, end, preempted, and the unit that made it (``ua``: 1 while
+  column per batch (column-major: each field contiguous) — worker, model, size, start, end, preempted, and the unit that made it (``ua``: 1 while
   handling arrivals, 0 by a completion; ``uk``: the arrival time or the local id of the completed
   batch) with the completion time pushed when it was made, which is what the clock replay of
   :func:`shepherd.core.engine.groups.replay` needs to number batches across groups.
@@ -295,14 +295,20 @@ def chunk_done(s, i, arrival_ns):
 
 @njit(cache=True)
 def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
-    """Append a batch row (the log doubles when full); returns the log."""
-    if nb == blog.shape[0]:
-        grown = np.empty((2 * nb, B_COLS), np.int64)
-        grown[:nb] = blog
+    """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
+    if nb == blog.shape[1]:
+        grown = np.empty((B_COLS, 2 * nb), np.int64)
+        grown[:, :nb] = blog
         blog = grown
-    row = blog[nb]
-    row[B_WORKER], row[B_MODEL], row[B_SIZE], row[B_START], row[B_END] = worker, model, size, start, end
-    row[B_PRE], row[B_UA], row[B_UK], row[B_PUSHED] = 0, ua, uk, end
+    blog[B_WORKER, nb] = worker
+    blog[B_MODEL, nb] = model
+    blog[B_SIZE, nb] = size
+    blog[B_START, nb] = start
+    blog[B_END, nb] = end
+    blog[B_PRE, nb] = 0
+    blog[B_UA, nb] = ua
+    blog[B_UK, nb] = uk
+    blog[B_PUSHED, nb] = end
     return blog
 
 

@@ -58,7 +58,7 @@ def init_flex(lat, w_hw, maxb, preemption, n_models):
         lat1[m] = min(int(lat[h, m, 1]) for h in set(w_hw.tolist())) if n_workers else INF
     st = np.zeros(ST_LEN, np.int64)
     st[ST_K], st[ST_DIRTY], st[ST_THRESH], st[ST_NIDLE] = -1, 1, 0 if preemption else INF, n_workers
-    return (lat1, *q_empty(n_models), np.empty((1024, B_COLS), np.int64),
+    return (lat1, *q_empty(n_models), np.empty((B_COLS, 1024), np.int64),
             np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
             np.full(n_workers, NONE, np.int64), np.zeros(n_workers, np.int64),
             np.zeros(n_workers, np.int64),  # w_size: Flex's run_size, 0 = idle
@@ -178,8 +178,8 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 st0 = w_start[kk]
                 stop = st0 if st0 >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
                 bid = w_bid[kk] - boff
-                blog[bid, B_END] = stop
-                blog[bid, B_PRE] = 1
+                blog[B_END, bid] = stop
+                blog[B_PRE, bid] = 1
                 w_waste[kk] += stop - st0
                 nv = w_size[kk]
                 victims = w_reqs[kk, :nv].copy()
