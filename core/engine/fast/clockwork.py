@@ -29,23 +29,28 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K, ST_LAST, ST_LEN,
-                                              ST_N, ST_NB, ST_NIDLE, ST_OFF, arrive, bisect_right, chunk_done,
+                                              ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, arrive, bisect_right, chunk_done,
                                               decide, finish, log_batch, next_completion, q_empty, q_expire,
                                               q_push, q_take, ready_us)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True)
-def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome):
-    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``)."""
+def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st):
+    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``); the scan stops once
+    it has seen every queued request (``st[ST_NQ]``), as Flex's does."""
     best_m, best_d = -1, INF
-    for mm in range(len(qh)):
-        if qh[mm] >= qe[mm]:
-            continue
-        q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED)
-        h = qh[mm]
-        if h < qe[mm] and qd[h] < best_d:
-            best_m, best_d = mm, qd[h]
+    left = st[ST_NQ]
+    mm = 0
+    while left > 0:
+        h, e = qh[mm], qe[mm]
+        if h < e:
+            left -= e - h
+            st[ST_NQ] -= q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED)
+            h = qh[mm]
+            if h < qe[mm] and qd[h] < best_d:
+                best_m, best_d = mm, qd[h]
+        mm += 1
     if best_m < 0:
         return -1, 0
     b = bisect_right(lat_h[best_m], best_d - ready, 1, maxb + 1) - 1
@@ -104,6 +109,7 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
                     chunk_done(s, i, arrival_ns)
                 continue
             q_push(base, qh, qe, qd, qr, model[i], d[i], i)
+            st[ST_NQ] += 1
             i += 1
             worker = -1
             unit = now
@@ -119,7 +125,7 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
                 while not idle[worker]:
                     worker += 1
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome)
+            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st)
             if b <= 0:
                 if not arriving:
                     idle[worker] = True
@@ -141,6 +147,7 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
                 r_batch[r] = nb
                 r_outcome[r] = SERVED if d[r] >= end else LATE
             q_take(qh, qe, qd, qr, best_m, h, b)
+            st[ST_NQ] -= b
             w_bid[worker] = nb
             w_start[worker] = start
             w_end[worker] = end

@@ -42,9 +42,9 @@ S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
 #: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
 #: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
-#: (global ids), the group's request count, whether the window holds its last request
-ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST = range(10)
-ST_LEN = 10
+#: (global ids), the group's request count, whether the window holds its last request, requests queued
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ = range(11)
+ST_LEN = 11
 
 
 @njit(cache=True, inline='always')

@@ -30,23 +30,28 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
-                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, arrive,
+                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, ST_THRESH, arrive,
                                               chunk_done, decide, finish, largest_feasible, log_batch,
                                               next_completion, q_empty, q_expire, q_push, q_take, ready_us)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome):
-    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``)."""
+def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome, st):
+    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan stops
+    once it has seen every queued request (``st[ST_NQ]``): the queues left are empty, which BATCHGEN skips."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
-    for m in range(len(qh)):
-        if qh[m] >= qe[m]:
-            continue
-        q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
-        b, i0 = largest_feasible(qh, qe, qd, m, now, lat_h[m], maxb)
-        if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
-            best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
+    left = st[ST_NQ]
+    m = 0
+    while left > 0:
+        h, e = qh[m], qe[m]
+        if h < e:
+            left -= e - h
+            st[ST_NQ] -= q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
+            b, i0 = largest_feasible(qh, qe, qd, m, now, lat_h[m], maxb)
+            if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
+                best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
+        m += 1
     return best_m, best_b, best_i
 
 
@@ -102,11 +107,11 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             w_size[k] = 0
             dirty = True
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat[w_hw[k]], lat1, maxb, qh, qe, qd, qr, r_outcome)
+            m, b, i0 = _batchgen(ready, lat[w_hw[k]], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
             if b > 0:
                 blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, active, decision_ns,
                                   per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome, st)
             else:
                 idle[k] = True
                 n_idle += 1
@@ -126,6 +131,7 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             continue
         m_arr = model[i]
         q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
+        st[ST_NQ] += 1
         i += 1
         if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
             while n_idle > 0:
@@ -133,12 +139,12 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 while not idle[w]:
                     w += 1
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat[w_hw[w]], lat1, maxb, qh, qe, qd, qr, r_outcome)
+                m, b, i0 = _batchgen(ready, lat[w_hw[w]], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 if b == 0:
                     break
                 blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, active, decision_ns,
                                   per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome, st)
                 idle[w] = False
                 n_idle -= 1
                 dirty = True
@@ -167,7 +173,7 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 t_eff = now + delay if now + delay > ready else ready
                 lat_h = lat[w_hw[kk]]
                 if full:
-                    m, b, i0 = _batchgen(t_eff, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome)
+                    m, b, i0 = _batchgen(t_eff, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 else:
                     m = m_arr
                     b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat_h[m], maxb)
@@ -195,13 +201,14 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 w_free[kk] = stop
                 blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, active, decision_ns,
                                   per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome, st)
                 dirty = True
                 for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
                     r = victims[x]
                     mr = model[r]
                     if d[r] >= stop + lat1[mr]:
                         q_push(base, qh, qe, qd, qr, mr, d[r], r)
+                        st[ST_NQ] += 1
                     else:
                         r_outcome[r] = DROPPED
                 full = True
@@ -234,7 +241,7 @@ def _delay(start, end, e, now):
 @njit(cache=True)
 def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, active, decision_ns, per_request_ns, arrival_ns,
            lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs,
-           r_start, r_finish, r_worker, r_batch, r_outcome):
+           r_start, r_finish, r_worker, r_batch, r_outcome, st):
     """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``)."""
     start = w_free[w]
     if active:
@@ -253,6 +260,7 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, active, deci
         r_batch[r] = nb
         r_outcome[r] = SERVED if d[r] >= end else LATE
     q_take(qh, qe, qd, qr, m, i0, b)
+    st[ST_NQ] -= b
     blog = log_batch(blog, nb - boff, w, m, b, start, end, ua, uk)
     w_bid[w] = nb
     w_start[w] = start
