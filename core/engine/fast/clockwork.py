@@ -35,7 +35,7 @@ from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, ST_BOFF, ST_DIR
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st):
     """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``); the scan stops once
     it has seen every queued request (``st[ST_NQ]``), as Flex's does."""

@@ -293,7 +293,7 @@ def chunk_done(s, i, arrival_ns):
 # ---------------------------------------------------------------------- batches and completions
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
     """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
     if nb == blog.shape[1]:

@@ -83,6 +83,10 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
     ``lat[hw, model, b]``; ``w_hw`` per worker; ``exits`` per model."""
     n = len(t)
     n_workers = len(w_hw)
+    ovh = (active, decision_ns, per_request_ns, arrival_ns)
+    Q = (qh, qe, qd, qr)
+    W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
+    R = (r_start, r_finish, r_worker, r_batch, r_outcome)
     i, k, dirty, thresh, n_idle, nb = st[ST_I], st[ST_K], st[ST_DIRTY] != 0, st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
     off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
     while True:
@@ -109,9 +113,8 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
             m, b, i0 = _batchgen(ready, lat[w_hw[k]], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
             if b > 0:
-                blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, active, decision_ns,
-                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome, st)
+                blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                                  Q, d, W, R, st)
             else:
                 idle[k] = True
                 n_idle += 1
@@ -142,9 +145,8 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 m, b, i0 = _batchgen(ready, lat[w_hw[w]], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 if b == 0:
                     break
-                blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, active, decision_ns,
-                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome, st)
+                blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                                  Q, d, W, R, st)
                 idle[w] = False
                 n_idle -= 1
                 dirty = True
@@ -199,9 +201,8 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                     r_preempt[r] += 1
                 w_bid[kk] = NONE
                 w_free[kk] = stop
-                blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, active, decision_ns,
-                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome, st)
+                blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                                  Q, d, W, R, st)
                 dirty = True
                 for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
                     r = victims[x]
@@ -238,11 +239,16 @@ def _delay(start, end, e, now):
     return start + nxt * span // (e + 1) - now
 
 
-@njit(cache=True)
-def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, active, decision_ns, per_request_ns, arrival_ns,
-           lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs,
-           r_start, r_finish, r_worker, r_batch, r_outcome, st):
-    """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``)."""
+@njit(cache=True, inline='always')
+def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st):
+    """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
+    arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
+    arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
+    model, size, requests), ``R`` the request columns (start, finish, worker, batch, outcome)."""
+    active, decision_ns, per_request_ns, arrival_ns = ovh
+    qh, qe, qd, qr = Q
+    w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs = W
+    r_start, r_finish, r_worker, r_batch, r_outcome = R
     start = w_free[w]
     if active:
         disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
