@@ -194,28 +194,29 @@ def q_take(qh, qe, qd, qr, m, i0, b):
 
 
 @njit(cache=True, inline='always')
-def largest_feasible(qh, qe, qd, m, now, lat_m, maxb):
+def largest_feasible(qh, qe, qd, m, now, lat, hw, maxb):
     """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
-    first (``DeadlineQueues.largest_feasible``, line for line)."""
+    first (``DeadlineQueues.largest_feasible``, line for line); ``ℓ(b)`` is ``lat[hw, m, b]`` (indexed, not
+    sliced: a slice is a reference-counted view)."""
     h, n = qh[m], qe[m]
     top = n - h
     if top <= 0:
         return 0, h
     if top > maxb:
         top = maxb
-    i = bisect_left(qd, now + lat_m[top], h, n)
+    i = bisect_left(qd, now + lat[hw, m, top], h, n)
     if n - i >= top:
         return top, i
     lo, hi = 0, top - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if n - bisect_left(qd, now + lat_m[mid], h, n) >= mid:
+        if n - bisect_left(qd, now + lat[hw, m, mid], h, n) >= mid:
             lo = mid
         else:
             hi = mid - 1
     if lo == 0:
         return 0, h
-    return lo, bisect_left(qd, now + lat_m[lo], h, n)
+    return lo, bisect_left(qd, now + lat[hw, m, lo], h, n)
 
 
 # ---------------------------------------------------------------------- the scheduler clock

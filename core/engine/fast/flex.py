@@ -37,7 +37,7 @@ from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome, st):
+def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st):
     """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan stops
     once it has seen every queued request (``st[ST_NQ]``): the queues left are empty, which BATCHGEN skips."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
@@ -48,7 +48,7 @@ def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome, st):
         if h < e:
             left -= e - h
             st[ST_NQ] -= q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
-            b, i0 = largest_feasible(qh, qe, qd, m, now, lat_h[m], maxb)
+            b, i0 = largest_feasible(qh, qe, qd, m, now, lat, hw, maxb)
             if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
         m += 1
@@ -111,7 +111,7 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             w_size[k] = 0
             dirty = True
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat[w_hw[k]], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
+            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
             if b > 0:
                 blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
                                   Q, d, W, R, st)
@@ -142,7 +142,7 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 while not idle[w]:
                     w += 1
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat[w_hw[w]], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
+                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 if b == 0:
                     break
                 blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
@@ -173,12 +173,12 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                     break
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
                 t_eff = now + delay if now + delay > ready else ready
-                lat_h = lat[w_hw[kk]]
+                hk = w_hw[kk]
                 if full:
-                    m, b, i0 = _batchgen(t_eff, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome, st)
+                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 else:
                     m = m_arr
-                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat_h[m], maxb)
+                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
                 if b < need:
                     thresh = need
                     break
