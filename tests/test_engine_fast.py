@@ -158,6 +158,12 @@ def test_summary_from_the_arrays_is_the_summary_of_the_tables(path):
     assert res.summary_frame().equals(tables)
 
 
+@pytest.mark.parametrize("fields, needle", [({"stream_chunk": 0}, "stream_chunk"), ({"record": "rows"}, "record")])
+def test_engine_config_refuses_a_bad_feed_or_record_switch(fields, needle):
+    with pytest.raises(UserError, match=needle):
+        simulate(workload(0, 2, 50_000, 1500.0, False), PROF, "flex", gpus=2, engine=EngineConfig(**fields))
+
+
 SHEDDING = OverheadConfig(base_us=40.0, per_request_us=25.0, arrival_us=300.0, max_lag_us=3_000.0)
 
 

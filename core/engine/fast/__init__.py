@@ -89,7 +89,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     change them) to ``on_batches(columns)``; both in id order. When every request fits in one chunk and
     ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
     kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
-    from shepherd.core.engine.fast.common import (NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
+    from shepherd.core.engine.fast.common import (B_COLS, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
                                                   ST_OFF, oldest, q_reserve, shift_running)
 
     run, static, state, q0 = kernel
@@ -108,6 +108,9 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
            np.empty(0, np.int16), np.empty(0, np.bool_))
     fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
     st[ST_N] = n
+    # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
+    # costs no memory): no copies while it grows
+    state[base + 5] = np.empty((B_COLS, min(step, n) + 1024), np.int64)
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
