@@ -100,7 +100,8 @@ def simulate(
     """
     slo = renamed(slo, slo_old, "--slo-ms", "--slo")
     check_output_dir(out, "-o")  # before any long work
-    engine = EngineConfig(path=engine_path, groups=groups, jobs=jobs, executor=executor, ray_address=ray_address)
+    engine = EngineConfig(path=engine_path, groups=groups, jobs=jobs, executor=executor, ray_address=ray_address,
+                          record="summary" if record == "summary" else "all")
     engine.validate()
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:
@@ -119,7 +120,7 @@ def simulate(
     if overhead is not None:
         ovh = dataclasses.replace(ovh, mode=overhead)
         ovh.validate()
-    loaded = load_trace(trace, seed=seed)
+    loaded = load_trace(trace, seed=seed, compact=record == "summary")
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
     pipeline = plan is not None and artifact_kind(plan) == "pipeline_plan"
@@ -145,8 +146,8 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
     summary = with_run_columns(result.summary_frame(), policy=policy, trace=loaded.name, load=load, slo_ms=slo,
                                seed=seed, gpus=gpus, plan=Path(plan).name if plan else None, config=config,
                                synthetic=loaded.synthetic)
-    # --record summary: the batch-size table below needs only sizes (no per-batch strings at 10 M requests)
-    batches = result.batches_frame() if record in ("batches", "requests") else result.batch_sizes_frame()
+    # --record summary: the run kept only running aggregates (a fast path) or the tables; no per-batch strings
+    batches = result.batches_frame() if record in ("batches", "requests") else None
     provenance = make_provenance(dict(
         policy=policy, policy_config=config, overhead=overhead,
         trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
@@ -160,7 +161,8 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
             written.append(write_artifact(batches, tmp / "batches.parquet", "batches", provenance))
         if record == "requests":
             written.append(write_artifact(result.requests_frame(), tmp / "requests.parquet", "requests", provenance))
-    dist = batch_size_distribution(batches).sort("requests", descending=True).head(5)
+    dist = (batch_size_distribution(batches) if batches is not None else result.batch_size_distribution())
+    dist = dist.sort("requests", descending=True).head(5)
     if dist.height:
         frame_table("most common batch sizes", dist)
     row = summary.row(0, named=True)

@@ -590,6 +590,41 @@ def read_artifact(path: str | os.PathLike[str], kind: str) -> Artifact:
     )
 
 
+def read_trace_compact(path: str | os.PathLike[str]) -> Artifact | None:
+    """A trace artifact read by polars' streaming engine (the file in batches, never whole) with its model
+    column as an Enum of the sorted model names — 4 bytes a request instead of a string: the values
+    :func:`read_artifact` gives, with the same checks and errors, at about half the memory. The columns stay
+    in the batches they were read in (no whole-column copy). None when the file is not the plain layout
+    (the declared column types, no optional column): then :func:`read_artifact` reads it."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    meta = read_metadata(p)
+    stored_kind = _kind_of(meta)
+    if stored_kind and stored_kind != "trace":
+        return None
+    schema = schema_for("trace")
+    try:
+        lazy = pl.scan_parquet(p)
+        got = lazy.collect_schema()
+    except Exception:  # noqa: BLE001 - read_artifact reports it
+        return None
+    if dict(got) != {c.name: c.dtype for c in schema.required}:
+        return None
+    try:
+        models = sorted(lazy.select(pl.col("model").unique()).collect(engine="streaming")["model"].to_list())
+        if None in models:
+            return None
+        df = lazy.with_columns(pl.col("model").cast(pl.Enum(models))).collect(engine="streaming")
+    except Exception:  # noqa: BLE001 - read_artifact reports it
+        return None
+    problem = schema.check(df) if schema.check is not None else None
+    if problem:
+        raise UserError(f"trace artifact {p.name}: {problem}")
+    return Artifact(frame=df, kind="trace", provenance=_load_json(meta.get(PROVENANCE_KEY)),
+                    extra=_load_json(meta.get(EXTRA_KEY)), path=p, run=read_run_record(p))
+
+
 def read_run_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The run record beside an artifact, or {} when there is none or it describes other bytes."""
     record_path = run_record_path(path)

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
+
+from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.engine.result import SimulationResult
@@ -42,9 +45,7 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
     n = requests.height
     first = requests["arrival_us"].min() if n else 0
     last = requests["arrival_us"].max() if n else 0
-    span_us = max(1, (last or 0) - (first or 0))
     end = max(last or 0, batches["end_us"].max() or 0) if batches.height else (last or 0)
-    horizon_us = max(1, end - (first or 0))
     counts = requests.select(
         good=(pl.col("outcome") == "served").sum(),
         late=(pl.col("outcome") == "late").sum(),
@@ -52,15 +53,27 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
         preempted_requests=(pl.col("preemptions") > 0).sum(),
     ).row(0, named=True)
     is_served = pl.col("finish_us").is_not_null() & (pl.col("finish_us") >= 0)
-    lat_us = requests.select((pl.col("finish_us") - pl.col("arrival_us")).filter(is_served))
-    lat = lat_us.select(p50=_q("finish_us", 0.5), p99=_q("finish_us", 0.99)).row(0, named=True)
-    del lat_us
-    q_us = requests.select((pl.col("start_us") - pl.col("arrival_us")).filter(is_served))
-    lat.update(q_us.select(mq=pl.col("start_us").mean(), q99=_q("start_us", 0.99)).row(0, named=True))
-    del q_us
+    lat_us = requests.select((pl.col("finish_us") - pl.col("arrival_us")).filter(is_served))["finish_us"]
+    q_us = requests.select((pl.col("start_us") - pl.col("arrival_us")).filter(is_served))["start_us"]
+    done = batches.filter(~pl.col("preempted"))["size"]
+    return summary_row(policy, n, first, last, end, counts, lat_us, q_us, done, batches.height - done.len(),
+                       workers, extra)
+
+
+def summary_row(policy: str, n: int, first: int | None, last: int | None, end: int, counts: dict[str, int],
+                lat_us: pl.Series, q_us: pl.Series, done_sizes: pl.Series, preemptions: int, workers: pl.DataFrame,
+                extra: dict[str, Any] | None = None) -> pl.DataFrame:
+    """The one-row summary from what it needs (:func:`summarize_tables` takes it from whole tables, a run that
+    kept only running aggregates gives it directly): the request count, first and last arrival, the last
+    batch end, the outcome counts, the served requests' latencies and queueing delays (µs), the completed
+    batches' sizes, the preemption count and the workers table."""
+    span_us = max(1, (last or 0) - (first or 0))
+    horizon_us = max(1, end - (first or 0))
+    lat = lat_us.to_frame("v").select(p50=_q("v", 0.5), p99=_q("v", 0.99)).row(0, named=True)
+    lat.update(q_us.to_frame("v").select(mq=pl.col("v").mean(), q99=_q("v", 0.99)).row(0, named=True))
     lat = {k: (v / 1000.0 if v is not None else None) for k, v in lat.items()}
-    done = batches.filter(~pl.col("preempted"))
-    bs = done.select(mean=pl.col("size").mean(), p50=_q("size", 0.5), p99=_q("size", 0.99)).row(0, named=True)
+    bs = done_sizes.to_frame("size").select(mean=pl.col("size").mean(), p50=_q("size", 0.5),
+                                            p99=_q("size", 0.99)).row(0, named=True)
     w = workers.select(busy=pl.col("busy_us").sum(), waste=pl.col("wasted_us").sum()).row(0, named=True)
     nw = max(1, workers.height)
     row = {
@@ -81,11 +94,11 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
         "p99_latency_ms": lat["p99"],
         "mean_queue_ms": lat["mq"],
         "p99_queue_ms": lat["q99"],
-        "batches": done.height,
+        "batches": done_sizes.len(),
         "mean_batch": bs["mean"],
         "p50_batch": bs["p50"],
         "p99_batch": bs["p99"],
-        "preemptions": batches.height - done.height,
+        "preemptions": preemptions,
         "preempted_requests": counts["preempted_requests"] or 0,
         "wasted_ms": (w["waste"] or 0) / 1000.0,
     }
@@ -99,17 +112,29 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
 
 
 def summarize(result: "SimulationResult") -> pl.DataFrame:
-    """Summary of a :class:`SimulationResult` without building the full per-request table."""
+    """Summary of a :class:`SimulationResult` without building the full per-request table (from the running
+    aggregates alone when the run kept only those: ``EngineConfig.record == "summary"``)."""
     r = result.recorder
-    requests = pl.DataFrame({  # never-served rows keep finish_us = -1 (filtered as such)
-        "arrival_us": result.engine.arrival,
-        "start_us": r.r_start,
-        "finish_us": r.r_finish,
-        "outcome": result._outcome_series(),
-        "preemptions": r.r_preempt,
-    })
-    return summarize_tables(requests, result.batch_sizes_frame(), result.workers_frame(), result.policy,
-                            {"seed": result.seed})
+    agg = r.aggregates
+    if agg is not None:
+        return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.series("lat"),
+                           agg.series("queue"), agg.done_sizes(), agg.n_pre, result.workers_frame(),
+                           {"seed": result.seed})
+    # what summarize_tables reads from the request and batch tables, from the recorder's arrays directly
+    arrival, n = result.engine.arrival, result.n_requests
+    first, last = (int(arrival.min()), int(arrival.max())) if n else (0, 0)
+    by = np.bincount(r.r_outcome, minlength=4)
+    counts = {"good": int(by[SERVED]), "late": int(by[LATE]), "dropped": int(by[DROPPED] + by[PENDING]),
+              "preempted_requests": int(np.count_nonzero(r.r_preempt))}
+    served = r.r_finish >= 0  # never-served rows keep finish_us = -1
+    a = arrival[served]
+    b = r.batch_columns()
+    pre = b["preempted"] != 0
+    end = max(last, int(b["end"].max())) if len(pre) else last
+    done = pl.Series("size", b["size"][~pre].astype(np.int32))
+    return summary_row(result.policy, n, first, last, end, counts, pl.Series("v", r.r_finish[served] - a),
+                       pl.Series("v", r.r_start[served] - a), done, int(pre.sum()), result.workers_frame(),
+                       {"seed": result.seed})
 
 
 def batch_size_distribution(batches: pl.DataFrame) -> pl.DataFrame:

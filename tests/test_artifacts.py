@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -121,3 +122,55 @@ def test_write_below_a_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="cannot write to .*results"):
         write_artifact(_trace(), blocker / "t.parquet", "trace")
     assert blocker.read_text() == "a file, not a directory"
+
+
+def _trace(n: int = 500, seed: int = 0) -> pl.DataFrame:
+    from shepherd.traces.synthetic import assemble
+
+    rng = np.random.default_rng(seed)
+    arrs = [np.sort(rng.integers(0, 5_000_000, n)).astype(np.int64) for _ in range(3)]
+    return assemble(arrs, ["ResNet50", "DenseNet121", "ResNet18"], [50_000, 80_000, 20_000])
+
+
+def test_compact_trace_read_has_the_same_values(tmp_path):
+    from shepherd.core.artifacts import read_trace_compact
+
+    path = tmp_path / "t.parquet"
+    write_artifact(_trace(), path, "trace", make_provenance())
+    whole = read_artifact(path, "trace")
+    compact = read_trace_compact(path)
+    assert compact is not None and isinstance(compact.frame["model"].dtype, pl.Enum)
+    assert list(compact.frame["model"].dtype.categories) == sorted(set(whole.frame["model"]))
+    assert compact.frame.with_columns(pl.col("model").cast(pl.String)).equals(whole.frame)
+    assert compact.provenance == whole.provenance
+
+
+@pytest.mark.parametrize("spoil, needle", [
+    (lambda f: f.with_columns(arrival_us=pl.col("arrival_us") - 10_000_000,
+                              deadline_us=pl.col("deadline_us") - 10_000_000), "negative arrival"),
+    (lambda f: f.with_columns(arrival_us=pl.col("arrival_us").reverse(),
+                              deadline_us=pl.col("arrival_us").reverse() + pl.col("slo_us")), "not sorted"),
+    (lambda f: f.with_columns(slo_us=pl.lit(0, pl.Int64), deadline_us=pl.col("arrival_us")), "must be positive"),
+    (lambda f: f.with_columns(deadline_us=pl.col("deadline_us") + 1), "must equal"),
+])
+def test_compact_trace_read_refuses_what_read_artifact_refuses(tmp_path, spoil, needle):
+    from shepherd.core.artifacts import read_trace_compact
+    from shepherd.core.errors import UserError
+
+    path = tmp_path / "bad.parquet"
+    pq.write_table(spoil(_trace()).to_arrow(), path)
+    with pytest.raises(UserError) as a:
+        read_artifact(path, "trace")
+    with pytest.raises(UserError) as b:
+        read_trace_compact(path)
+    assert needle in str(a.value) and str(a.value) == str(b.value)
+
+
+def test_compact_trace_read_leaves_other_layouts_to_read_artifact(tmp_path):
+    from shepherd.core.artifacts import read_trace_compact
+
+    path = tmp_path / "t.parquet"
+    write_artifact(_trace().with_columns(priority=pl.lit(1, pl.Int32)), path, "trace", make_provenance())
+    assert read_trace_compact(path) is None
+    pq.write_table(_trace().with_columns(pl.col("stream").cast(pl.Int64)).to_arrow(), path)
+    assert read_trace_compact(path) is None

@@ -109,6 +109,61 @@ def test_fast_groups_equal_reference(seed, sizes, policy, rate, ovh, lam):
     assert_same(ref, fast)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), gpus=st.integers(1, 4), streams=st.integers(1, 6),
+       rate=st.sampled_from([1500.0, 8000.0]), ovh=st.sampled_from(range(len(OVERHEADS))),
+       chunk=st.sampled_from([1, 7, 1 << 15]), step=st.sampled_from([1, 2, 5, 33]),
+       policy=st.sampled_from(["clockwork", "flex", "flex-np", "flex+preemption"]), groups=st.booleans())
+def test_chunked_feed_gives_the_whole_feeds_tables(seed, gpus, streams, rate, ovh, chunk, step, policy, groups):
+    """The trace fed to a kernel a few requests at a time (``stream_chunk``; rows written out as they become
+    final) gives the tables of one whole feed, and the summary kept as running aggregates
+    (``record="summary"``) is the whole tables' summary, byte for byte."""
+    trace = workload(seed, streams, 100_000, rate, True)
+    name, cfg = policy, None
+    if policy == "flex+preemption":
+        name, cfg = "flex", {"lam": 1.5, "exit_points": 1}
+    ovhs = OVERHEADS if policy == "clockwork" else FLEX_OVERHEADS
+    kw = dict(seed=seed, overhead=ovhs[ovh])
+    if groups and streams > 1:
+        kw["plan"] = plan_frame([gpus, 1], [s % 2 for s in range(streams)])
+    else:
+        kw["gpus"] = gpus
+    whole = simulate(trace, PROF, name, cfg, engine=EngineConfig(chunk=chunk, path="fast", stream_chunk=1 << 30),
+                     **kw)
+    fed = simulate(trace, PROF, name, cfg, engine=EngineConfig(chunk=chunk, path="fast", stream_chunk=step), **kw)
+    assert_same(whole, fed)
+    summ = simulate(trace, PROF, name, cfg, engine=EngineConfig(chunk=chunk, path="fast", stream_chunk=step,
+                                                                record="summary"), **kw)
+    assert summ.summary_frame().equals(whole.summary_frame())
+    assert summ.workers_frame().equals(whole.workers_frame())
+    assert summ.batch_size_distribution().equals(whole.batch_size_distribution())
+    assert summ.shed == whole.shed
+    if "gpus" in kw:  # one group: only the aggregates were kept
+        with pytest.raises(ValueError, match="summary"):
+            summ.requests_frame()
+
+
+@pytest.mark.parametrize("path", ["reference", "fast"])
+def test_summary_from_the_arrays_is_the_summary_of_the_tables(path):
+    """``summary_frame()`` reads the recorder's arrays; ``metrics.summarize_tables`` the written tables: the
+    same row (preemptions and dropped requests included)."""
+    from shepherd.core import metrics
+
+    trace = workload(3, 5, 150_000, 8000.0, True)
+    res = simulate(trace, PROF, "flex", {"lam": 1.5, "exit_points": 1}, gpus=2, seed=3,
+                   engine=EngineConfig(path=path))
+    assert res.summary_frame()["preemptions"][0] > 0 and res.dropped > 0
+    tables = metrics.summarize_tables(res.requests_frame(), res.batches_frame(), res.workers_frame(), res.policy,
+                                      {"seed": res.seed})
+    assert res.summary_frame().equals(tables)
+
+
+@pytest.mark.parametrize("fields, needle", [({"stream_chunk": 0}, "stream_chunk"), ({"record": "rows"}, "record")])
+def test_engine_config_refuses_a_bad_feed_or_record_switch(fields, needle):
+    with pytest.raises(UserError, match=needle):
+        simulate(workload(0, 2, 50_000, 1500.0, False), PROF, "flex", gpus=2, engine=EngineConfig(**fields))
+
+
 SHEDDING = OverheadConfig(base_us=40.0, per_request_us=25.0, arrival_us=300.0, max_lag_us=3_000.0)
 
 

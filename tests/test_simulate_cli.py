@@ -44,6 +44,27 @@ def test_record_summary_writes_only_summary_and_workers(cli, trace_file, tmp_pat
     assert sorted(p.name for p in out.iterdir()) == ["summary.parquet", "workers.parquet"]
 
 
+@pytest.mark.parametrize("policy", ["flex", "clockwork", "nexus"])
+def test_record_summary_gives_the_full_runs_summary(cli, trace_file, tmp_path, policy):
+    """--record summary (a fast path keeps running aggregates only; the trace read compactly) writes the
+    summary and workers tables of the full run, and prints the same batch sizes."""
+    runs = {}
+    for record in ("summary", "requests"):
+        r = cli("simulate", "--policy", policy, "--trace", trace_file, "--gpus", "2", "--record", record,
+                "-o", tmp_path / record, "--seed", "2")
+        assert r.code == 0, r.err
+        runs[record] = r.out
+    for kind in ("summary", "workers"):
+        a = read_artifact(tmp_path / "summary" / f"{kind}.parquet", kind).frame
+        b = read_artifact(tmp_path / "requests" / f"{kind}.parquet", kind).frame
+        assert a.equals(b)
+    def sizes(out: str) -> str:  # the batch-size table: from its title to the summary table's
+        start = out.index("most common batch sizes")
+        return out[start:out.index(f"simulate {policy}", start)]
+
+    assert "┃ size" in sizes(runs["requests"]) and sizes(runs["summary"]) == sizes(runs["requests"])
+
+
 def test_same_seed_same_artifacts(cli, trace_file, tmp_path):
     for name in ("a", "b"):
         assert cli("simulate", "--policy", "nexus", "--trace", trace_file, "--gpus", "2",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from shepherd.core.artifacts import read_artifact
+from shepherd.core.artifacts import read_artifact, read_trace_compact
 from shepherd.core.errors import UserError
 from shepherd.traces import checks, expand, registry
 
@@ -65,8 +65,11 @@ def declared_span_us(config: dict) -> int | None:
     return None
 
 
-def load_trace(spec: str, *, seed: int = 0, **options: Any) -> LoadedTrace:
+def load_trace(spec: str, *, seed: int = 0, compact: bool = False, **options: Any) -> LoadedTrace:
     """Load ``spec``: a path to a trace artifact, or a named trace built with ``options``.
+
+    ``compact``: a trace file in the plain layout is read batch by batch with its model column as an Enum
+    (:func:`shepherd.core.artifacts.read_trace_compact`: same frame values, about half the memory).
 
     ``seed`` seeds every random draw: a named trace's generator (``maf-synthetic``
     counts, Poisson/MMPP expansion, ``--sample``, ``--load`` thinning) and the
@@ -75,7 +78,8 @@ def load_trace(spec: str, *, seed: int = 0, **options: Any) -> LoadedTrace:
     checks.seed(seed)
     path = Path(spec)
     if path.exists():
-        art = read_artifact(path, "trace")
+        art = (read_trace_compact(path) if compact and options.get("load") is None else None) or read_artifact(
+            path, "trace")
         config = dict(art.provenance.get("config", {}))
         synthetic = bool(config.get("synthetic", False))
         frame = art.frame

@@ -43,6 +43,13 @@ class EngineConfig:
     #: ``jobs`` CPUs, or ``ray_address``; implies "apart")
     executor: str = "local"
     ray_address: str | None = None
+    #: "all" — every table; "summary" — a compiled fast path keeps only what the summary and the workers table
+    #: need (running aggregates, :class:`~.recorder.SummaryAggregates`: ``simulate --record summary``); the
+    #: request and batch tables are then unavailable. The reference engine always keeps every table.
+    record: str = "all"
+    #: requests fed to a compiled fast path's kernel at a time (:mod:`.fast`): the rows that became final are
+    #: written out between chunks, so the kernel's own memory follows the requests in flight, not the trace
+    stream_chunk: int = 1 << 20
 
     def validate(self) -> None:
         if self.chunk < 1:
@@ -57,5 +64,9 @@ class EngineConfig:
             raise UserError(f"unknown executor '{self.executor}' (known: local, ray)")
         if self.jobs < 1:
             raise UserError(f"--jobs must be ≥ 1, got {self.jobs}")
+        if self.record not in ("all", "summary"):
+            raise UserError(f"engine record must be all or summary, got '{self.record}'")
+        if self.stream_chunk < 1:
+            raise UserError(f"engine stream_chunk must be ≥ 1, got {self.stream_chunk}")
         if self.reserved not in RESERVED_MODES:
             raise UserError(f"engine reserved must be one of {', '.join(RESERVED_MODES)}, got '{self.reserved}'")

@@ -56,7 +56,7 @@ class Engine:
     def __init__(self, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray, stream: np.ndarray,
                  group_of: np.ndarray | None, n_groups: int, groups: list[int], hardware: list[int],
                  nodes: list[int], names: list[str], lat: list[list[list[int]]], overhead: OverheadConfig,
-                 config: EngineConfig) -> None:
+                 config: EngineConfig, summary_only: bool = False) -> None:
         self.arrival, self.deadline, self.model, self.stream = arrival, deadline, model, stream
         #: optional per-request trace columns (e.g. Accordion's ``instances``, ``priority``)
         self.columns: dict[str, np.ndarray] = {}
@@ -65,7 +65,7 @@ class Engine:
         self.config, self.overhead = config, overhead
         self.emulate = overhead.mode == "emulation"
         self.clock = Clock(config.quiet_lag_us)
-        self.rec = Recorder(arrival, deadline, len(groups), config.reserved == "record")
+        self.rec = Recorder(arrival, deadline, len(groups), config.reserved == "record", summary_only)
         sizes = [sum(1 for g in groups if g == i) for i in range(n_groups)]
         self.sched = [SchedulerClock(overhead, size) for size in sizes]
         self.sched_active = any(s.active for s in self.sched)  # False: decisions cost nothing

@@ -48,8 +48,13 @@ class SimulationResult:
         return pl.Series("outcome", self.recorder.r_outcome).replace_strict(
             {PENDING: "dropped", SERVED: "served", LATE: "late", DROPPED: "dropped"}, return_dtype=OUTCOME_ENUM)
 
+    def _rows(self, what: str) -> None:
+        if self.recorder.aggregates is not None:
+            raise ValueError(f"this run kept only its summary (EngineConfig(record='summary')): no {what} table")
+
     def requests_frame(self) -> pl.DataFrame:
         """One row per request (kind ``requests``); start/finish/worker/batch null if never served."""
+        self._rows("requests")
         e, r = self.engine, self.recorder
         nullable = ("start_us", "finish_us", "worker", "batch_id")
         models = pl.Series("model", self.models, dtype=pl.String)
@@ -77,6 +82,7 @@ class SimulationResult:
     def batches_frame(self) -> pl.DataFrame:
         """One row per batch (kind ``batches``), preempted ones included; an allocation's row names its
         first worker (its pieces: :meth:`segments_frame`)."""
+        self._rows("batches")
         b = self.recorder.batch_columns()
         worker, model = b["worker"], b["model"]
         return pl.DataFrame({
@@ -94,9 +100,21 @@ class SimulationResult:
     def batch_sizes_frame(self) -> pl.DataFrame:
         """The batches' size, end and preempted columns only (what a summary needs; no strings, so a run of
         millions of batches summarises without the full :meth:`batches_frame`)."""
+        self._rows("batches")
         b = self.recorder.batch_columns()
         return pl.DataFrame({"size": b["size"].astype(np.int32), "end_us": b["end"],
                              "preempted": b["preempted"].astype(bool)})
+
+    def batch_size_distribution(self) -> pl.DataFrame:
+        """Completed batches per size (:func:`shepherd.core.metrics.batch_size_distribution`), also for a run
+        that kept only its summary."""
+        from shepherd.core import metrics
+
+        agg = self.recorder.aggregates
+        if agg is None:
+            return metrics.batch_size_distribution(self.batch_sizes_frame())
+        sizes = agg.done_sizes()
+        return metrics.batch_size_distribution(pl.DataFrame({"size": sizes, "preempted": np.zeros(len(sizes), bool)}))
 
     def segments_frame(self) -> pl.DataFrame:
         """Every (batch, worker, start, end) piece of work (:meth:`.Recorder.segments`)."""

@@ -115,36 +115,45 @@ def simulate(
     runtime = spec.cls.prepare(inputs, cfg)
     cluster = runtime.cluster
 
-    arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
-    deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
-    stream = trace["stream"].to_numpy()
-    model_idx = model_index(trace, models)
     rng = np.random.default_rng(seed)
     route = router if router is not None else default_router(cluster)
     routed = (len(cluster.groups) > 1 or router is not None or cluster.stream_group is not None
               or cluster.model_group is not None)  # routing also checks that every stream has a group
-    group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
-
     ovh = overhead if overhead is not None else spec.cls.default_overhead
     hw_pos = {h: i for i, h in enumerate(runtime.hardware)}
     gpos = {g: i for i, g in enumerate(cluster.groups)}
     ws = cluster.workers
-    eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), [gpos[w.group] for w in ws],
-                 [hw_pos[w.hardware] for w in ws], [w.node for w in ws], [w.name for w in ws], runtime.lat,
-                 ovh, eng_cfg)
+    w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
+    fast_path = False
+    if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
+        from shepherd.core.engine import fast
+
+        why = fast.why_not(policy, cfg, ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k]
+                                                     for k in range(len(cluster.groups))])
+        if why is not None and eng_cfg.path == "fast":
+            raise UserError(why)
+        fast_path = why is None
+    summary_only = (fast_path and policy in fast.STREAMED and eng_cfg.record == "summary"
+                    and not routed)  # one group: several are merged whole
+    if summary_only:  # the fast path reads the trace's columns a chunk at a time (.fast): no whole copies
+        arrival, deadline, stream = trace["arrival_us"], trace["deadline_us"], trace["stream"]
+        model_idx = trace["model"].cast(pl.Enum(models))
+        group_of = None
+    else:
+        arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
+        deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
+        stream = trace["stream"].to_numpy()
+        model_idx = model_index(trace, models)
+        group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
+    eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
+                 [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg, summary_only=summary_only)
     for name in ("instances", "priority"):
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
-    if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
-        from shepherd.core.engine import fast
-
-        why = fast.why_not(policy, cfg, ovh, eng)
-        if why is not None and eng_cfg.path == "fast":
-            raise UserError(why)
-        if why is None:
-            stats = fast.run_fast(eng, policy, cfg, runtime, max_batch)  # an empty trace too: its counters
-            per_group = stats if stats is not None else [{} for _ in cluster.groups]
+    if fast_path:
+        counters = fast.run_fast(eng, policy, cfg, runtime, max_batch)  # an empty trace too: its counters
+        per_group = counters if counters is not None else [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,

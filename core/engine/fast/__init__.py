@@ -20,6 +20,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from shepherd.core.errors import UserError
 
@@ -36,58 +37,168 @@ FAST = {
 }
 
 
+#: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
+STREAMED = ("clockwork", "flex", "flex-np")
+SYMPHONY = ("symphony", "symphony-wc")
+
+
 def names() -> list[str]:
     return sorted(FAST)
 
 
-def why_not(policy: str, config: Any, overhead: Any, engine: Any) -> str | None:
-    """Why ``policy`` has no fast path for this configuration (one line), or None if it has one."""
+def why_not(policy: str, config: Any, overhead: Any, w_hw: list[int], group_workers: list[list[int]]) -> str | None:
+    """Why ``policy`` has no fast path for this configuration (one line), or None if it has one; ``w_hw`` is
+    each worker's hardware index, ``group_workers`` each serving group's workers."""
     if policy not in FAST:
         return f"policy '{policy}' has no fast path (--engine fast: {', '.join(names())}); use --engine reference"
     ok = overhead.mode in ("model", "none")
     if policy == "clockwork":
         cfg = dataclasses.asdict(config)
-        hws = engine.res.w_hw
-        one_hw = all(len({hws[w] for w in ws}) <= 1 for ws in engine.res.group_workers)
+        one_hw = all(len({w_hw[w] for w in ws}) <= 1 for ws in group_workers)
         ok = (ok and cfg.get("urgency") == "deadline" and cfg.get("admission") == "none" and one_hw
               and cfg.get("schedule_ahead_ms") == 0 and cfg.get("slo_buffer_ms") == 0)
-    if policy in ("symphony", "symphony-wc"):
+    if policy in SYMPHONY:
         ok = (ok and config.d_ctrl_us == 0 and config.d_data_us == 0 and config.autoscale_epoch_s == 0
-              and len(engine.feeds) == 1)
+              and len(group_workers) == 1)
     if not ok:
         return f"the fast path of '{policy}' covers {FAST[policy]}; use --engine reference"
     return None
 
 
-def _group(policy: str, config: Any, runtime: Any, max_batch: int, sched: Any, chunk: int, lat: np.ndarray,
-           w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
-    """One group's kernel run; the request columns in ``out`` are written in place."""
+def _kernel(policy: str, config: Any, runtime: Any, max_batch: int, sched: Any, chunk: int, lat: np.ndarray,
+            w_hw: np.ndarray) -> tuple:
+    """(kernel, its static arguments, its persistent state as a list, where the queues sit in that list)."""
     common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
               sched.max_lag_ns, chunk)
-    if policy in ("symphony", "symphony-wc"):
-        from shepherd.core.engine.fast.symphony import run_group
-
-        return run_group(policy, config, runtime, max_batch, common, lat, w_hw, t, d, m, out)
     if policy == "clockwork":
-        from shepherd.core.engine.fast.clockwork import run_clockwork
+        from shepherd.core.engine.fast.clockwork import init_clockwork, run_clockwork
 
-        r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
-        return run_clockwork(t, d, m, lat, w_hw, max_batch, *common, r_start, r_finish, r_worker, r_batch,
-                             r_outcome, shed)
-    from shepherd.core.engine.fast.flex import run_flex
+        state = list(init_clockwork(lat, w_hw, lat.shape[1]))
+        return run_clockwork, (lat, w_hw, max_batch, *common), state, 0
+    from shepherd.core.engine.fast.flex import init_flex, run_flex
     from shepherd.core.policies.flex import DEFAULT_EXIT_POINTS
 
     exits = np.array([config.exit_points or e or DEFAULT_EXIT_POINTS
                       for e in (runtime.exit_points or [0] * lat.shape[1])], np.int64)
-    return run_flex(t, d, m, lat, w_hw, max_batch, float(config.lam), bool(config.preemption), exits, *common,
-                    *out)
+    state = list(init_flex(lat, w_hw, max_batch, bool(config.preemption), lat.shape[1]))
+    return run_flex, (lat, w_hw, max_batch, float(config.lam), bool(config.preemption), exits, *common), state, 1
+
+
+def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
+    """Requests ``[lo, hi)`` of a trace column: a numpy array, or a polars Series (an Enum: its codes) read
+    a chunk at a time."""
+    if isinstance(col, np.ndarray):
+        return col[lo:hi]
+    part = col.slice(lo, hi - lo)
+    return (part.to_physical() if part.dtype == pl.Enum else part).to_numpy()
+
+
+def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int, flex: bool,
+            on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
+    """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
+    or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
+    and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
+    outcome, preempt, shed)`` and the final batch-log rows (no longer running: a preemption can no longer
+    change them) to ``on_batches(columns)``; both in id order. When every request fits in one chunk and
+    ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
+    kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
+    from shepherd.core.engine.fast.common import (B_COLS, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
+                                                  ST_OFF, oldest, q_reserve, shift_running)
+
+    run, static, state, q0 = kernel
+    base = q0  # the queues: state[q0:q0 + 5]; then the batch log; the state vector last, after s
+    st, s = state[-1], state[-2]
+    w_bid = state[q0 + 9] if flex else state[q0 + 8]
+    n, n_models = len(t_all), static[0].shape[1]
+    n_workers = len(static[1])
+    if flex:
+        w_model, w_size, w_reqs = state[q0 + 10], state[q0 + 11], state[q0 + 12]
+    else:
+        w_model, w_size, w_reqs = (np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
+                                   np.zeros((n_workers, 1), np.int64))
+    win = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
+           np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int8),
+           np.empty(0, np.int16), np.empty(0, np.bool_))
+    fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
+    st[ST_N] = n
+    # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
+    # costs no memory): no copies while it grows
+    state[base + 5] = np.empty((B_COLS, min(step, n) + 1024), np.int64)
+    pos, delta = 0, 0
+    while True:
+        hi = min(n, pos + step)
+        new_m = _piece(m_all, pos, hi).astype(np.int64)
+        running = np.zeros(n_models, np.int64)
+        if flex:
+            busy = w_bid >= 0
+            np.add.at(running, w_model[busy], w_size[busy])
+            shift_running(w_reqs, w_size, w_bid, delta)
+        state[base:base + 5] = q_reserve(*state[base:base + 5], new_m, running, delta)
+        st[ST_I] -= delta
+        s[S_CP] -= delta
+        st[ST_OFF] += delta
+        fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
+        direct = out is not None and pos == 0 and hi == n and isinstance(t_all, np.ndarray)
+        if direct:
+            win = (*fresh, *out)
+        else:
+            win = tuple(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, fills[j], col.dtype)))
+                        for j, col in enumerate(win))
+        st[ST_LAST] = hi == n
+        blog = run(*static, *state, *win)
+        state[base + 5] = blog
+        nbl = st[ST_NB] - st[ST_BOFF]
+        if hi == n:
+            lo, fin = len(win[0]), nbl
+        else:
+            lo = oldest(state[base + 1], state[base + 2], state[base + 4], w_reqs, w_size, w_bid,
+                        min(s[S_CP], st[ST_I]))
+            run_ids = w_bid[w_bid != NONE]
+            fin = (int(run_ids.min()) - st[ST_BOFF]) if flex and len(run_ids) else nbl
+        if not direct:
+            on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
+        if fin:
+            on_batches(blog[:, :fin])
+            blog[:, :nbl - fin] = blog[:, fin:nbl]
+            st[ST_BOFF] += fin
+        if hi == n:
+            break
+        pos, delta = hi, lo
+    return state[q0 + 13 if flex else q0 + 10], state[q0 + 14] if flex else np.zeros(n_workers, np.int64), int(
+        s[S_SHED])
+
+
+def _run_symphony(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int,
+                  lat: np.ndarray) -> list[dict]:
+    """Symphony's kernel over the whole trace, writing the recorder's columns in place; its counters."""
+    from shepherd.core.engine.fast.common import B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER
+    from shepherd.core.engine.fast.symphony import run_group
+
+    rec, sched = engine.rec, engine.sched[0]
+    common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
+              sched.max_lag_ns, engine.config.chunk)
+    shed = np.zeros(len(engine.arrival), np.bool_)
+    out = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
+    blog, w_busy, w_waste, n_shed, stats = run_group(policy, config, runtime, max_batch, common, lat,
+                                                     np.array(engine.res.w_hw, np.int64), engine.arrival,
+                                                     engine.deadline, engine.model.astype(np.int64, copy=False),
+                                                     out)
+    for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE), ("b_start", B_START),
+                    ("b_end", B_END), ("b_pre", B_PRE)):
+        getattr(rec, name).frombytes(np.ascontiguousarray(blog[c]).tobytes())
+    rec.w_busy[:] = w_busy.tolist()
+    rec.w_waste[:] = w_waste.tolist()
+    sched.shed = int(n_shed)
+    engine.admission.shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
+    return [stats]
 
 
 def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int) -> list[dict] | None:
-    """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder;
-    returns the policy's counters per group where its kernel keeps them (Symphony's), else None."""
+    """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder
+    (or, with ``EngineConfig.record == "summary"``, only the summary's running aggregates); returns the
+    policy's counters per group where its kernel keeps them (Symphony's), else None."""
     from shepherd.core.engine import groups
-    from shepherd.core.engine.outcomes import DROPPED  # noqa: F401 - the kernels' outcome codes
+    from shepherd.core.engine.fast.common import B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER
 
     if not len(engine.arrival):  # nothing to run: Symphony's counters are zero, as the reference reports them
         if policy in ("symphony", "symphony-wc"):
@@ -98,21 +209,45 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
 
     lat = np.ascontiguousarray(np.array(runtime.lat, dtype=np.int64))
     rec, res = engine.rec, engine.res
-    model = engine.model.astype(np.int64, copy=False)
+    step = engine.config.stream_chunk
+    flex = policy != "clockwork"
     n_groups = len(engine.feeds)
-    if n_groups == 1 and engine.group_ids[0] is None:  # the recorder's own columns, written in place
-        shed = np.zeros(len(engine.arrival), np.bool_)
-        out = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
-        blog, w_busy, w_waste, n_shed, *stats = _group(policy, config, runtime, max_batch, engine.sched[0],
-                                                       engine.config.chunk, lat, np.array(res.w_hw, np.int64),
-                                                       engine.arrival, engine.deadline, model, out)
-        for name, col in zip(("b_worker", "b_model", "b_size", "b_start", "b_end", "b_pre"), blog.T[:6]):
-            getattr(rec, name).frombytes(np.ascontiguousarray(col).tobytes())
+    if policy in SYMPHONY:  # one serving group (why_not), the whole trace at once
+        return _run_symphony(engine, policy, config, runtime, max_batch, lat)
+    if n_groups == 1 and engine.group_ids[0] is None:  # the recorder's own columns, written as rows become final
+        agg = rec.aggregates
+        shed_ids = engine.admission.shed_ids
+
+        def on_requests(off, t, start, finish, worker, batch, outcome, preempt, shed):
+            if agg is not None:
+                agg.requests(t, start, finish, outcome, preempt)
+            else:
+                hi = off + len(t)
+                rec.r_start[off:hi], rec.r_finish[off:hi], rec.r_worker[off:hi] = start, finish, worker
+                rec.r_batch[off:hi], rec.r_outcome[off:hi], rec.r_preempt[off:hi] = batch, outcome, preempt
+            shed_ids.frombytes((np.flatnonzero(shed) + off).astype(np.int64).tobytes())
+
+        def on_batches(rows):
+            if agg is not None:
+                agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
+                return
+            for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
+                            ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
+                getattr(rec, name).frombytes(memoryview(rows[c]).cast("B"))
+
+        kernel = _kernel(policy, config, runtime, max_batch, engine.sched[0], engine.config.chunk, lat,
+                         np.array(res.w_hw, np.int64))
+        shed = np.zeros(0 if agg is not None else len(engine.arrival), np.bool_)
+        direct = None if agg is not None else (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome,
+                                               rec.r_preempt, shed)
+        w_busy, w_waste, n_shed = _stream(kernel, engine.arrival, engine.deadline, engine.model, step, flex,
+                                          on_requests, on_batches, direct)
+        if direct is not None and shed.any():  # written in place (one chunk): on_requests was not called
+            shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
         rec.w_busy[:] = w_busy.tolist()
         rec.w_waste[:] = w_waste.tolist()
-        engine.sched[0].shed = int(n_shed)
-        engine.admission.shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
-        return stats or None
+        engine.sched[0].shed = n_shed
+        return
     runs, ids, arrivals = [], [], []
     for g in range(n_groups):
         rid = engine.group_ids[g]
@@ -120,13 +255,19 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         k = len(rid)
         out = (np.full(k, -1, np.int64), np.full(k, -1, np.int64), np.full(k, -1, np.int32),
                np.full(k, -1, np.int64), np.zeros(k, np.int8), np.zeros(k, np.int16), np.zeros(k, np.bool_))
+        logs: list[np.ndarray] = []
+
+        def on_requests(off, t, *cols, out=out):
+            for dst, col in zip(out, cols):
+                dst[off:off + len(t)] = col
+
         t = engine.arrival[rid]
-        blog, w_busy, w_waste, n_shed = _group(policy, config, runtime, max_batch, engine.sched[g],
-                                               engine.config.chunk, lat,
-                                               np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64),
-                                               t, engine.deadline[rid], model[rid], out)
-        engine.sched[g].shed = int(n_shed)
-        cols = blog.T
+        kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
+                         np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
+        w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
+                                          on_requests, lambda rows, logs=logs: logs.append(rows.copy()), out)
+        engine.sched[g].shed = n_shed
+        cols = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
         runs.append(groups.GroupRun(
             *out[:6], {"worker": cols[0], "model": cols[1], "size": cols[2], "start": cols[3], "end": cols[4],
                        "preempted": cols[5]},

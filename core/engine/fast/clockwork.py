@@ -28,23 +28,29 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, bisect_right,
-                                              chunk_done, decide, finish, log_batch, next_completion, q_expire,
-                                              q_push, q_take, queues, ready_us)
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K, ST_LAST, ST_LEN,
+                                              ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, arrive, bisect_right, chunk_done,
+                                              decide, finish, log_batch, next_completion, q_empty, q_expire,
+                                              q_push, q_take, ready_us)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
-@njit(cache=True)
-def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome):
-    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``)."""
+@njit(cache=True, inline='always')
+def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st):
+    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``); the scan stops once
+    it has seen every queued request (``st[ST_NQ]``), as Flex's does."""
     best_m, best_d = -1, INF
-    for mm in range(len(qh)):
-        if qh[mm] >= qe[mm]:
-            continue
-        q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED)
-        h = qh[mm]
-        if h < qe[mm] and qd[h] < best_d:
-            best_m, best_d = mm, qd[h]
+    left = st[ST_NQ]
+    mm = 0
+    while left > 0:
+        h, e = qh[mm], qe[mm]
+        if h < e:
+            left -= e - h
+            st[ST_NQ] -= q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED)
+            h = qh[mm]
+            if h < qe[mm] and qd[h] < best_d:
+                best_m, best_d = mm, qd[h]
+        mm += 1
     if best_m < 0:
         return -1, 0
     b = bisect_right(lat_h[best_m], best_d - ready, 1, maxb + 1) - 1
@@ -52,32 +58,38 @@ def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome):
     return best_m, (qlen if qlen < b else b)
 
 
+def init_clockwork(lat, w_hw, n_models):
+    """The persistent state of one group's Clockwork run (:func:`run_clockwork`), before its first request."""
+    n_workers = len(w_hw)
+    st = np.zeros(ST_LEN, np.int64)
+    st[ST_K], st[ST_DIRTY], st[ST_NIDLE] = -1, 1, n_workers
+    return (*q_empty(n_models), np.empty((B_COLS, 1024), np.int64), np.zeros(n_workers, np.int64),
+            np.zeros(n_workers, np.int64), np.full(n_workers, NONE, np.int64), np.zeros(n_workers, np.int64),
+            np.zeros(n_workers, np.int64), np.ones(n_workers, np.bool_), np.zeros(4, np.int64), st)
+
+
 @njit(cache=True)
-def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admit_on,
-                  max_lag_ns, chunk, r_start, r_finish, r_worker, r_batch, r_outcome, shed):
-    """One group's Clockwork run (one hardware type: ``lat[w_hw[0]]``); writes the request columns in place and
-    returns (batch log, w_busy, w_waste, sched state) as :func:`.flex.run_flex` does."""
+def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
+                  base, qh, qe, qd, qr, blog, w_free, w_end, w_bid, w_start, w_busy, idle, s, st,
+                  t, d, model, r_start, r_finish, r_worker, r_batch, r_outcome, r_preempt, shed):
+    """One group's Clockwork run (one hardware type: ``lat[w_hw[0]]``) over the window of requests loaded,
+    resumable, as :func:`.flex.run_flex` is (``r_preempt`` is not written: Clockwork never preempts); returns
+    the batch log."""
     n = len(t)
     lat_h = lat[w_hw[0]]
-    n_workers = len(w_hw)
-    base, qh, qe, qd, qr = queues(model, lat.shape[1])
-    blog = np.empty((1024, B_COLS), np.int64)
-    nb = 0
-    w_free = np.zeros(n_workers, np.int64)
-    w_end = np.zeros(n_workers, np.int64)
-    w_bid = np.full(n_workers, NONE, np.int64)
-    w_start = np.zeros(n_workers, np.int64)
-    w_busy = np.zeros(n_workers, np.int64)
-    idle = np.ones(n_workers, np.bool_)
-    n_idle = n_workers
-    s = np.zeros(4, np.int64)
-    i = 0
-    k = -1
-    dirty = True
+    i, k, dirty, n_idle, nb = st[ST_I], st[ST_K], st[ST_DIRTY] != 0, st[ST_NIDLE], st[ST_NB]
+    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
     while True:
         if dirty:
             k = next_completion(w_bid, w_end)
             dirty = False
+        if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
+            st[ST_I] = i
+            st[ST_K] = k
+            st[ST_DIRTY] = 0
+            st[ST_NIDLE] = n_idle
+            st[ST_NB] = nb
+            return blog
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             now = w_end[k]
             unit = w_bid[k]
@@ -93,10 +105,11 @@ def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arr
                 shed[i] = True
                 r_outcome[i] = DROPPED
                 i += 1
-                if i % chunk == 0 or i == n:
+                if (i + off) % chunk == 0 or i + off == n_total:
                     chunk_done(s, i, arrival_ns)
                 continue
             q_push(base, qh, qe, qd, qr, model[i], d[i], i)
+            st[ST_NQ] += 1
             i += 1
             worker = -1
             unit = now
@@ -112,7 +125,7 @@ def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arr
                 while not idle[worker]:
                     worker += 1
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome)
+            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st)
             if b <= 0:
                 if not arriving:
                     idle[worker] = True
@@ -124,7 +137,7 @@ def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arr
                 disp = now
             start = w_free[worker] if w_free[worker] > disp else disp
             end = start + lat_h[best_m, b]
-            blog = log_batch(blog, nb, worker, best_m, b, start, end, 1 if arriving else 0, unit)
+            blog = log_batch(blog, nb - boff, worker, best_m, b, start, end, 1 if arriving else 0, unit)
             h = qh[best_m]
             for x in range(h, h + b):
                 r = qr[x]
@@ -134,6 +147,7 @@ def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arr
                 r_batch[r] = nb
                 r_outcome[r] = SERVED if d[r] >= end else LATE
             q_take(qh, qe, qd, qr, best_m, h, b)
+            st[ST_NQ] -= b
             w_bid[worker] = nb
             w_start[worker] = start
             w_end[worker] = end
@@ -144,7 +158,12 @@ def run_clockwork(t, d, model, lat, w_hw, maxb, decision_ns, per_request_ns, arr
                 n_idle -= 1
             if not arriving:
                 break
-        if arriving and (i % chunk == 0 or i == n):
+        if arriving and ((i + off) % chunk == 0 or i + off == n_total):
             chunk_done(s, i, arrival_ns)
     finish(r_outcome, DROPPED)
-    return blog[:nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED]
+    st[ST_I] = i
+    st[ST_K] = k
+    st[ST_DIRTY] = 0
+    st[ST_NIDLE] = n_idle
+    st[ST_NB] = nb
+    return blog

@@ -17,7 +17,7 @@ Each mirrors one part of the reference engine, and says which:
   the literal per-arrival admission recursion compares with the bound; ``cp`` — the first arrival not
   charged into ``free``.
 * **the batch log** (:mod:`shepherd.core.engine.recorder` and :mod:`shepherd.core.engine.groups`): one
-  row per batch — worker, model, size, start, end, preempted, and the unit that made it (``ua``: 1 while
+  column per batch (column-major: each field contiguous) — worker, model, size, start, end, preempted, and the unit that made it (``ua``: 1 while
   handling arrivals, 0 by a completion; ``uk``: the arrival time or the local id of the completed
   batch) with the completion time pushed when it was made, which is what the clock replay of
   :func:`shepherd.core.engine.groups.replay` needs to number batches across groups.
@@ -39,6 +39,12 @@ B_COLS = 9
 
 #: scheduler-state slots
 S_FREE, S_FALL, S_CP, S_SHED = range(4)
+
+#: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
+#: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
+#: (global ids), the group's request count, whether the window holds its last request, requests queued
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ = range(11)
+ST_LEN = 11
 
 
 @njit(cache=True, inline='always')
@@ -71,15 +77,75 @@ def ceil_us(ns):
 # ---------------------------------------------------------------------- deadline queues
 
 
+def q_empty(n_models):
+    """Empty queues with no room yet (:func:`q_reserve` makes it): (base, qh, qe, qd, qr)."""
+    z = np.zeros(n_models + 1, np.int64)
+    return z, z[:-1].copy(), z[:-1].copy(), np.empty(0, np.int64), np.empty(0, np.int64)
+
+
 @njit(cache=True)
 def queues(model, n_models):
-    """Empty queues for these requests: (base, qh, qe, qd, qr)."""
+    """Empty queues with room for all of these requests at once (a kernel fed the whole trace: Symphony's):
+    (base, qh, qe, qd, qr)."""
     counts = np.zeros(n_models + 1, np.int64)
     for i in range(len(model)):
         counts[model[i] + 1] += 1
     base = np.cumsum(counts)
     n = len(model)
     return base, base[:-1].copy(), base[:-1].copy(), np.empty(n, np.int64), np.empty(n, np.int64)
+
+
+@njit(cache=True)
+def q_reserve(base, qh, qe, qd, qr, new_model, running, delta):
+    """The queues rebuilt with room for every request that may be queued until the next chunk — the ones
+    queued now, the running ones (a preemption re-queues them) and the chunk's new ones, per model,
+    twice over so that :func:`q_push`'s moves stay rare — and their request ids lowered by ``delta`` (the
+    window's first ``delta`` requests were flushed)."""
+    n_models = len(qh)
+    need = running.copy()
+    for i in range(len(new_model)):
+        need[new_model[i]] += 1
+    nbase = np.zeros(n_models + 1, np.int64)
+    for m in range(n_models):
+        need[m] += qe[m] - qh[m]
+        nbase[m + 1] = nbase[m] + 2 * need[m] + 16
+    nqd = np.empty(nbase[n_models], np.int64)
+    nqr = np.empty(nbase[n_models], np.int64)
+    nqh = nbase[:-1].copy()
+    nqe = nbase[:-1].copy()
+    for m in range(n_models):
+        p = nbase[m]
+        for j in range(qh[m], qe[m]):
+            nqd[p] = qd[j]
+            nqr[p] = qr[j] - delta
+            p += 1
+        nqe[m] = p
+    return nbase, nqh, nqe, nqd, nqr
+
+
+@njit(cache=True)
+def oldest(qh, qe, qr, w_reqs, w_size, w_bid, bound):
+    """The lowest request id still queued or in a running batch (``w_reqs``; Flex only) and ``bound``."""
+    lo = bound
+    for m in range(len(qh)):
+        for j in range(qh[m], qe[m]):
+            if qr[j] < lo:
+                lo = qr[j]
+    for w in range(len(w_size)):
+        if w_bid[w] >= 0:
+            for x in range(w_size[w]):
+                if w_reqs[w, x] < lo:
+                    lo = w_reqs[w, x]
+    return lo
+
+
+@njit(cache=True)
+def shift_running(w_reqs, w_size, w_bid, delta):
+    """The running batches' request ids lowered by ``delta`` (see :func:`q_reserve`)."""
+    for w in range(len(w_size)):
+        if w_bid[w] >= 0:
+            for x in range(w_size[w]):
+                w_reqs[w, x] -= delta
 
 
 @njit(cache=True, inline='always')
@@ -140,28 +206,29 @@ def q_take(qh, qe, qd, qr, m, i0, b):
 
 
 @njit(cache=True, inline='always')
-def largest_feasible(qh, qe, qd, m, now, lat_m, maxb):
+def largest_feasible(qh, qe, qd, m, now, lat, hw, maxb):
     """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
-    first (``DeadlineQueues.largest_feasible``, line for line)."""
+    first (``DeadlineQueues.largest_feasible``, line for line); ``ℓ(b)`` is ``lat[hw, m, b]`` (indexed, not
+    sliced: a slice is a reference-counted view)."""
     h, n = qh[m], qe[m]
     top = n - h
     if top <= 0:
         return 0, h
     if top > maxb:
         top = maxb
-    i = bisect_left(qd, now + lat_m[top], h, n)
+    i = bisect_left(qd, now + lat[hw, m, top], h, n)
     if n - i >= top:
         return top, i
     lo, hi = 0, top - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if n - bisect_left(qd, now + lat_m[mid], h, n) >= mid:
+        if n - bisect_left(qd, now + lat[hw, m, mid], h, n) >= mid:
             lo = mid
         else:
             hi = mid - 1
     if lo == 0:
         return 0, h
-    return lo, bisect_left(qd, now + lat_m[lo], h, n)
+    return lo, bisect_left(qd, now + lat[hw, m, lo], h, n)
 
 
 # ---------------------------------------------------------------------- the scheduler clock
@@ -239,16 +306,22 @@ def chunk_done(s, i, arrival_ns):
 # ---------------------------------------------------------------------- batches and completions
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
-    """Append a batch row (the log doubles when full); returns the log."""
-    if nb == blog.shape[0]:
-        grown = np.empty((2 * nb, B_COLS), np.int64)
-        grown[:nb] = blog
+    """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
+    if nb == blog.shape[1]:
+        grown = np.empty((B_COLS, 2 * nb), np.int64)
+        grown[:, :nb] = blog
         blog = grown
-    row = blog[nb]
-    row[B_WORKER], row[B_MODEL], row[B_SIZE], row[B_START], row[B_END] = worker, model, size, start, end
-    row[B_PRE], row[B_UA], row[B_UK], row[B_PUSHED] = 0, ua, uk, end
+    blog[B_WORKER, nb] = worker
+    blog[B_MODEL, nb] = model
+    blog[B_SIZE, nb] = size
+    blog[B_START, nb] = start
+    blog[B_END, nb] = end
+    blog[B_PRE, nb] = 0
+    blog[B_UA, nb] = ua
+    blog[B_UK, nb] = uk
+    blog[B_PUSHED, nb] = end
     return blog
 
 

@@ -29,64 +29,78 @@ import math
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, S_SHED, arrive, chunk_done,
-                                              decide, finish, largest_feasible, log_batch, next_completion,
-                                              q_expire, q_push, q_take, queues, ready_us)
+from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
+                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, ST_THRESH, arrive,
+                                              chunk_done, decide, finish, largest_feasible, log_batch,
+                                              next_completion, q_empty, q_expire, q_push, q_take, ready_us)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome):
-    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``)."""
+def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st):
+    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan stops
+    once it has seen every queued request (``st[ST_NQ]``): the queues left are empty, which BATCHGEN skips."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
-    for m in range(len(qh)):
-        if qh[m] >= qe[m]:
-            continue
-        q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
-        b, i0 = largest_feasible(qh, qe, qd, m, now, lat_h[m], maxb)
-        if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
-            best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
+    left = st[ST_NQ]
+    m = 0
+    while left > 0:
+        h, e = qh[m], qe[m]
+        if h < e:
+            left -= e - h
+            st[ST_NQ] -= q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
+            b, i0 = largest_feasible(qh, qe, qd, m, now, lat, hw, maxb)
+            if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
+                best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
+        m += 1
     return best_m, best_b, best_i
 
 
-@njit(cache=True)
-def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, arrival_ns,
-             active, admit_on, max_lag_ns, chunk, r_start, r_finish, r_worker, r_batch, r_outcome, r_preempt,
-             shed):
-    """One group's Flex run; writes the request columns in place and returns (batch log, w_busy, w_waste,
-    sched state). ``lat[hw, model, b]``; ``w_hw`` per worker; ``exits`` per model."""
-    n = len(t)
-    n_models = lat.shape[1]
+def init_flex(lat, w_hw, maxb, preemption, n_models):
+    """The persistent state of one group's Flex run (:func:`run_flex`), before its first request."""
     n_workers = len(w_hw)
-    base, qh, qe, qd, qr = queues(model, n_models)
     lat1 = np.empty(n_models, np.int64)  # smallest ℓ(1) over the group's hardware: the expiry cutoff
     for m in range(n_models):
-        lat1[m] = INF
-        for w in range(n_workers):
-            if lat[w_hw[w], m, 1] < lat1[m]:
-                lat1[m] = lat[w_hw[w], m, 1]
-    blog = np.empty((1024, B_COLS), np.int64)
-    nb = 0
-    w_free = np.zeros(n_workers, np.int64)
-    w_start = np.zeros(n_workers, np.int64)
-    w_end = np.zeros(n_workers, np.int64)
-    w_bid = np.full(n_workers, NONE, np.int64)
-    w_model = np.zeros(n_workers, np.int64)
-    w_size = np.zeros(n_workers, np.int64)  # Flex's run_size: 0 = idle
-    w_reqs = np.empty((n_workers, maxb), np.int64)
-    w_busy = np.zeros(n_workers, np.int64)
-    w_waste = np.zeros(n_workers, np.int64)
-    idle = np.ones(n_workers, np.bool_)
-    n_idle = n_workers
-    s = np.zeros(4, np.int64)  # the scheduler clock (.common)
-    thresh = np.int64(0) if preemption else INF
-    i = 0
-    k = -1
-    dirty = True
+        lat1[m] = min(int(lat[h, m, 1]) for h in set(w_hw.tolist())) if n_workers else INF
+    st = np.zeros(ST_LEN, np.int64)
+    st[ST_K], st[ST_DIRTY], st[ST_THRESH], st[ST_NIDLE] = -1, 1, 0 if preemption else INF, n_workers
+    return (lat1, *q_empty(n_models), np.empty((B_COLS, 1024), np.int64),
+            np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
+            np.full(n_workers, NONE, np.int64), np.zeros(n_workers, np.int64),
+            np.zeros(n_workers, np.int64),  # w_size: Flex's run_size, 0 = idle
+            np.empty((n_workers, maxb), np.int64), np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
+            np.ones(n_workers, np.bool_), np.zeros(4, np.int64), st)
+
+
+@njit(cache=True)
+def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, arrival_ns, active, admit_on,
+             max_lag_ns, chunk, lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model, w_size,
+             w_reqs, w_busy, w_waste, idle, s, st, t, d, model, r_start, r_finish, r_worker, r_batch, r_outcome,
+             r_preempt, shed):
+    """One group's Flex run over the window of requests loaded (``t``, ``d``, ``model`` and the request
+    columns, written in place; local ids, the first being global id ``st[ST_OFF]``), resumable: it returns
+    the batch log (rows from global id ``st[ST_BOFF]``) when it needs the next arrival beyond the window and
+    ``st[ST_LAST]`` is 0, the run's state kept in the arrays and ``st`` (:mod:`.common`, "streaming").
+    ``lat[hw, model, b]``; ``w_hw`` per worker; ``exits`` per model."""
+    n = len(t)
+    n_workers = len(w_hw)
+    ovh = (active, decision_ns, per_request_ns, arrival_ns)
+    Q = (qh, qe, qd, qr)
+    W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
+    R = (r_start, r_finish, r_worker, r_batch, r_outcome)
+    i, k, dirty, thresh, n_idle, nb = st[ST_I], st[ST_K], st[ST_DIRTY] != 0, st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
+    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
     while True:
         if dirty:
             k = next_completion(w_bid, w_end)
             dirty = False
+        if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
+            st[ST_I] = i
+            st[ST_K] = k
+            st[ST_DIRTY] = 0
+            st[ST_THRESH] = thresh
+            st[ST_NIDLE] = n_idle
+            st[ST_NB] = nb
+            return blog
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             # ---- a completion (Flex.on_completion)
             now = w_end[k]
@@ -97,11 +111,10 @@ def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, 
             w_size[k] = 0
             dirty = True
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat[w_hw[k]], lat1, maxb, qh, qe, qd, qr, r_outcome)
+            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
             if b > 0:
-                blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, s, t, shed, i, active, decision_ns,
-                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                                  Q, d, W, R, st)
             else:
                 idle[k] = True
                 n_idle += 1
@@ -116,11 +129,12 @@ def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, 
             shed[i] = True
             r_outcome[i] = DROPPED
             i += 1
-            if i % chunk == 0 or i == n:
+            if (i + off) % chunk == 0 or i + off == n_total:
                 chunk_done(s, i, arrival_ns)
             continue
         m_arr = model[i]
         q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
+        st[ST_NQ] += 1
         i += 1
         if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
             while n_idle > 0:
@@ -128,12 +142,11 @@ def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, 
                 while not idle[w]:
                     w += 1
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat[w_hw[w]], lat1, maxb, qh, qe, qd, qr, r_outcome)
+                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 if b == 0:
                     break
-                blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, s, t, shed, i, active, decision_ns,
-                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                                  Q, d, W, R, st)
                 idle[w] = False
                 n_idle -= 1
                 dirty = True
@@ -160,22 +173,22 @@ def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, 
                     break
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
                 t_eff = now + delay if now + delay > ready else ready
-                lat_h = lat[w_hw[kk]]
+                hk = w_hw[kk]
                 if full:
-                    m, b, i0 = _batchgen(t_eff, lat_h, lat1, maxb, qh, qe, qd, qr, r_outcome)
+                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st)
                 else:
                     m = m_arr
-                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat_h[m], maxb)
+                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
                 if b < need:
                     thresh = need
                     break
                 # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste
-                st = w_start[kk]
-                stop = st if st >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
-                bid = w_bid[kk]
-                blog[bid, B_END] = stop
-                blog[bid, B_PRE] = 1
-                w_waste[kk] += stop - st
+                st0 = w_start[kk]
+                stop = st0 if st0 >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
+                bid = w_bid[kk] - boff
+                blog[B_END, bid] = stop
+                blog[B_PRE, bid] = 1
+                w_waste[kk] += stop - st0
                 nv = w_size[kk]
                 victims = w_reqs[kk, :nv].copy()
                 for x in range(nv):
@@ -188,22 +201,28 @@ def run_flex(t, d, model, lat, w_hw, maxb, lam, preemption, exits, decision_ns, 
                     r_preempt[r] += 1
                 w_bid[kk] = NONE
                 w_free[kk] = stop
-                blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, s, t, shed, i, active, decision_ns,
-                                  per_request_ns, arrival_ns, lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end,
-                                  w_bid, w_model, w_size, w_reqs, r_start, r_finish, r_worker, r_batch, r_outcome)
+                blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                                  Q, d, W, R, st)
                 dirty = True
                 for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
                     r = victims[x]
                     mr = model[r]
                     if d[r] >= stop + lat1[mr]:
                         q_push(base, qh, qe, qd, qr, mr, d[r], r)
+                        st[ST_NQ] += 1
                     else:
                         r_outcome[r] = DROPPED
                 full = True
-        if i % chunk == 0 or i == n:
+        if (i + off) % chunk == 0 or i + off == n_total:
             chunk_done(s, i, arrival_ns)
     finish(r_outcome, DROPPED)
-    return blog[:nb].copy(), w_busy, w_waste, s[S_SHED]
+    st[ST_I] = i
+    st[ST_K] = k
+    st[ST_DIRTY] = 0
+    st[ST_THRESH] = thresh
+    st[ST_NIDLE] = n_idle
+    st[ST_NB] = nb
+    return blog
 
 
 @njit(cache=True, inline='always')
@@ -220,11 +239,16 @@ def _delay(start, end, e, now):
     return start + nxt * span // (e + 1) - now
 
 
-@njit(cache=True)
-def _start(w, m, i0, b, now, ua, uk, blog, nb, s, t, shed, i, active, decision_ns, per_request_ns, arrival_ns,
-           lat, w_hw, qh, qe, qd, qr, d, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs,
-           r_start, r_finish, r_worker, r_batch, r_outcome):
-    """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``)."""
+@njit(cache=True, inline='always')
+def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st):
+    """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
+    arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
+    arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
+    model, size, requests), ``R`` the request columns (start, finish, worker, batch, outcome)."""
+    active, decision_ns, per_request_ns, arrival_ns = ovh
+    qh, qe, qd, qr = Q
+    w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs = W
+    r_start, r_finish, r_worker, r_batch, r_outcome = R
     start = w_free[w]
     if active:
         disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
@@ -242,7 +266,8 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, s, t, shed, i, active, decision_n
         r_batch[r] = nb
         r_outcome[r] = SERVED if d[r] >= end else LATE
     q_take(qh, qe, qd, qr, m, i0, b)
-    blog = log_batch(blog, nb, w, m, b, start, end, ua, uk)
+    st[ST_NQ] -= b
+    blog = log_batch(blog, nb - boff, w, m, b, start, end, ua, uk)
     w_bid[w] = nb
     w_start[w] = start
     w_end[w] = end

@@ -153,7 +153,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
     rcnt = np.zeros(n_models, np.int64)
     rlo = np.zeros(n_models, np.int64)
     first = np.full(n_models, -1, np.int64)
-    blog = np.empty((1024, B_COLS), np.int64)
+    blog = np.empty((B_COLS, 1024), np.int64)
     nb = 0
     w_free = np.zeros(n_workers, np.int64)  # the engine's: the last completion
     free_at = np.zeros(n_workers, np.int64)  # the policy's
@@ -302,7 +302,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
         if arriving and (i % chunk == 0 or i == n):
             chunk_done(s, i, arrival_ns)
     finish(r_outcome, DROPPED)
-    return blog[:nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED], counters
+    return blog[:, :nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED], counters
 
 
 
