@@ -17,10 +17,10 @@ Each mirrors one part of the reference engine, and says which:
   the literal per-arrival admission recursion compares with the bound; ``cp`` — the first arrival not
   charged into ``free``.
 * **the batch log** (:mod:`shepherd.core.engine.recorder` and :mod:`shepherd.core.engine.groups`): one
-  column per batch (column-major: each field contiguous) — worker, model, size, start, end, preempted, and the unit that made it (``ua``: 1 while
-  handling arrivals, 0 by a completion; ``uk``: the arrival time or the local id of the completed
-  batch) with the completion time pushed when it was made, which is what the clock replay of
-  :func:`shepherd.core.engine.groups.replay` needs to number batches across groups.
+  column per batch (column-major: each field contiguous) — worker, model, size, start, end, preempted,
+  and the unit that made it (``ua``: 1 while handling arrivals, 0 by a completion; ``uk``: the arrival
+  time or the local id of the completed batch) with the completion time pushed when it was made, which
+  is what the clock replay of :func:`shepherd.core.engine.groups.replay` needs to number batches across groups.
 * **the clock's completion order** (:mod:`shepherd.core.engine.clock`): the earliest end, then the lowest
   batch id (push order); a preempted batch's stale completion is simply not there.
 """
@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from shepherd.core.engine.outcomes import LATE, SERVED
 
 NONE = -1
 INF = np.int64(1) << 62
@@ -341,3 +343,45 @@ def finish(r_outcome, dropped):
     for r in range(len(r_outcome)):
         if r_outcome[r] == 0:
             r_outcome[r] = dropped
+
+
+# ---------------------------------------------------------------------- the loop's shared steps
+
+
+@njit(cache=True, inline='always')
+def at_chunk_end(s, i, off, chunk, n_total, arrival_ns):
+    """After request ``i − 1`` was handled: close the feed chunk it ended, if it ended one (``chunk_done``)."""
+    if (i + off) % chunk == 0 or i + off == n_total:
+        chunk_done(s, i, arrival_ns)
+
+
+@njit(cache=True, inline='always')
+def shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, dropped):
+    """Request ``i`` shed by admission control (``Admission``): marked and dropped; returns the next request."""
+    shed[i] = True
+    r_outcome[i] = dropped
+    i += 1
+    at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
+    return i
+
+
+@njit(cache=True, inline='always')
+def serve_rows(qr, i0, b, start, end, worker, bid, d, r_start, r_finish, r_worker, r_batch, r_outcome):
+    """The request rows of a batch of the ``b`` queued requests from slot ``i0`` (``Recorder``)."""
+    for x in range(i0, i0 + b):
+        r = qr[x]
+        r_start[r] = start
+        r_finish[r] = end
+        r_worker[r] = worker
+        r_batch[r] = bid
+        r_outcome[r] = SERVED if d[r] >= end else LATE
+
+
+@njit(cache=True, inline='always')
+def save_loop(st, i, k, n_idle, nb):
+    """The loop's resumable state (``st``) at a pause or the end."""
+    st[ST_I] = i
+    st[ST_K] = k
+    st[ST_DIRTY] = 0
+    st[ST_NIDLE] = n_idle
+    st[ST_NB] = nb

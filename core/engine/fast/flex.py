@@ -29,10 +29,11 @@ import math
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
-                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, ST_THRESH, arrive,
-                                              chunk_done, decide, finish, largest_feasible, log_batch,
-                                              next_completion, q_empty, q_expire, q_push, q_take, ready_us)
+from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K, ST_LAST,
+                                              ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, ST_THRESH, arrive,
+                                              at_chunk_end, decide, finish, largest_feasible, log_batch,
+                                              next_completion, q_empty, q_expire, q_push, q_take, ready_us, save_loop,
+                                              shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
@@ -94,12 +95,8 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             k = next_completion(w_bid, w_end)
             dirty = False
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
-            st[ST_I] = i
-            st[ST_K] = k
-            st[ST_DIRTY] = 0
             st[ST_THRESH] = thresh
-            st[ST_NIDLE] = n_idle
-            st[ST_NB] = nb
+            save_loop(st, i, k, n_idle, nb)
             return blog
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             # ---- a completion (Flex.on_completion)
@@ -126,11 +123,7 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
         # ---- an arrival (Flex.on_arrivals)
         now = t[i]
         if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-            shed[i] = True
-            r_outcome[i] = DROPPED
-            i += 1
-            if (i + off) % chunk == 0 or i + off == n_total:
-                chunk_done(s, i, arrival_ns)
+            i = shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, DROPPED)
             continue
         m_arr = model[i]
         q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
@@ -213,15 +206,10 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                     else:
                         r_outcome[r] = DROPPED
                 full = True
-        if (i + off) % chunk == 0 or i + off == n_total:
-            chunk_done(s, i, arrival_ns)
+        at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
     finish(r_outcome, DROPPED)
-    st[ST_I] = i
-    st[ST_K] = k
-    st[ST_DIRTY] = 0
     st[ST_THRESH] = thresh
-    st[ST_NIDLE] = n_idle
-    st[ST_NB] = nb
+    save_loop(st, i, k, n_idle, nb)
     return blog
 
 

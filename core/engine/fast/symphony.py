@@ -35,9 +35,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, bisect_right, chunk_done,
-                                              decide, finish, log_batch, next_completion, q_expire, q_push,
-                                              q_take, queues)
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, bisect_right, decide,
+                                              finish, log_batch, next_completion, q_expire, q_push, q_take, queues,
+                                              serve_rows, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 #: the policy's counters, in the order of ``Symphony.counters`` (the kernel returns them as an array)
@@ -210,11 +210,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             # ---- an arrival (Symphony.on_arrival): only its model is looked at
             now = ta
             if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-                shed[i] = True
-                r_outcome[i] = DROPPED
-                i += 1
-                if i % chunk == 0 or i == n:
-                    chunk_done(s, i, arrival_ns)
+                i = shed_arrival(s, shed, r_outcome, i, 0, chunk, n, arrival_ns, DROPPED)
                 continue
             m = model[i]
             q_push(base, qh, qe, qd, qr, m, d[i], i)
@@ -283,13 +279,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             end = start + lat[w_hw[kk], best, best_b]
             blog = log_batch(blog, nb, kk, best, best_b, start, end, ua, uk)
             h = qh[best]
-            for y in range(h, h + best_b):
-                r = qr[y]
-                r_start[r] = start
-                r_finish[r] = end
-                r_worker[r] = kk
-                r_batch[r] = nb
-                r_outcome[r] = SERVED if d[r] >= end else LATE
+            serve_rows(qr, h, best_b, start, end, kk, nb, d, r_start, r_finish, r_worker, r_batch, r_outcome)
             q_take(qh, qe, qd, qr, best, h, best_b)
             w_bid[kk] = nb
             w_start[kk] = start
@@ -299,8 +289,8 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             n_idle -= 1
             nb += 1
             dirty_w = True
-        if arriving and (i % chunk == 0 or i == n):
-            chunk_done(s, i, arrival_ns)
+        if arriving:
+            at_chunk_end(s, i, 0, chunk, n, arrival_ns)
     finish(r_outcome, DROPPED)
     return blog[:, :nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED], counters
 
