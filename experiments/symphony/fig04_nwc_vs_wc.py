@@ -12,7 +12,7 @@ Quick scale: a sub-grid (3 models × 1 size × 2 ratios × 2 SLOs, Poisson,
 — a labelled deviation, its own row — with §4.3's rule where a GPU ranks every
 candidate by sched_at, schedulable or not (``rank="all"``, ``symphony-ra``).
 
-Full scale, measured once (c3f117d, 2026-11-26, one seed, 722 cells, 18 min
+Full scale, measured once (c3f117d, 2026-11-26, one seed, 722 cells, 13 min
 on one core): NWC ≥ 0.95 × WC in 76 % of the cells under §4.3's rule (81
 cells lie in 0.90–0.95, within about two steps of the goodput search), 54 %
 under Appendix C's rule as printed, 87 % with ``rank="all"``; NWC ≥ 1.5 × WC
