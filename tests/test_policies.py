@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import assert_user_error
 from shepherd.core.artifacts import make_provenance, write_artifact
-from shepherd.core.engine import OverheadConfig, simulate
+from shepherd.core.engine import EngineConfig, OverheadConfig, simulate
 from shepherd.core.errors import UserError
 from shepherd.core.policies import registry
 from shepherd.core.policies.queues import DeadlineQueues
@@ -206,8 +206,8 @@ def test_nexus_provisions_dedicated_gpus_at_the_eq1_batch():
     # one GPU serves 22/24.46 ms = 899 req/s → 2 dedicated GPUs + a shared one for the residual
     a = np.arange(0, 3_000_000, 1000 // rate_per_ms, dtype=np.int64)
     trace = assemble([a], ["ResNet50"], [50_000])
-    res = simulate(trace, PROF, "nexus", gpus=4, overhead=NO_OVERHEAD)
-    pol = res.engine.policies[0]
+    res = simulate(trace, PROF, "nexus", gpus=4, overhead=NO_OVERHEAD, engine=EngineConfig(path="reference"))
+    pol = res.engine.policies[0]  # the policy object: the reference engine's
     lat = np.array([0] + [int(round((0.75 * b + 7.96) * 1000)) for b in range(1, 129)])
     expected = sustainable_batch(lat, 50_000)
     assert expected == 22
@@ -241,7 +241,8 @@ def test_nexus_run_admission_agrees_with_the_per_request_path(seed, gpus, fronte
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(nexus, "VECTOR_MIN_RUN", threshold)
             res = simulate(trace, PROF, "nexus", {"frontends": frontends, "epoch_s": epoch_s,
-                                                  "peak_window_s": 0.2}, gpus=gpus, seed=seed % 7)
+                                                  "peak_window_s": 0.2}, gpus=gpus, seed=seed % 7,
+                           engine=EngineConfig(path="reference"))  # the reference policy's two paths
         frames.append(res.requests_frame())
     assert frames[0].equals(frames[1])
 
