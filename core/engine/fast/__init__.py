@@ -188,19 +188,21 @@ def _run_whole(engine: Any, policy: str, config: Any, runtime: Any, max_batch: i
     shed = np.zeros(len(engine.arrival), np.bool_)
     out = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
     w_hw = np.array(engine.res.w_hw, np.int64)
+    # one compiled signature: a trace read from a file hands read-only columns, which numba types apart (a
+    # second ~40 s compile); a copy of those
+    t, d = (np.require(col, np.int64, ["C", "W"]) for col in (engine.arrival, engine.deadline))
     if policy == "nexus":
         from shepherd.core.engine.fast import nexus
 
         if make_policy is None:
             raise ValueError("the Nexus fast path plans with the policy object: run_fast needs make_policy")
         blog, w_busy, w_waste, n_shed, stats = nexus.run_group(lambda: make_policy(0), config, common, lat, w_hw,
-                                                               engine.arrival, engine.deadline, out)
+                                                               t, d, out)
     else:
         from shepherd.core.engine.fast.symphony import run_group
 
-        blog, w_busy, w_waste, n_shed, stats = run_group(policy, config, runtime, max_batch, common, lat, w_hw,
-                                                         engine.arrival, engine.deadline,
-                                                         engine.model.astype(np.int64, copy=False), out)
+        blog, w_busy, w_waste, n_shed, stats = run_group(policy, config, runtime, max_batch, common, lat, w_hw, t, d,
+                                                         np.require(engine.model, np.int64, ["C", "W"]), out)
     for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE), ("b_start", B_START),
                     ("b_end", B_END), ("b_pre", B_PRE)):
         getattr(rec, name).frombytes(np.ascontiguousarray(blog[c]).tobytes())
