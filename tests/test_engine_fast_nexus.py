@@ -163,3 +163,21 @@ def test_fast_nexus_with_a_frontend_router_on_one_group():
     ref = simulate(trace, PROF, "nexus", {"epoch_s": 0.05}, engine=EngineConfig(path="reference"), **kw)
     fast = simulate(trace, PROF, "nexus", {"epoch_s": 0.05}, engine=EngineConfig(path="fast"), **kw)
     assert_same_nexus(ref, fast)
+
+
+@pytest.mark.parametrize("frontends", [1, 8])
+def test_fast_nexus_equals_reference_on_a_session_over_many_gpus(frontends):
+    """Symphony Fig. 1's setting: one ResNet50-like model (Symphony's linear profile) spread over 40 GPUs —
+    a session with more than 16 allocations, whose round-robin the reference scans with numpy
+    (``core/policies/wrr.py``) — by one frontend or eight."""
+    from shepherd.experiments.symphony import common as c
+
+    prof = c.linear_profiles([("R", 2.050, 5.378)])
+    trace = c.workload(["R"], 50.0, duration_s=1.5).trace(30_000.0, 3)
+    cfg = {**c.SYSTEMS["nexus"][1], "frontends": frontends}
+    kw = dict(gpus=40, seed=3, max_batch=c.MAX_BATCH)
+    ref = simulate(trace, prof, "nexus", cfg, engine=EngineConfig(path="reference"), **kw)
+    fast = simulate(trace, prof, "nexus", cfg, engine=EngineConfig(path="fast"), **kw)
+    assert_same_nexus(ref, fast)
+    pol = ref.engine.policies[0]
+    assert max(len(ws) for ws in pol.weights.values()) > 16 and ref.good > 0.5 * trace.height
