@@ -276,3 +276,22 @@ def test_nexus_epoch_peaks_match_a_group_by_reference(points, sizes):
     for e, stream, n in counts.iter_rows():
         ref.setdefault(e, {})[stream] = n * 1e6 / window_us
     assert epoch_peaks(t, s, epoch_us, window_us) == ref
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=300), st.booleans())
+def test_nexus_stream_info_counts_small_ids_as_unique_sorts_them(streams, big):
+    """The counted path of ``stream_info`` (small non-negative ids) gives ``np.unique``'s arrays: sorted ids,
+    each request's index into them, each stream's first request (its model and SLO)."""
+    from shepherd.core.policies.nexus import DENSE_STREAM_IDS, stream_info
+
+    stream = np.array(streams, np.int64) + (DENSE_STREAM_IDS if big else 0)  # big: np.unique's own path
+    n = len(stream)
+    arrival = np.arange(n, dtype=np.int64) * 10
+    model = np.arange(n, dtype=np.int64) % 7
+    deadline = arrival + 1000 + np.arange(n, dtype=np.int64)
+    sm, slo, ids, inverse = stream_info(arrival, deadline, model, stream)
+    u, first, inv = np.unique(stream, return_index=True, return_inverse=True)
+    assert np.array_equal(ids, u) and np.array_equal(inverse, inv.ravel())
+    assert sm == {int(s): int(model[i]) for s, i in zip(u, first)}
+    assert slo == {int(s): int(deadline[i] - arrival[i]) for s, i in zip(u, first)}

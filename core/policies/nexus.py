@@ -174,8 +174,19 @@ def epoch_peaks(arrival: np.ndarray, stream: np.ndarray, epoch_us: int, window_u
 def stream_info(arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray, stream: np.ndarray
                 ) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
     """Each stream's model and SLO, taken from its first request (streams have one of each),
-    and the sorted stream ids with each request's index into them (one sort of the trace)."""
-    ids, first, inverse = np.unique(stream, return_index=True, return_inverse=True)
+    and the sorted stream ids with each request's index into them (``np.unique``'s; small non-negative
+    ids — every generated trace's — are counted instead of sorted: the same arrays, ~10× faster at 1 M
+    requests, ``tests/test_policies.py``)."""
+    if len(stream) and 0 <= int(stream.min()) and int(stream.max()) < DENSE_STREAM_IDS:
+        ids = np.flatnonzero(np.bincount(stream))
+        lut = np.zeros(int(stream.max()) + 1, np.int64)
+        lut[ids] = np.arange(len(ids))
+        inverse = lut[stream]
+        first = np.full(len(lut), len(stream), np.int64)
+        np.minimum.at(first, stream, np.arange(len(stream), dtype=np.int64))
+        first = first[ids]
+    else:
+        ids, first, inverse = np.unique(stream, return_index=True, return_inverse=True)
     return ({int(s): int(model[i]) for s, i in zip(ids, first)},
             {int(s): int(deadline[i] - arrival[i]) for s, i in zip(ids, first)}, ids, inverse)
 

@@ -146,103 +146,20 @@ def t_pop(h, size):
 
 
 @njit(cache=True, inline='always')
-def _enqueue(e, ss, r, fe, mt, mtpos, cur, EP, SL, nxt):
-    """``Nexus._enqueue``: the session's smooth weighted round-robin (of a frontend drawn per request when
-    there are several) picks an allocation; the request joins that slot's FIFO. Returns its worker."""
-    eb, ne, ent_slot, ent_worker, ent_w, total = EP[7], EP[8], EP[9], EP[10], EP[11], EP[12]
-    l_head, l_tail, l_len = SL[2], SL[3], SL[4]
+def _route(fe, mt, mtpos, cur, x, nx, ent_w, tot):
+    """``Nexus._enqueue``'s pick: among the session's allocations ``[x, x + nx)``, the one its smooth weighted
+    round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take the first maximum, subtract
+    the total) — a frontend's own, drawn per request (``randrange``) when there are several."""
     f = mt_below(mt, mtpos, fe) if fe > 1 else 0
-    x = eb[e, ss]
-    nx = ne[e, ss]
-    if nx > 1:  # SmoothWeightedRoundRobin.pick: add every weight, first maximum, subtract the total
-        best = x
-        for y in range(x, x + nx):
-            cur[f, y] += ent_w[y]
-            if cur[f, y] > cur[f, best]:
-                best = y
-        cur[f, best] -= total[e, ss]
-        x = best
-    sl = ent_slot[x]
-    nxt[r] = -1
-    if l_len[sl] == 0:
-        l_head[sl] = r
-    else:
-        nxt[l_tail[sl]] = r
-    l_tail[sl] = r
-    l_len[sl] += 1
-    return ent_worker[x]
-
-
-@njit(cache=True, inline='always')
-def _dispatch(k, now, i, ua, uk, WK, SL, nxt, t, d, shed, s, lat, lat0, w_hw, ovh, R, blog, nb, heap, hsize, hseq):
-    """``Nexus._dispatch``: worker ``k`` starts the next slot of its duty cycle that has requests (heads that
-    cannot finish in the slot's batch dropped first), or idles — waking at its cycle's end if it served a
-    slot in the cycle. Returns (blog, nb, heap, hsize, hseq)."""
-    rr, duty, cyc, nserved, wake, idle, w_free, w_start, w_end, w_bid, sb, ns = WK
-    l_cap, l_model, l_head, l_tail, l_len, l_served = SL
-    active, decision_ns, per_request_ns, arrival_ns = ovh
-    r_start, r_finish, r_worker, r_batch, r_outcome = R
-    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-    n = ns[k]
-    b0 = sb[k]
-    if now >= cyc[k]:
-        cyc[k] = now + duty[k]
-        for j in range(b0, b0 + n):
-            l_served[j] = 0
-        nserved[k] = 0
-    for step in range(n):
-        j = (rr[k] + step) % n
-        sl = b0 + j
-        if l_served[sl]:
-            continue
-        cap = l_cap[sl]
-        m = l_model[sl]
-        while l_len[sl] > 0:
-            size = cap if cap < l_len[sl] else l_len[sl]
-            h = l_head[sl]
-            if d[h] < ready + lat0[m, size]:
-                r_outcome[h] = DROPPED
-                l_head[sl] = nxt[h]
-                l_len[sl] -= 1
-            else:
-                break
-        if l_len[sl] == 0:
-            continue
-        b = cap if cap < l_len[sl] else l_len[sl]
-        start = w_free[k]
-        if active:
-            disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
-            if start < disp:
-                start = disp
-        elif start < now:
-            start = now
-        end = start + lat[w_hw[k], m, b]
-        blog = log_batch(blog, nb, k, m, b, start, end, ua, uk)
-        r = l_head[sl]
-        for _ in range(b):
-            r_start[r] = start
-            r_finish[r] = end
-            r_worker[r] = k
-            r_batch[r] = nb
-            r_outcome[r] = SERVED if d[r] >= end else LATE
-            r = nxt[r]
-        l_head[sl] = r
-        l_len[sl] -= b
-        w_bid[k] = nb
-        w_start[k] = start
-        w_end[k] = end
-        l_served[sl] = 1
-        nserved[k] += 1
-        rr[k] = (j + 1) % n
-        idle[k] = False
-        return blog, nb + 1, heap, hsize, hseq
-    idle[k] = True
-    if nserved[k] > 0 and wake[k] != cyc[k] and cyc[k] > now:
-        wake[k] = cyc[k]
-        hseq += 1
-        heap = t_push(heap, hsize, cyc[k], hseq, -k - 1)
-        hsize += 1
-    return blog, nb, heap, hsize, hseq
+    if nx == 1:
+        return x
+    best = x
+    for y in range(x, x + nx):
+        cur[f, y] += ent_w[y]
+        if cur[f, y] > cur[f, best]:
+            best = y
+    cur[f, best] -= tot
+    return best
 
 
 @njit(cache=True)
@@ -251,16 +168,22 @@ def run_nexus(t, d, sess, coin, lat, w_hw, lat0, epoch_us, last_epoch, fe, mt, m
               r_start, r_finish, r_worker, r_batch, r_outcome, shed):
     """One group's Nexus run over the whole trace (``sess``: each request's session, ``coin``: its admission
     coin); writes the request columns in place and returns (batch log, w_busy, w_waste, shed count).
-    ``EP`` holds the epochs' plans (:func:`run_group`); ``l_cap`` / ``l_model`` every epoch's slots."""
+    ``EP`` holds the epochs' plans (:func:`plans`); ``l_cap`` / ``l_model`` every epoch's slots.
+
+    Each event names the workers to dispatch (``Nexus._dispatch``), which one block of the loop then does in
+    order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker if idle,
+    an epoch every idle worker, lowest first. Every array is a local of this function: a helper handed
+    tuples of arrays pays an atomic reference count per array per call (measured: ~75 % of the loop)."""
     n = len(t)
     n_workers = len(w_hw)
     ep_duty, ep_sb, ep_ns, ep_scale, ep_planned, ep_rate, ep_depth = EP[0], EP[1], EP[2], EP[3], EP[4], EP[5], EP[6]
-    order, n_order, eb, ne, ent_w = EP[13], EP[14], EP[7], EP[8], EP[11]
+    eb, ne, ent_slot, ent_worker, ent_w, total, order, n_order = EP[7], EP[8], EP[9], EP[10], EP[11], EP[12], \
+        EP[13], EP[14]
     n_sess = ep_planned.shape[1]
     rr = np.zeros(n_workers, np.int64)
     duty = np.zeros(n_workers, np.int64)
-    cyc = np.zeros(n_workers, np.int64)
-    nserved = np.zeros(n_workers, np.int64)
+    cyc = np.zeros(n_workers, np.int64)  # when the worker's duty cycle ends
+    nserved = np.zeros(n_workers, np.int64)  # slots served in it
     wake = np.full(n_workers, -1, np.int64)
     idle = np.ones(n_workers, np.bool_)
     w_free = np.zeros(n_workers, np.int64)
@@ -268,22 +191,19 @@ def run_nexus(t, d, sess, coin, lat, w_hw, lat0, epoch_us, last_epoch, fe, mt, m
     w_end = np.zeros(n_workers, np.int64)
     w_bid = np.full(n_workers, NONE, np.int64)
     w_busy = np.zeros(n_workers, np.int64)
-    sb = np.zeros(n_workers, np.int64)
+    sb = np.zeros(n_workers, np.int64)  # the worker's slots this epoch: [sb, sb + ns)
     ns = np.zeros(n_workers, np.int64)
-    WK = (rr, duty, cyc, nserved, wake, idle, w_free, w_start, w_end, w_bid, sb, ns)
+    dq = np.empty(n_workers, np.int64)  # the workers an event dispatches, in order
     n_slots = len(l_cap)
-    l_head = np.full(n_slots, -1, np.int64)
+    l_head = np.full(n_slots, -1, np.int64)  # per slot a FIFO of requests linked by ``nxt``
     l_tail = np.full(n_slots, -1, np.int64)
     l_len = np.zeros(n_slots, np.int64)
-    l_served = np.zeros(n_slots, np.int64)
-    SL = (l_cap, l_model, l_head, l_tail, l_len, l_served)
-    nxt = np.empty(n, np.int64)  # each queued request's successor in its slot's FIFO
+    l_served = np.zeros(n_slots, np.bool_)  # started in its worker's current duty cycle
+    nxt = np.empty(n, np.int64)
     qbuf = np.empty(n, np.int64)
     cur = np.zeros((fe, len(ent_w)), np.float64)  # per frontend, every allocation's round-robin state
     tok = np.zeros(n_sess, np.float64)  # token buckets: tokens, last refill
     t_last = np.zeros(n_sess, np.int64)
-    ovh = (active, decision_ns, per_request_ns, arrival_ns)
-    R = (r_start, r_finish, r_worker, r_batch, r_outcome)
     s = np.zeros(4, np.int64)  # the scheduler clock (.common)
     blog = np.empty((B_COLS, 1024), np.int64)
     nb = 0
@@ -302,20 +222,23 @@ def run_nexus(t, d, sess, coin, lat, w_hw, lat0, epoch_us, last_epoch, fe, mt, m
         ce = w_end[k] if k >= 0 else INF
         te = heap[0, 0] if hsize > 0 else INF
         ta = t[i] if i < n else INF
+        nd = 0
+        arriving = False
+        next_epoch = -1
         if k >= 0 and ce <= te and ce <= ta:
             # ---- a completion (Nexus.on_completion)
             now = ce
             w_busy[k] += now - w_start[k]
-            uk = w_bid[k]
+            ua, uk = 0, w_bid[k]
             w_bid[k] = NONE
             w_free[k] = now
             dirty = True
-            blog, nb, heap, hsize, hseq = _dispatch(k, now, i, 0, uk, WK, SL, nxt, t, d, shed, s, lat, lat0, w_hw,
-                                                    ovh, R, blog, nb, heap, hsize, hseq)
-            continue
-        if hsize > 0 and te <= ta:
+            dq[0] = k
+            nd = 1
+        elif hsize > 0 and te <= ta:
             # ---- a timer (Nexus.on_timer)
             now = te
+            ua, uk = 3, now
             p = heap[2, 0]
             t_pop(heap, hsize)
             hsize -= 1
@@ -324,87 +247,176 @@ def run_nexus(t, d, sess, coin, lat, w_hw, lat0, epoch_us, last_epoch, fe, mt, m
                 if wake[w] == now:
                     wake[w] = -1
                 if idle[w]:
-                    blog, nb, heap, hsize, hseq = _dispatch(w, now, i, 3, now, WK, SL, nxt, t, d, shed, s, lat,
-                                                            lat0, w_hw, ovh, R, blog, nb, heap, hsize, hseq)
-                    dirty = True
-                continue
-            # ---- an epoch begins (Nexus._configure): the requests queued under the old plan, in
-            # (deadline, id) order
-            nq = 0
-            if e >= 0:
+                    dq[0] = w
+                    nd = 1
+            else:
+                # ---- an epoch begins (Nexus._configure): the requests queued under the old plan, in
+                # (deadline, id) order
+                nq = 0
+                if e >= 0:
+                    for w in range(n_workers):
+                        for sl in range(sb[w], sb[w] + ns[w]):
+                            r = l_head[sl]
+                            for _ in range(l_len[sl]):
+                                qbuf[nq] = r
+                                nq += 1
+                                r = nxt[r]
+                queued = np.sort(qbuf[:nq])
+                queued = queued[np.argsort(d[queued], kind="mergesort")]
+                e = p
                 for w in range(n_workers):
-                    for sl in range(sb[w], sb[w] + ns[w]):
-                        r = l_head[sl]
-                        for _ in range(l_len[sl]):
-                            qbuf[nq] = r
-                            nq += 1
-                            r = nxt[r]
-            queued = np.sort(qbuf[:nq])
-            queued = queued[np.argsort(d[queued], kind="mergesort")]
-            e = p
-            for w in range(n_workers):
-                sb[w] = ep_sb[e, w]
-                ns[w] = ep_ns[e, w]
-                duty[w] = ep_duty[e, w]
-                rr[w] = 0
-                cyc[w] = 0
-                nserved[w] = 0
-            scale = ep_scale[e]
-            for ss in range(n_sess):
-                if ep_planned[e, ss]:
-                    tok[ss] = ep_depth[e, ss]
-                    t_last[ss] = now
-            if fe > 1:  # each frontend's routers start at a random phase
-                for f in range(fe):
-                    for j in range(n_order[e]):
-                        ss = order[e, j]
-                        x0 = eb[e, ss]
-                        nx = ne[e, ss]
-                        for x in range(x0, x0 + nx):
-                            cur[f, x] = ent_w[x] * nx * mt_random(mt, mtpos)
-            for r in queued:
-                ss = sess[r]
-                if ep_planned[e, ss]:
-                    _enqueue(e, ss, r, fe, mt, mtpos, cur, EP, SL, nxt)
-                else:
-                    r_outcome[r] = DROPPED
-            for w in range(n_workers):
-                if idle[w]:
-                    blog, nb, heap, hsize, hseq = _dispatch(w, now, i, 3, now, WK, SL, nxt, t, d, shed, s, lat,
-                                                            lat0, w_hw, ovh, R, blog, nb, heap, hsize, hseq)
-            dirty = True
-            if e < last_epoch:
-                hseq += 1
-                heap = t_push(heap, hsize, (e + 1) * epoch_us, hseq, e + 1)
-                hsize += 1
-            continue
-        if i >= n:
-            break
-        # ---- an arrival (Nexus.on_arrival): coin, token bucket, a frontend's round-robin, the backend
-        now = ta
-        if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-            i = shed_arrival(s, shed, r_outcome, i, 0, chunk, n, arrival_ns, DROPPED)
-            continue
-        r = i
-        i += 1
-        ss = sess[r]
-        if not ep_planned[e, ss] or coin[r] >= scale:
-            r_outcome[r] = DROPPED
-        else:
-            tokens = tok[ss] + (now - t_last[ss]) * ep_rate[e, ss]
-            depth = ep_depth[e, ss]
-            tok[ss] = tokens if tokens < depth else depth
-            t_last[ss] = now
-            if tok[ss] < 1.0:
+                    sb[w] = ep_sb[e, w]
+                    ns[w] = ep_ns[e, w]
+                    duty[w] = ep_duty[e, w]
+                    rr[w] = 0
+                    cyc[w] = 0
+                    nserved[w] = 0
+                scale = ep_scale[e]
+                for ss in range(n_sess):
+                    if ep_planned[e, ss]:
+                        tok[ss] = ep_depth[e, ss]
+                        t_last[ss] = now
+                if fe > 1:  # each frontend's routers start at a random phase
+                    for f in range(fe):
+                        for j in range(n_order[e]):
+                            ss = order[e, j]
+                            x0 = eb[e, ss]
+                            nx = ne[e, ss]
+                            for x in range(x0, x0 + nx):
+                                cur[f, x] = ent_w[x] * nx * mt_random(mt, mtpos)
+                for r in queued:
+                    ss = sess[r]
+                    if ep_planned[e, ss]:
+                        sl = ent_slot[_route(fe, mt, mtpos, cur, eb[e, ss], ne[e, ss], ent_w, total[e, ss])]
+                        nxt[r] = -1
+                        if l_len[sl] == 0:
+                            l_head[sl] = r
+                        else:
+                            nxt[l_tail[sl]] = r
+                        l_tail[sl] = r
+                        l_len[sl] += 1
+                    else:
+                        r_outcome[r] = DROPPED
+                for w in range(n_workers):
+                    if idle[w]:
+                        dq[nd] = w
+                        nd += 1
+                if e < last_epoch:
+                    next_epoch = e + 1
+        elif i < n:
+            # ---- an arrival (Nexus.on_arrival): coin, token bucket, a frontend's round-robin, the backend
+            now = ta
+            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
+                i = shed_arrival(s, shed, r_outcome, i, 0, chunk, n, arrival_ns, DROPPED)
+                continue
+            ua, uk = 1, now
+            arriving = True
+            r = i
+            i += 1
+            ss = sess[r]
+            if not ep_planned[e, ss] or coin[r] >= scale:
                 r_outcome[r] = DROPPED
             else:
-                tok[ss] -= 1.0
-                w = _enqueue(e, ss, r, fe, mt, mtpos, cur, EP, SL, nxt)
-                if idle[w]:
-                    blog, nb, heap, hsize, hseq = _dispatch(w, now, i, 1, now, WK, SL, nxt, t, d, shed, s, lat,
-                                                            lat0, w_hw, ovh, R, blog, nb, heap, hsize, hseq)
-                    dirty = True
-        at_chunk_end(s, i, 0, chunk, n, arrival_ns)
+                tokens = tok[ss] + (now - t_last[ss]) * ep_rate[e, ss]
+                depth = ep_depth[e, ss]
+                tok[ss] = tokens if tokens < depth else depth
+                t_last[ss] = now
+                if tok[ss] < 1.0:
+                    r_outcome[r] = DROPPED
+                else:
+                    tok[ss] -= 1.0
+                    x = _route(fe, mt, mtpos, cur, eb[e, ss], ne[e, ss], ent_w, total[e, ss])
+                    sl = ent_slot[x]
+                    nxt[r] = -1
+                    if l_len[sl] == 0:
+                        l_head[sl] = r
+                    else:
+                        nxt[l_tail[sl]] = r
+                    l_tail[sl] = r
+                    l_len[sl] += 1
+                    w = ent_worker[x]
+                    if idle[w]:
+                        dq[0] = w
+                        nd = 1
+        else:
+            break
+        # ---- Nexus._dispatch, for each worker the event named: the next slot of its duty cycle with
+        # requests (heads that cannot finish in the slot's batch dropped first), or idling — with a wake-up at
+        # the cycle's end if it served a slot in the cycle
+        for q in range(nd):
+            kk = dq[q]
+            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+            nsl = ns[kk]
+            b0 = sb[kk]
+            if now >= cyc[kk]:
+                cyc[kk] = now + duty[kk]
+                for j in range(b0, b0 + nsl):
+                    l_served[j] = False
+                nserved[kk] = 0
+            started = False
+            for step in range(nsl):
+                j = rr[kk] + step
+                if j >= nsl:
+                    j -= nsl
+                sl = b0 + j
+                if l_served[sl]:
+                    continue
+                cap = l_cap[sl]
+                m = l_model[sl]
+                while l_len[sl] > 0:
+                    h = l_head[sl]
+                    if d[h] < ready + lat0[m, cap if cap < l_len[sl] else l_len[sl]]:
+                        r_outcome[h] = DROPPED
+                        l_head[sl] = nxt[h]
+                        l_len[sl] -= 1
+                    else:
+                        break
+                if l_len[sl] == 0:
+                    continue
+                b = cap if cap < l_len[sl] else l_len[sl]
+                start = w_free[kk]
+                if active:
+                    disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
+                    if start < disp:
+                        start = disp
+                elif start < now:
+                    start = now
+                end = start + lat[w_hw[kk], m, b]
+                blog = log_batch(blog, nb, kk, m, b, start, end, ua, uk)
+                r = l_head[sl]
+                for _ in range(b):
+                    r_start[r] = start
+                    r_finish[r] = end
+                    r_worker[r] = kk
+                    r_batch[r] = nb
+                    r_outcome[r] = SERVED if d[r] >= end else LATE
+                    r = nxt[r]
+                l_head[sl] = r
+                l_len[sl] -= b
+                w_bid[kk] = nb
+                w_start[kk] = start
+                w_end[kk] = end
+                nb += 1
+                l_served[sl] = True
+                nserved[kk] += 1
+                rr[kk] = j + 1 if j + 1 < nsl else 0
+                idle[kk] = False
+                dirty = True
+                started = True
+                break
+            if not started:
+                idle[kk] = True
+                if nserved[kk] > 0 and wake[kk] != cyc[kk] and cyc[kk] > now:
+                    wake[kk] = cyc[kk]
+                    hseq += 1
+                    heap = t_push(heap, hsize, cyc[kk], hseq, -kk - 1)
+                    hsize += 1
+        if next_epoch >= 0:
+            hseq += 1
+            heap = t_push(heap, hsize, next_epoch * epoch_us, hseq, next_epoch)
+            hsize += 1
+        if arriving:
+            at_chunk_end(s, i, 0, chunk, n, arrival_ns)
     finish(r_outcome, DROPPED)
     return blog[:, :nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED]
 
