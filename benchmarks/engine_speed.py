@@ -35,7 +35,8 @@ machine's load hits all of them alike; the last lines give each variant's
 median CPU rate relative to the first.
 
 Flex runs in Herd-like serving groups of ``--flex-group-size`` workers (default
-12, Shepherd §7; each group its own 13 streams); Clockwork, Nexus and Symphony
+12, Shepherd §7; each group its own 13 streams); Clockwork, Nexus (its default
+configuration: Shepherd §7's 60 s epochs, its own overhead model) and Symphony
 (``symphony``, ``symphony-wc``: its default configuration, Symphony §4.3) in one
 group (a centralised scheduler; per-stream provisioning).
 
@@ -44,7 +45,7 @@ group (a centralised scheduler; per-stream provisioning).
 RSS (the whole CLI: reading the trace, the run, the summary).
 
 Usage: python benchmarks/engine_speed.py [--cases served,overload] [--requests N] [--repeats 5]
-       [--policies flex,clockwork,symphony] [--workers 12] [--variants ref:,apart:groups=apart]
+       [--policies flex,clockwork,symphony,nexus] [--workers 12] [--variants ref:,apart:groups=apart]
        e.g. compiled vs reference: --cases served --policies clockwork --variants reference:path=reference,fast:path=fast
        python benchmarks/engine_speed.py --memory 10000000 --policies flex,clockwork --variants fast:path=fast
 """
@@ -188,7 +189,7 @@ def main() -> None:
     ap.add_argument("--cases", default="served,overload", help=f"named cases: {', '.join(CASES)}")
     ap.add_argument("--requests", type=int, default=0, help="requests per run (0: the case's own, 1 M)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--policies", default="flex,clockwork,symphony")
+    ap.add_argument("--policies", default="flex,clockwork,symphony,nexus")
     ap.add_argument("--workers", default="12")
     ap.add_argument("--slo-ms", type=float, default=250.0)
     ap.add_argument("--seed", type=int, default=0)

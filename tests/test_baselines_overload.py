@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shepherd.core.engine import OverheadConfig, simulate
+from shepherd.core.engine import EngineConfig, OverheadConfig, simulate
 from shepherd.core.profiles import load_builtin
 from shepherd.traces.synthetic import assemble
 
 PROF = load_builtin("shepherd-v100")
 NO_OVERHEAD = OverheadConfig(mode="none")
+#: the tests that read the policy object's plan run on the reference engine (the fast path keeps none)
+REFERENCE = EngineConfig(path="reference")
 
 
 def _poisson(rate_per_s: float, seconds: float, seed: int) -> np.ndarray:
@@ -24,7 +26,7 @@ def _poisson(rate_per_s: float, seconds: float, seed: int) -> np.ndarray:
 def _run(rate: float, streams: int = 1):
     arr = [_poisson(rate / streams, 3.0, s) for s in range(streams)]
     trace = assemble(arr, ["ResNet50"] * streams, [100_000] * streams)
-    res = simulate(trace, PROF, "nexus", gpus=2, overhead=NO_OVERHEAD, seed=1)
+    res = simulate(trace, PROF, "nexus", gpus=2, overhead=NO_OVERHEAD, seed=1, engine=REFERENCE)
     return res.summary_frame().row(0, named=True), res.engine.policies[0]
 
 
@@ -71,7 +73,8 @@ def test_nexus_plans_for_the_peaks_of_the_traffic_it_admits():
 
     arr = [_poisson(12_000, 3.0, 4), _poisson(3_000, 3.0, 5)]
     trace = assemble(arr, ["ResNet50", "ResNet18"], [100_000, 100_000])
-    res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.1}, gpus=1, overhead=NO_OVERHEAD, seed=2)
+    res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.1}, gpus=1, overhead=NO_OVERHEAD, seed=2,
+                   engine=REFERENCE)
     pol = res.engine.policies[0]
     s = pol.plans[0]["scale"]
     assert 0 < s < 1
@@ -101,5 +104,6 @@ def test_nexus_peak_window_defaults_to_the_slo():
     _, pol = _run(1_000)
     assert pol.window_us == 100_000  # the trace's SLO
     trace = assemble([_poisson(500, 1.0, 3)], ["ResNet50"], [100_000])
-    res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.5}, gpus=1, overhead=NO_OVERHEAD, seed=1)
+    res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.5}, gpus=1, overhead=NO_OVERHEAD, seed=1,
+                   engine=REFERENCE)
     assert res.engine.policies[0].window_us == 500_000

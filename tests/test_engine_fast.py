@@ -16,6 +16,8 @@ from conftest import assert_user_error
 from shepherd.core.artifacts import make_provenance, write_artifact
 from shepherd.core.engine import EngineConfig, OverheadConfig, simulate
 from shepherd.core.errors import UserError
+from shepherd.core.policies import registry
+from shepherd.core.policies.base import Policy
 from shepherd.core.profiles import load_builtin
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
@@ -224,10 +226,30 @@ def test_fast_flex_equals_reference_on_100k_requests(case):
         assert ref.shed > 0 and preempted == 0
 
 
-def test_fast_path_refuses_what_it_does_not_cover():
+class OneAtATime(Policy):
+    """A policy with no fast path (the built-in ones without one need other artifacts): each request runs
+    alone on the first idle worker, else is dropped."""
+
+    def on_arrival(self, now, rid, model, deadline, stream):
+        idle = [w for w in self.act.workers if not self.act.busy(w)]
+        if idle:
+            self.act.start(idle[0], model, [rid], now)
+        else:
+            self.act.drop([rid], now)
+
+
+@pytest.fixture
+def no_fast_path(monkeypatch):
+    """``one-at-a-time``, registered in-process for one test: a policy without a fast path."""
+    monkeypatch.setitem(registry.POLICIES, "one-at-a-time",
+                        registry.PolicySpec("one-at-a-time", OneAtATime, registry.NoOptions, ""))
+    return "one-at-a-time"
+
+
+def test_fast_path_refuses_what_it_does_not_cover(no_fast_path):
     trace = workload(1, 2, 50_000, 500.0, False)
-    with pytest.raises(UserError, match="no fast path.*clockwork, flex, flex-np"):
-        simulate(trace, PROF, "nexus", gpus=2, engine=EngineConfig(path="fast"))
+    with pytest.raises(UserError, match="no fast path.*clockwork, flex, flex-np, nexus, symphony, symphony-wc"):
+        simulate(trace, PROF, no_fast_path, gpus=2, engine=EngineConfig(path="fast"))
     with pytest.raises(UserError, match="covers"):
         simulate(trace, PROF, "clockwork", {"admission": "predictive"}, gpus=2, engine=EngineConfig(path="fast"))
     for option in ("schedule_ahead_ms", "slo_buffer_ms"):  # Clockwork as Symphony ran it: reference only
@@ -240,23 +262,23 @@ def test_fast_path_refuses_what_it_does_not_cover():
         EngineConfig(path="turbo").validate()
 
 
-def test_auto_is_the_default_and_falls_back_silently():
+def test_auto_is_the_default_and_falls_back_silently(no_fast_path):
     """``auto`` (the default) runs the fast path where it covers the run, else the reference engine: the same
     tables either way, and the reference's policy objects only where the reference ran."""
     assert EngineConfig().path == "auto"
     trace = workload(3, 3, 80_000, 1500.0, True)
     for policy, cfg, fast in (("flex", None, True), ("clockwork", {"admission": "predictive"}, False),
                               ("clockwork", {"schedule_ahead_ms": 10.0, "slo_buffer_ms": 5.0}, False),
-                              ("nexus", None, False)):
+                              ("nexus", None, True), (no_fast_path, None, False)):
         auto = simulate(trace, PROF, policy, cfg, gpus=2)
         ref = simulate(trace, PROF, policy, cfg, gpus=2, engine=EngineConfig(path="reference"))
         assert_same(auto, ref)
         assert (len(auto.engine.policies) == 0) == fast
 
 
-def test_cli_engine_fast(cli, tmp_path):
+def test_cli_engine_fast(cli, tmp_path, no_fast_path):
     write_artifact(workload(2, 3, 300_000, 1500.0, True), tmp_path / "t.parquet", "trace", make_provenance())
-    for policy in ("clockwork", "flex", "symphony"):
+    for policy in ("clockwork", "flex", "symphony", "nexus"):
         outs = {}
         for eng in ("reference", "fast", "default"):
             r = cli("simulate", "--policy", policy, "--trace", tmp_path / "t.parquet", "--gpus", "3",
@@ -264,8 +286,8 @@ def test_cli_engine_fast(cli, tmp_path):
             assert r.code == 0, r.err
             outs[eng] = {p.name: p.read_bytes() for p in sorted((tmp_path / policy / eng).glob("*.parquet"))}
         assert len(outs["fast"]) == 4 and outs["fast"] == outs["reference"] == outs["default"]
-    assert_user_error(cli("simulate", "--policy", "nexus", "--trace", tmp_path / "t.parquet", "--gpus", "3",
-                          "--engine", "fast", "-o", tmp_path / "x"), "clockwork, flex, flex-np")
+    assert_user_error(cli("simulate", "--policy", no_fast_path, "--trace", tmp_path / "t.parquet", "--gpus", "3",
+                          "--engine", "fast", "-o", tmp_path / "x"), "clockwork, flex, flex-np, nexus, symphony")
     assert not (tmp_path / "x").exists()
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import assert_user_error
 from shepherd.core.artifacts import make_provenance, write_artifact
-from shepherd.core.engine import OverheadConfig, simulate
+from shepherd.core.engine import EngineConfig, OverheadConfig, simulate
 from shepherd.core.errors import UserError
 from shepherd.core.policies import registry
 from shepherd.core.policies.queues import DeadlineQueues
@@ -206,8 +206,8 @@ def test_nexus_provisions_dedicated_gpus_at_the_eq1_batch():
     # one GPU serves 22/24.46 ms = 899 req/s → 2 dedicated GPUs + a shared one for the residual
     a = np.arange(0, 3_000_000, 1000 // rate_per_ms, dtype=np.int64)
     trace = assemble([a], ["ResNet50"], [50_000])
-    res = simulate(trace, PROF, "nexus", gpus=4, overhead=NO_OVERHEAD)
-    pol = res.engine.policies[0]
+    res = simulate(trace, PROF, "nexus", gpus=4, overhead=NO_OVERHEAD, engine=EngineConfig(path="reference"))
+    pol = res.engine.policies[0]  # the policy object: the reference engine's
     lat = np.array([0] + [int(round((0.75 * b + 7.96) * 1000)) for b in range(1, 129)])
     expected = sustainable_batch(lat, 50_000)
     assert expected == 22
@@ -241,7 +241,8 @@ def test_nexus_run_admission_agrees_with_the_per_request_path(seed, gpus, fronte
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(nexus, "VECTOR_MIN_RUN", threshold)
             res = simulate(trace, PROF, "nexus", {"frontends": frontends, "epoch_s": epoch_s,
-                                                  "peak_window_s": 0.2}, gpus=gpus, seed=seed % 7)
+                                                  "peak_window_s": 0.2}, gpus=gpus, seed=seed % 7,
+                           engine=EngineConfig(path="reference"))  # the reference policy's two paths
         frames.append(res.requests_frame())
     assert frames[0].equals(frames[1])
 
@@ -275,3 +276,22 @@ def test_nexus_epoch_peaks_match_a_group_by_reference(points, sizes):
     for e, stream, n in counts.iter_rows():
         ref.setdefault(e, {})[stream] = n * 1e6 / window_us
     assert epoch_peaks(t, s, epoch_us, window_us) == ref
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=300), st.booleans())
+def test_nexus_stream_info_counts_small_ids_as_unique_sorts_them(streams, big):
+    """The counted path of ``stream_info`` (small non-negative ids) gives ``np.unique``'s arrays: sorted ids,
+    each request's index into them, each stream's first request (its model and SLO)."""
+    from shepherd.core.policies.nexus import DENSE_STREAM_IDS, stream_info
+
+    stream = np.array(streams, np.int64) + (DENSE_STREAM_IDS if big else 0)  # big: np.unique's own path
+    n = len(stream)
+    arrival = np.arange(n, dtype=np.int64) * 10
+    model = np.arange(n, dtype=np.int64) % 7
+    deadline = arrival + 1000 + np.arange(n, dtype=np.int64)
+    sm, slo, ids, inverse = stream_info(arrival, deadline, model, stream)
+    u, first, inv = np.unique(stream, return_index=True, return_inverse=True)
+    assert np.array_equal(ids, u) and np.array_equal(inverse, inv.ravel())
+    assert sm == {int(s): int(model[i]) for s, i in zip(u, first)}
+    assert slo == {int(s): int(deadline[i] - arrival[i]) for s, i in zip(u, first)}

@@ -152,7 +152,10 @@ def simulate(
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
     if fast_path:
-        counters = fast.run_fast(eng, policy, cfg, runtime, max_batch)  # an empty trace too: its counters
+        def make_policy(g: int):  # a group's policy object as the reference builds it (Nexus's fast path plans with it)
+            return spec.cls(Actions(eng, g, cluster.groups[g], runtime, models, max_batch, rng), cfg)
+
+        counters = fast.run_fast(eng, policy, cfg, runtime, max_batch, make_policy)  # an empty trace too: its counters
         per_group = counters if counters is not None else [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":

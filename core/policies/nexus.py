@@ -174,8 +174,19 @@ def epoch_peaks(arrival: np.ndarray, stream: np.ndarray, epoch_us: int, window_u
 def stream_info(arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray, stream: np.ndarray
                 ) -> tuple[dict[int, int], dict[int, int], np.ndarray, np.ndarray]:
     """Each stream's model and SLO, taken from its first request (streams have one of each),
-    and the sorted stream ids with each request's index into them (one sort of the trace)."""
-    ids, first, inverse = np.unique(stream, return_index=True, return_inverse=True)
+    and the sorted stream ids with each request's index into them (``np.unique``'s; small non-negative
+    ids — every generated trace's — are counted instead of sorted: the same arrays, ~10× faster at 1 M
+    requests, ``tests/test_policies.py``)."""
+    if len(stream) and 0 <= int(stream.min()) and int(stream.max()) < DENSE_STREAM_IDS:
+        ids = np.flatnonzero(np.bincount(stream))
+        lut = np.zeros(int(stream.max()) + 1, np.int64)
+        lut[ids] = np.arange(len(ids))
+        inverse = lut[stream]
+        first = np.full(len(lut), len(stream), np.int64)
+        np.minimum.at(first, stream, np.arange(len(stream), dtype=np.int64))
+        first = first[ids]
+    else:
+        ids, first, inverse = np.unique(stream, return_index=True, return_inverse=True)
     return ({int(s): int(model[i]) for s, i in zip(ids, first)},
             {int(s): int(deadline[i] - arrival[i]) for s, i in zip(ids, first)}, ids, inverse)
 
@@ -316,6 +327,34 @@ class Nexus(Policy):
                 hi = mid
         return best[0], lo, best[1]
 
+    def layout(self, plan: list[dict], planned: dict[int, float]) -> tuple[list[int], list[list[tuple[int, int]]],
+                                                                         dict, dict, dict, int]:
+        """An epoch's plan laid out on the group's workers: per worker its duty cycle (µs) and its
+        (session, batch) slots; per session its (worker, slot) allocations and their shares of its
+        requests, and its token bucket's (rate per µs, depth); the GPUs used. Sessions keep the
+        plan's order (the frontends' routers are made in it). The compiled fast path
+        (``core/engine/fast/nexus.py``) lays its epochs out with this too."""
+        n = len(self.workers)
+        duty = [0] * n
+        slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        targets: dict[int, list[tuple[int, int]]] = {}
+        weights: dict[int, list[float]] = {}
+        k = 0
+        for a in plan:
+            for _ in range(a["gpus"]):
+                duty[k] = int(a["duty_us"])
+                for stream, _model, batch, share in a["streams"]:
+                    slots[k].append((stream, int(batch)))
+                    targets.setdefault(stream, []).append((k, len(slots[k]) - 1))
+                    weights.setdefault(stream, []).append(share / a["gpus"])
+                k += 1
+        window_us = self.window_us
+        rates = {}
+        for stream, tg in targets.items():
+            rate = planned[stream] / 1e6
+            rates[stream] = (rate, float(max(1, sum(slots[kk][j][1] for kk, j in tg), rate * window_us)))
+        return duty, slots, targets, weights, rates, k
+
     def _configure(self, now: int, epoch: int) -> None:
         plan, scale, planned = self._plan(epoch)
         queued = []
@@ -323,28 +362,12 @@ class Nexus(Policy):
             for q in per_w:
                 queued.extend(q)
         n = len(self.workers)
-        self.slots = [[] for _ in range(n)]
-        self.queues = [[] for _ in range(n)]
+        self.duty, self.slots, self.targets, self.weights, rates, k = self.layout(plan, planned)
+        self.queues = [[deque() for _ in slots] for slots in self.slots]
         self.rr = [0] * n
-        self.duty = [0] * n
         self.cycle_end = [0] * n
         self.served = [set() for _ in range(n)]
-        self.targets, self.weights, self.bucket = {}, {}, {}
-        k = 0
-        for a in plan:
-            for _ in range(a["gpus"]):
-                self.duty[k] = int(a["duty_us"])
-                for stream, _model, batch, share in a["streams"]:
-                    self.slots[k].append((stream, int(batch)))
-                    self.queues[k].append(deque())
-                    self.targets.setdefault(stream, []).append((k, len(self.slots[k]) - 1))
-                    self.weights.setdefault(stream, []).append(share / a["gpus"])
-                k += 1
-        window_us = self.window_us
-        for stream, tg in self.targets.items():
-            rate = planned[stream] / 1e6
-            depth = float(max(1, sum(self.slots[k][j][1] for k, j in tg), rate * window_us))
-            self.bucket[stream] = [depth, now, rate, depth]
+        self.bucket = {s: [depth, now, rate, depth] for s, (rate, depth) in rates.items()}
         self.scale = scale
         self.planned[:] = False
         self.planned[list(self.bucket)] = True

@@ -11,13 +11,14 @@ Serving groups (Herd groups, sub-clusters) never interact: each group's requests
 alone, and with several groups the runs are merged by :func:`shepherd.core.engine.groups.merge` — the
 kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
 single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
-:mod:`.symphony` (one serving group: its timers are not in the clock replay).
+:mod:`.symphony` and :mod:`.nexus` (one serving group: their timers are not in the clock replay; Nexus plans
+its epochs in Python with the policy's own planner, once per epoch, before its kernel runs).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import polars as pl
@@ -34,12 +35,16 @@ FAST = {
                 "serving group, overhead model|none",
     "symphony-wc": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0 (any rule, prune, rank, rate_window_ms), one "
                    "serving group, overhead model|none",
+    "nexus": "one serving group (any epoch_s, peak_window_s, provision, frontends, spare, hardware mix), overhead "
+             "model|none",
 }
 
 
 #: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
 STREAMED = ("clockwork", "flex", "flex-np")
 SYMPHONY = ("symphony", "symphony-wc")
+#: the kernels fed the whole trace at once, one serving group (their timers are not in the clock replay)
+WHOLE = (*SYMPHONY, "nexus")
 
 
 def names() -> list[str]:
@@ -60,6 +65,8 @@ def why_not(policy: str, config: Any, overhead: Any, w_hw: list[int], group_work
     if policy in SYMPHONY:
         ok = (ok and config.d_ctrl_us == 0 and config.d_data_us == 0 and config.autoscale_epoch_s == 0
               and len(group_workers) == 1)
+    if policy == "nexus":
+        ok = ok and len(group_workers) == 1
     if not ok:
         return f"the fast path of '{policy}' covers {FAST[policy]}; use --engine reference"
     return None
@@ -168,21 +175,34 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
         s[S_SHED])
 
 
-def _run_symphony(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int,
-                  lat: np.ndarray) -> list[dict]:
-    """Symphony's kernel over the whole trace, writing the recorder's columns in place; its counters."""
+def _run_whole(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int, lat: np.ndarray,
+               make_policy: Callable[[int], Any] | None) -> list[dict]:
+    """A kernel over the whole trace of the one serving group (Symphony's, Nexus's), writing the recorder's
+    columns in place; the policy's counters. ``make_policy(g)`` builds group ``g``'s policy object as the
+    reference would (Nexus plans with it)."""
     from shepherd.core.engine.fast.common import B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER
-    from shepherd.core.engine.fast.symphony import run_group
 
     rec, sched = engine.rec, engine.sched[0]
     common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
               sched.max_lag_ns, engine.config.chunk)
     shed = np.zeros(len(engine.arrival), np.bool_)
     out = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
-    blog, w_busy, w_waste, n_shed, stats = run_group(policy, config, runtime, max_batch, common, lat,
-                                                     np.array(engine.res.w_hw, np.int64), engine.arrival,
-                                                     engine.deadline, engine.model.astype(np.int64, copy=False),
-                                                     out)
+    w_hw = np.array(engine.res.w_hw, np.int64)
+    # one compiled signature: a trace read from a file hands read-only columns, which numba types apart (a
+    # second ~40 s compile); a copy of those
+    t, d = (np.require(col, np.int64, ["C", "W"]) for col in (engine.arrival, engine.deadline))
+    if policy == "nexus":
+        from shepherd.core.engine.fast import nexus
+
+        if make_policy is None:
+            raise ValueError("the Nexus fast path plans with the policy object: run_fast needs make_policy")
+        blog, w_busy, w_waste, n_shed, stats = nexus.run_group(lambda: make_policy(0), config, common, lat, w_hw,
+                                                               t, d, out)
+    else:
+        from shepherd.core.engine.fast.symphony import run_group
+
+        blog, w_busy, w_waste, n_shed, stats = run_group(policy, config, runtime, max_batch, common, lat, w_hw, t, d,
+                                                         np.require(engine.model, np.int64, ["C", "W"]), out)
     for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE), ("b_start", B_START),
                     ("b_end", B_END), ("b_pre", B_PRE)):
         getattr(rec, name).frombytes(np.ascontiguousarray(blog[c]).tobytes())
@@ -193,15 +213,18 @@ def _run_symphony(engine: Any, policy: str, config: Any, runtime: Any, max_batch
     return [stats]
 
 
-def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int) -> list[dict] | None:
+def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int,
+             make_policy: Callable[[int], Any] | None = None) -> list[dict] | None:
     """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder
     (or, with ``EngineConfig.record == "summary"``, only the summary's running aggregates); returns the
-    policy's counters per group where its kernel keeps them (Symphony's), else None."""
+    policy's counters per group where its kernel keeps them (Symphony's; Nexus's, none), else None.
+    ``make_policy(g)``: group ``g``'s policy object as the reference engine would build it, with the run's
+    generator in the state the reference's constructor finds it (Nexus plans its epochs with it)."""
     from shepherd.core.engine import groups
     from shepherd.core.engine.fast.common import B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER
 
     if not len(engine.arrival):  # nothing to run: Symphony's counters are zero, as the reference reports them
-        if policy in ("symphony", "symphony-wc"):
+        if policy in SYMPHONY:
             from shepherd.core.engine.fast.symphony import COUNTERS
 
             return [dict.fromkeys(COUNTERS, 0) for _ in engine.feeds]
@@ -212,8 +235,8 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
     step = engine.config.stream_chunk
     flex = policy != "clockwork"
     n_groups = len(engine.feeds)
-    if policy in SYMPHONY:  # one serving group (why_not), the whole trace at once
-        return _run_symphony(engine, policy, config, runtime, max_batch, lat)
+    if policy in WHOLE:  # one serving group (why_not), the whole trace at once
+        return _run_whole(engine, policy, config, runtime, max_batch, lat, make_policy)
     if n_groups == 1 and engine.group_ids[0] is None:  # the recorder's own columns, written as rows become final
         agg = rec.aggregates
         shed_ids = engine.admission.shed_ids
