@@ -173,9 +173,9 @@ def run_group(job: GroupJob) -> GroupRun | None:
                     np.array(logged.pushed_end, np.int64), logged.stats())
 
 
-def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> list[np.ndarray]:
-    """Each group's batches' global ids: the single loop's clock re-enacted over the logs (module docstring;
-    compiled: :mod:`.fast.replay`)."""
+def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The global id of every group's batches, flat (group after group), and each group's first row in it: the
+    single loop's clock re-enacted over the logs (module docstring; compiled: :mod:`.fast.replay`)."""
     from shepherd.core.engine.fast.replay import replay_ids
 
     sizes = [len(r.unit_key) for r in runs]
@@ -188,7 +188,7 @@ def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> list[np.ndarray]
                       boff, np.concatenate(arrivals).astype(np.int64), toff)
     if (flat < 0).any():  # pragma: no cover - a log the clock cannot re-enact
         raise RuntimeError(f"{int((flat < 0).sum())} batches left after the replay")
-    return [flat[boff[g]:boff[g + 1]] for g in range(len(runs))]
+    return flat, boff
 
 
 def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
@@ -206,26 +206,35 @@ def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
 
 def merge(engine, runs: list[GroupRun], ids: list[np.ndarray], workers: list[list[int]],
           arrivals: list[np.ndarray]) -> None:
-    """Write the group runs' tables into ``engine``'s recorder (global request, worker and batch ids)."""
-    gids = replay(runs, arrivals)
+    """Write the group runs' tables into ``engine``'s recorder (global request, worker and batch ids;
+    compiled: :func:`.fast.replay.gather`)."""
+    from shepherd.core.engine.fast.replay import gather
+
+    gid, boff = replay(runs, arrivals)
     rec = engine.rec
-    total = sum(len(g) for g in gids)
-    cols = {k: np.zeros(total, np.int64) for k in ("worker", "model", "size", "start", "end", "preempted")}
-    for run, gid, ws, rid in zip(runs, gids, workers, ids):
-        wmap = np.asarray(ws, np.int64)
-        for k, col in cols.items():
-            col[gid] = run.batches[k] if k != "worker" else wmap[run.batches[k]]
-        served = run.r_batch >= 0
-        rec.r_start[rid] = run.r_start
-        rec.r_finish[rid] = run.r_finish
-        rec.r_worker[rid] = np.where(run.r_worker >= 0, wmap[np.maximum(run.r_worker, 0)], -1)
-        rec.r_batch[rid] = np.where(served, gid[np.maximum(run.r_batch, 0)] if len(gid) else -1, -1)
-        rec.r_outcome[rid] = run.r_outcome
-        rec.r_preempt[rid] = run.r_preempt
+    n_groups = len(runs)
+    bgrp = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(boff))
+    rows = [len(r) for r in ids]
+    rgrp = np.repeat(np.arange(n_groups, dtype=np.int64), rows)
+    inv = np.full(len(rec.r_start), -1, np.int64)
+    inv[np.concatenate(ids).astype(np.int64) if ids else np.empty(0, np.int64)] = np.arange(sum(rows))
+    woff = np.concatenate([[0], np.cumsum([len(ws) for ws in workers])]).astype(np.int64)
+    wflat = np.concatenate([np.asarray(ws, np.int64) for ws in workers]) if workers else np.empty(0, np.int64)
+
+    def cat(get, dtype):
+        return np.concatenate([np.asarray(get(r), dtype) for r in runs]) if runs else np.empty(0, dtype)
+
+    cols = np.empty((6, len(gid)), np.int64)  # every global id is written (the replay reached them all)
+    gather(gid, bgrp, inv, rgrp, woff, wflat, boff,
+           *(cat(lambda r, k=k: r.batches[k], np.int64) for k in ("worker", "model", "size", "start", "end",
+                                                                   "preempted")),
+           cols, cat(lambda r: r.r_start, np.int64), cat(lambda r: r.r_finish, np.int64),
+           cat(lambda r: r.r_worker, np.int64), cat(lambda r: r.r_batch, np.int64),
+           cat(lambda r: r.r_outcome, np.int8), cat(lambda r: r.r_preempt, np.int16),
+           rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
+    for run, ws, rid in zip(runs, workers, ids):
         for w, busy, waste in zip(ws, run.w_busy, run.w_waste):
             rec.w_busy[w] += busy
             rec.w_waste[w] += waste
         engine.admission.shed_ids.extend(rid[run.shed].tolist())
-    for name, k in (("b_worker", "worker"), ("b_model", "model"), ("b_size", "size"), ("b_start", "start"),
-                    ("b_end", "end"), ("b_pre", "preempted")):
-        getattr(rec, name).frombytes(np.ascontiguousarray(cols[k]).tobytes())
+    rec.set_batches(*cols)

@@ -99,7 +99,8 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
     and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
     outcome, preempt, shed)`` and the final batch-log rows (no longer running: a preemption can no longer
-    change them) to ``on_batches(columns)``; both in id order. When every request fits in one chunk and
+    change them) to ``on_batches(columns, final)`` (``final``: the last call, after which the log is not
+    touched: its columns may be kept as they are); both in id order. When every request fits in one chunk and
     ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
     kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
     from shepherd.core.engine.fast.common import (B_COLS, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
@@ -158,7 +159,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
         if not direct:
             on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
         if fin:
-            on_batches(blog[:, :fin])
+            on_batches(blog[:, :fin], hi == n)
             blog[:, :nbl - fin] = blog[:, fin:nbl]
             st[ST_BOFF] += fin
         if hi == n:
@@ -227,9 +228,12 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
                 rec.r_batch[off:hi], rec.r_outcome[off:hi], rec.r_preempt[off:hi] = batch, outcome, preempt
             shed_ids.frombytes((np.flatnonzero(shed) + off).astype(np.int64).tobytes())
 
-        def on_batches(rows):
+        def on_batches(rows, final):
             if agg is not None:
                 agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
+                return
+            if final and not len(rec.b_worker):  # the whole table at once: its rows are the columns
+                rec.set_batches(*(rows[c] for c in (B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE)))
                 return
             for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
                             ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
@@ -265,7 +269,7 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
                          np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
         w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
-                                          on_requests, lambda rows, logs=logs: logs.append(rows.copy()), out)
+                                          on_requests, lambda rows, _, logs=logs: logs.append(rows.copy()), out)
         engine.sched[g].shed = n_shed
         cols = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
         runs.append(groups.GroupRun(
