@@ -206,6 +206,11 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 if need > maxb:
                     thresh = INF
                     break
+                if full and st[ST_NQ] < need:  # BATCHGEN cannot find `need` queued requests: thresh = need
+                    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+                    if not _expires(nz, qh, qd, lat1, w_end[kk] if w_end[kk] > ready else ready):
+                        thresh = need
+                        break
                 delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
                 if delay < 0:  # past its last exit point: it finishes shortly
                     thresh = need
@@ -258,6 +263,23 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
     st[ST_THRESH] = thresh
     save_loop(st, i, -1, n_idle, nb)
     return DONE
+
+
+@njit(cache=True, inline='always')
+def _expires(nz, qh, qd, lat1, upto):
+    """Whether BATCHGEN at some time ≤ ``upto`` may drop a request (a queue head due before ``upto + ℓ(1)``).
+    The preemption check's BATCHGEN runs at ``max(now + delay, ready)`` ≤ max(the batch's end, ready); when
+    it cannot find the batch it needs and drops nothing, it changes nothing but the threshold, so the check
+    skips it (and the exit-point arithmetic): the same outcome, exactly. (``ready_us`` only charges arrivals
+    a later decision would charge first anyway.)"""
+    for wi in range(len(nz)):
+        x = nz[wi]
+        while x != 0:
+            m = (wi << 6) + cttz(x)
+            x &= x - 1
+            if qd[qh[m]] < upto + lat1[m]:
+                return True
+    return False
 
 
 @njit(cache=True, inline='always')
