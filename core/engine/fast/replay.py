@@ -35,7 +35,8 @@ def _push(ht, hk, hg, ha, size, t, key, g, a):
 
 @njit(cache=True, inline='always')
 def _pop(ht, hk, hg, ha, size):
-    """Remove the root: the last entry sifts down from the root's hole."""
+    """Remove the root: the last entry sifts down from the root's hole; the smaller child is picked without
+    a branch (the comparison of two children is a coin flip to a branch predictor)."""
     size -= 1
     t, key, g, a = ht[size], hk[size], hg[size], ha[size]
     i = 0
@@ -44,8 +45,10 @@ def _pop(ht, hk, hg, ha, size):
         if c >= size:
             break
         r = c + 1
-        if r < size and (ht[r] < ht[c] or (ht[r] == ht[c] and hk[r] < hk[c])):
-            c = r
+        if r < size:
+            tc, tr = ht[c], ht[r]
+            right = (tr < tc) | ((tr == tc) & (hk[r] < hk[c]))
+            c += right
         if ht[c] < t or (ht[c] == t and hk[c] < key):
             ht[i], hk[i], hg[i], ha[i] = ht[c], hk[c], hg[c], ha[c]
             i = c
@@ -62,17 +65,23 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff):
     n_groups = len(boff) - 1
     total = boff[-1]
     gid = np.full(total, -1, np.int64)
-    cap = total + n_groups + 1
+    cap = total + 1
     _replay(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
-            np.empty(cap, np.int64), np.empty(cap, np.int64), boff[:-1].copy(), toff[:-1].copy())
+            np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
+            np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64),
+            boff[:-1].copy(), toff[:-1].copy())
     return gid
 
 
 @njit(cache=True, _nrt=False)
-def _replay(ua, uk, pe, pre, boff, times, toff, gid, ht, hk, hg, ha, ptr, pos):
-    """:func:`replay_ids`' clock: heap entries (time, priority · 2^58 + seq, group, argument)."""
+def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag, aa, ptr, pos):
+    """:func:`replay_ids`' clock, as two heaps of entries (time, priority · 2^58 + seq, group, argument): the
+    completions (``c*``, one per running batch) and the arrivals (``a*``, at most one per group), popped
+    in the one clock's order — the earlier time, a completion before an arrival at equal times — so that the
+    many arrival events sift through a heap of the groups only."""
     n_groups = len(boff) - 1
-    size = 0
+    cn = 0
+    an = 0
     seq = 0
     nxt = 0
     for g in range(n_groups):  # on_start, in group order
@@ -81,41 +90,48 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ht, hk, hg, ha, ptr, pos):
             gid[i] = nxt
             nxt += 1
             seq += 1
-            size = _push(ht, hk, hg, ha, size, pe[i], COMPLETION * _PRIO + seq, g, i)
+            cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
             i += 1
         ptr[g] = i
     for g in range(n_groups):
         if toff[g] < toff[g + 1]:
             seq += 1
-            size = _push(ht, hk, hg, ha, size, times[toff[g]], ARRIVAL * _PRIO + seq, g, 0)
-    while size > 0:
-        prio, g, arg = hk[0] // _PRIO, hg[0], ha[0]
-        size = _pop(ht, hk, hg, ha, size)
-        end_b = boff[g + 1]
-        if prio == COMPLETION:
+            an = _push(at, ak, ag, aa, an, times[toff[g]], ARRIVAL * _PRIO + seq, g, 0)
+    while cn > 0 or an > 0:
+        if cn > 0 and (an == 0 or ct[0] <= at[0]):  # a completion
+            g, arg = cg[0], ca[0]
+            cn = _pop(ct, ck, cg, ca, cn)
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
             key = arg - boff[g]  # the log keys completions by the group's local batch id
             i = ptr[g]
+            end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
                 gid[i] = nxt
                 nxt += 1
                 seq += 1
-                size = _push(ht, hk, hg, ha, size, pe[i], COMPLETION * _PRIO + seq, g, i)
+                cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
                 i += 1
             ptr[g] = i
             continue
+        g = ag[0]
+        an = _pop(at, ak, ag, aa, an)
+        end_b = boff[g + 1]
         p, n = pos[g], toff[g + 1]
         while p < n:
-            if size > 0:
-                until = ht[0] + 1 if hk[0] // _PRIO >= ARRIVAL else ht[0]
+            # the run of arrivals ends at the next event of any group (a completion at its time, an arrival
+            # just after it)
+            if cn > 0 and (an == 0 or ct[0] <= at[0]):
+                until = ct[0]
+            elif an > 0:
+                until = at[0] + 1
             else:
                 until = NEVER
             i = ptr[g]
             due = uk[i] if i < end_b and ua[i] == 1 else NEVER
             if times[p] >= until:
                 seq += 1
-                size = _push(ht, hk, hg, ha, size, times[p], ARRIVAL * _PRIO + seq, g, 0)
+                an = _push(at, ak, ag, aa, an, times[p], ARRIVAL * _PRIO + seq, g, 0)
                 break
             stop = until if until < due else due
             while p < n and times[p] < stop:  # arrivals that make nothing push nothing
@@ -124,14 +140,14 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ht, hk, hg, ha, ptr, pos):
                 break
             if times[p] >= until:
                 seq += 1
-                size = _push(ht, hk, hg, ha, size, times[p], ARRIVAL * _PRIO + seq, g, 0)
+                an = _push(at, ak, ag, aa, an, times[p], ARRIVAL * _PRIO + seq, g, 0)
                 break
             tp = times[p]
             while i < end_b and ua[i] == 1 and uk[i] == tp:
                 gid[i] = nxt
                 nxt += 1
                 seq += 1
-                size = _push(ht, hk, hg, ha, size, pe[i], COMPLETION * _PRIO + seq, g, i)
+                cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
                 i += 1
             ptr[g] = i
             while p < n and times[p] == tp:
