@@ -88,6 +88,17 @@ class GroupRun:
     unit_key: np.ndarray  #: the arrival time, or the local id of the batch whose completion made it
     pushed_end: np.ndarray  #: the completion time queued when the batch was made (before any preemption)
     stats: dict[str, Any]
+    #: the same batch columns as one (9, batches) int64 array — worker, model, size, start, end, preempted,
+    #: unit_arrival, unit_key, pushed_end (a compiled run's log, :mod:`.fast.common`); None: built from them
+    log: np.ndarray | None = None
+
+    def log_rows(self) -> np.ndarray:
+        if self.log is not None:
+            return self.log
+        b = self.batches
+        return np.stack([np.asarray(c, np.int64) for c in (b["worker"], b["model"], b["size"], b["start"],
+                                                          b["end"], b["preempted"], self.unit_arrival,
+                                                          self.unit_key, self.pushed_end)])
 
 
 class _Logged:
@@ -173,22 +184,18 @@ def run_group(job: GroupJob) -> GroupRun | None:
                     np.array(logged.pushed_end, np.int64), logged.stats())
 
 
-def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The global id of every group's batches, flat (group after group), and each group's first row in it: the
-    single loop's clock re-enacted over the logs (module docstring; compiled: :mod:`.fast.replay`)."""
+def replay(log: np.ndarray, boff: np.ndarray, arrivals: list[np.ndarray]) -> np.ndarray:
+    """The global id of every group's batches, flat (group after group; ``log`` every group's batch log as
+    :meth:`GroupRun.log_rows` gives it, concatenated, group ``g`` from column ``boff[g]``): the single loop's
+    clock re-enacted over the logs (module docstring; compiled: :mod:`.fast.replay`)."""
     from shepherd.core.engine.fast.replay import replay_ids
 
-    sizes = [len(r.unit_key) for r in runs]
-    boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     toff = np.concatenate([[0], np.cumsum([len(t) for t in arrivals])]).astype(np.int64)
-    flat = replay_ids(np.concatenate([r.unit_arrival for r in runs]).astype(np.int8),
-                      np.concatenate([r.unit_key for r in runs]).astype(np.int64),
-                      np.concatenate([r.pushed_end for r in runs]).astype(np.int64),
-                      np.concatenate([r.batches["preempted"] for r in runs]).astype(np.bool_),
-                      boff, np.concatenate(arrivals).astype(np.int64), toff)
+    times = np.concatenate(arrivals).astype(np.int64, copy=False) if arrivals else np.empty(0, np.int64)
+    flat = replay_ids(log[6], log[7], log[8], log[5], boff, times, toff)
     if (flat < 0).any():  # pragma: no cover - a log the clock cannot re-enact
         raise RuntimeError(f"{int((flat < 0).sum())} batches left after the replay")
-    return flat, boff
+    return flat
 
 
 def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
@@ -205,32 +212,34 @@ def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
 
 
 def merge(engine, runs: list[GroupRun], ids: list[np.ndarray], workers: list[list[int]],
-          arrivals: list[np.ndarray]) -> None:
+          arrivals: list[np.ndarray], flat: tuple | None = None) -> None:
     """Write the group runs' tables into ``engine``'s recorder (global request, worker and batch ids;
-    compiled: :func:`.fast.replay.gather`)."""
+    compiled: :func:`.fast.replay.gather`). ``flat``: the runs' request columns (start, finish, worker,
+    batch, outcome, preemptions) already concatenated in group order (a fast run writes them so), else
+    concatenated here."""
     from shepherd.core.engine.fast.replay import gather
 
-    gid, boff = replay(runs, arrivals)
-    rec = engine.rec
     n_groups = len(runs)
-    bgrp = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(boff))
+    logs = [r.log_rows() for r in runs]
+    sizes = [lg.shape[1] for lg in logs]
+    boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    log = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
+    gid = replay(log, boff, arrivals)
+    rec = engine.rec
+    bgrp = np.repeat(np.arange(n_groups, dtype=np.int64), sizes)
     rows = [len(r) for r in ids]
     rgrp = np.repeat(np.arange(n_groups, dtype=np.int64), rows)
     inv = np.full(len(rec.r_start), -1, np.int64)
     inv[np.concatenate(ids).astype(np.int64) if ids else np.empty(0, np.int64)] = np.arange(sum(rows))
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in workers]) if workers else np.empty(0, np.int64)
-
-    def cat(get, dtype):
-        return np.concatenate([np.asarray(get(r), dtype) for r in runs]) if runs else np.empty(0, dtype)
-
+    if flat is None:
+        names = ("r_start", "r_finish", "r_worker", "r_batch", "r_outcome", "r_preempt")
+        types = (np.int64, np.int64, np.int32, np.int64, np.int8, np.int16)
+        flat = tuple(np.concatenate([np.asarray(getattr(r, k), dt) for r in runs]) if runs else np.empty(0, dt)
+                     for k, dt in zip(names, types))
     cols = np.empty((6, len(gid)), np.int64)  # every global id is written (the replay reached them all)
-    gather(gid, bgrp, inv, rgrp, woff, wflat, boff,
-           *(cat(lambda r, k=k: r.batches[k], np.int64) for k in ("worker", "model", "size", "start", "end",
-                                                                   "preempted")),
-           cols, cat(lambda r: r.r_start, np.int64), cat(lambda r: r.r_finish, np.int64),
-           cat(lambda r: r.r_worker, np.int64), cat(lambda r: r.r_batch, np.int64),
-           cat(lambda r: r.r_outcome, np.int8), cat(lambda r: r.r_preempt, np.int16),
+    gather(gid, bgrp, inv, rgrp, woff, wflat, boff, *log[:6], cols, *flat,
            rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
     for run, ws, rid in zip(runs, workers, ids):
         for w, busy, waste in zip(ws, run.w_busy, run.w_waste):

@@ -253,31 +253,40 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         engine.sched[0].shed = n_shed
         return
     runs, ids, arrivals = [], [], []
+    rids = [np.arange(len(engine.arrival), dtype=np.int64) if r is None else r for r in engine.group_ids]
+    total = sum(len(r) for r in rids)
+    # every group's request columns in one array each, group after group (the merge reads them so)
+    flat = (np.full(total, -1, np.int64), np.full(total, -1, np.int64), np.full(total, -1, np.int32),
+            np.full(total, -1, np.int64), np.zeros(total, np.int8), np.zeros(total, np.int16),
+            np.zeros(total, np.bool_))
+    o = 0
     for g in range(n_groups):
-        rid = engine.group_ids[g]
-        rid = np.arange(len(engine.arrival), dtype=np.int64) if rid is None else rid
+        rid = rids[g]
         k = len(rid)
-        out = (np.full(k, -1, np.int64), np.full(k, -1, np.int64), np.full(k, -1, np.int32),
-               np.full(k, -1, np.int64), np.zeros(k, np.int8), np.zeros(k, np.int16), np.zeros(k, np.bool_))
+        out = tuple(col[o:o + k] for col in flat)
+        o += k
         logs: list[np.ndarray] = []
 
         def on_requests(off, t, *cols, out=out):
             for dst, col in zip(out, cols):
                 dst[off:off + len(t)] = col
 
+        def on_batches(rows, final, logs=logs):  # the last call's rows stay as they are (the log is done)
+            logs.append(rows if final else rows.copy())
+
         t = engine.arrival[rid]
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
                          np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
         w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
-                                          on_requests, lambda rows, _, logs=logs: logs.append(rows.copy()), out)
+                                          on_requests, on_batches, out)
         engine.sched[g].shed = n_shed
-        cols = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
+        cols = (logs[0] if len(logs) == 1 else np.concatenate(logs, axis=1)) if logs else np.empty((9, 0), np.int64)
         runs.append(groups.GroupRun(
             *out[:6], {"worker": cols[0], "model": cols[1], "size": cols[2], "start": cols[3], "end": cols[4],
                        "preempted": cols[5]},
             w_busy.tolist(), w_waste.tolist(), np.flatnonzero(out[6]).astype(np.int64),
-            cols[6].astype(np.int8), cols[7].copy(), cols[8].copy(), {}))
+            cols[6], cols[7], cols[8], {}, log=cols))
         ids.append(rid)
         arrivals.append(t)
-    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals)
+    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals, flat[:6])
     return None
