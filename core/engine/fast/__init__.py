@@ -37,6 +37,9 @@ FAST = {
 }
 
 
+#: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
+LOG_ROOM = 1024
+
 #: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
 STREAMED = ("clockwork", "flex", "flex-np")
 SYMPHONY = ("symphony", "symphony-wc")
@@ -124,7 +127,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     st[ST_N] = n
     # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
     # costs no memory): no copies while it grows
-    state[base + 5] = np.empty((B_COLS, min(step, n) + 1024), np.int64)
+    state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
