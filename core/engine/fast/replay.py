@@ -19,11 +19,17 @@ _PRIO = np.int64(1) << 58
 
 
 @njit(cache=True, inline='always')
+def _before(ht, hk, a, b):
+    """Whether heap entry ``a`` comes before ``b``: the earlier time, then the smaller key (no branch)."""
+    return (ht[a] < ht[b]) | ((ht[a] == ht[b]) & (hk[a] < hk[b]))
+
+
+@njit(cache=True, inline='always')
 def _push(ht, hk, hg, ha, size, t, key, g, a):
-    """Sift up from a hole at the end (moves, not swaps)."""
+    """Sift up from a hole at the end of the 4-ary heap (moves, not swaps)."""
     i = size
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         if t < ht[parent] or (t == ht[parent] and key < hk[parent]):
             ht[i], hk[i], hg[i], ha[i] = ht[parent], hk[parent], hg[parent], ha[parent]
             i = parent
@@ -35,20 +41,23 @@ def _push(ht, hk, hg, ha, size, t, key, g, a):
 
 @njit(cache=True, inline='always')
 def _pop(ht, hk, hg, ha, size):
-    """Remove the root: the last entry sifts down from the root's hole; the smaller child is picked without
-    a branch (the comparison of two children is a coin flip to a branch predictor)."""
+    """Remove the root of the 4-ary heap: the last entry sifts down from the root's hole; the first of the
+    children is found without branches (their order is a coin flip to a branch predictor)."""
     size -= 1
     t, key, g, a = ht[size], hk[size], hg[size], ha[size]
     i = 0
     while True:
-        c = 2 * i + 1
+        c = 4 * i + 1
         if c >= size:
             break
-        r = c + 1
-        if r < size:
-            tc, tr = ht[c], ht[r]
-            right = (tr < tc) | ((tr == tc) & (hk[r] < hk[c]))
-            c += right
+        if c + 3 < size:
+            x = c + _before(ht, hk, c + 1, c)
+            y = c + 2 + _before(ht, hk, c + 3, c + 2)
+            c = y if _before(ht, hk, y, x) else x
+        else:
+            for d in range(c + 1, size):
+                if _before(ht, hk, d, c):
+                    c = d
         if ht[c] < t or (ht[c] == t and hk[c] < key):
             ht[i], hk[i], hg[i], ha[i] = ht[c], hk[c], hg[c], ha[c]
             i = c
