@@ -97,7 +97,7 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
 
 
 def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int, flex: bool,
-            on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
+            on_requests: Any, on_batches: Any, out: tuple | None = None, units: bool = False) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
     or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
     and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
@@ -105,9 +105,10 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     change them) to ``on_batches(columns, final)`` (``final``: the last call, after which the log is not
     touched: its columns may be kept as they are); both in id order. When every request fits in one chunk and
     ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
-    kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
-    from shepherd.core.engine.fast.common import (B_COLS, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
-                                                  ST_OFF, oldest, q_reserve, shift_running)
+    kernel writes into those directly: no window, no copy. ``units``: the log keeps each batch's unit and
+    pushed end (the clock replay of several groups needs them). Returns (w_busy, w_waste, shed count)."""
+    from shepherd.core.engine.fast.common import (B_COLS, B_PRE, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N,
+                                                  ST_NB, ST_OFF, ST_UNITS, oldest, q_reserve, shift_running)
 
     run, static, state, q0 = kernel
     base = q0  # the queues: state[q0:q0 + 5]; then the batch log; the state vector last, after s
@@ -125,6 +126,8 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
            np.empty(0, np.int16), np.empty(0, np.bool_))
     fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
     st[ST_N] = n
+    st[ST_UNITS] = units
+    kept = B_COLS if units else B_PRE + 1  # the log rows written (the others' pages are never touched)
     # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
     # costs no memory): no copies while it grows
     state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
@@ -163,7 +166,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
             on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
         if fin:
             on_batches(blog[:, :fin], hi == n)
-            blog[:, :nbl - fin] = blog[:, fin:nbl]
+            blog[:kept, :nbl - fin] = blog[:kept, fin:nbl]
             st[ST_BOFF] += fin
         if hi == n:
             break
@@ -281,7 +284,7 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
                          np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
         w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
-                                          on_requests, on_batches, out)
+                                          on_requests, on_batches, out, units=True)
         engine.sched[g].shed = n_shed
         cols = (logs[0] if len(logs) == 1 else np.concatenate(logs, axis=1)) if logs else np.empty((9, 0), np.int64)
         runs.append(groups.GroupRun(

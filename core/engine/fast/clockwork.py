@@ -29,10 +29,11 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
-                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, arrive, at_chunk_end,
-                                              bisect_right, bit_fill, bit_lowest, cttz, decide, finish, grow_log,
-                                              log_row, nz_clear, nz_fill, nz_set, q_empty, q_expire, q_push, q_take,
-                                              ready_us, run_insert, run_order, save_loop, serve_rows, shed_arrival)
+                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_UNITS, arrive,
+                                              at_chunk_end, bisect_right, bit_fill, bit_lowest, cttz, decide, finish,
+                                              grow_log, log_row, nz_clear, nz_fill, nz_set, q_empty, q_expire, q_push,
+                                              q_take, ready_us, run_insert, run_order, save_loop, serve_rows,
+                                              shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED
 
 
@@ -103,7 +104,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
     lat_h = lat[w_hw[0]]
     room = blog.shape[1] - len(w_hw) - 1
     i, n_idle, nb = st[ST_I], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
+    off, boff, n_total, last, units = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0, st[ST_UNITS] != 0
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
@@ -157,7 +158,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
                 disp = now
             start = w_free[worker] if w_free[worker] > disp else disp
             end = start + lat_h[best_m, b]
-            log_row(blog, nb - boff, worker, best_m, b, start, end, 1 if arriving else 0, unit)
+            log_row(blog, nb - boff, worker, best_m, b, start, end, 1 if arriving else 0, unit, units)
             h = qh[best_m]
             serve_rows(qr, h, b, start, end, worker, nb, d, r_start, r_finish, r_worker, r_batch, r_outcome)
             q_take(qh, qe, qd, qr, best_m, h, b)

@@ -46,9 +46,11 @@ S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
 #: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
 #: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
-#: (global ids), the group's request count, whether the window holds its last request, requests queued
-ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ = range(11)
-ST_LEN = 11
+#: (global ids), the group's request count, whether the window holds its last request, requests queued,
+#: whether the batch log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay
+#: of several groups reads them; one group's run leaves those rows untouched, their pages never written)
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ, ST_UNITS = range(12)
+ST_LEN = 12
 
 #: what a kernel's allocation-free loop returns: the window is used up, the batch log needs room, the run is done
 PAUSE, GROW, DONE = range(3)
@@ -349,17 +351,19 @@ def chunk_done(s, i, arrival_ns):
 
 
 @njit(cache=True, inline='always')
-def log_row(blog, nb, worker, model, size, start, end, ua, uk):
-    """Write batch ``nb`` (a column of the column-major log, which has room for it)."""
+def log_row(blog, nb, worker, model, size, start, end, ua, uk, units):
+    """Write batch ``nb`` (a column of the column-major log, which has room for it); its unit and pushed end
+    only if ``units`` (``ST_UNITS``)."""
     blog[B_WORKER, nb] = worker
     blog[B_MODEL, nb] = model
     blog[B_SIZE, nb] = size
     blog[B_START, nb] = start
     blog[B_END, nb] = end
     blog[B_PRE, nb] = 0
-    blog[B_UA, nb] = ua
-    blog[B_UK, nb] = uk
-    blog[B_PUSHED, nb] = end
+    if units:
+        blog[B_UA, nb] = ua
+        blog[B_UK, nb] = uk
+        blog[B_PUSHED, nb] = end
 
 
 @njit(cache=True)
@@ -378,7 +382,7 @@ def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
     """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
     if nb == blog.shape[1]:
         blog = grow_log(blog, nb, 1)
-    log_row(blog, nb, worker, model, size, start, end, ua, uk)
+    log_row(blog, nb, worker, model, size, start, end, ua, uk, True)
     return blog
 
 

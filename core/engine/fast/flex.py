@@ -31,10 +31,10 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY,
                                               ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF,
-                                              ST_THRESH, arrive, at_chunk_end, bit_fill, bit_lowest, cttz, decide,
-                                              finish, grow_log, largest_feasible, log_row, nz_clear, nz_fill, nz_set,
-                                              q_empty, q_expire, q_push, q_take, ready_us, run_insert, run_order,
-                                              run_remove, save_loop, shed_arrival)
+                                              ST_UNITS, ST_THRESH, arrive, at_chunk_end, bit_fill, bit_lowest, cttz,
+                                              decide, finish, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
+                                              nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
+                                              run_order, run_remove, save_loop, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
@@ -128,7 +128,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
     W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
     R = (r_start, r_finish, r_worker, r_batch, r_outcome)
     i, thresh, n_idle, nb = st[ST_I], st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
+    off, boff, n_total, last, units = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0, st[ST_UNITS] != 0
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
@@ -155,7 +155,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
             if b > 0:
                 nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz)
+                            Q, d, W, R, st, nz, units)
                 n_run = run_insert(order, n_run, w_end, k, w_end[k])
             else:
                 idle[k] = True
@@ -184,7 +184,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 if b == 0:
                     break
                 nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz)
+                            Q, d, W, R, st, nz, units)
                 n_run = run_insert(order, n_run, w_end, w, w_end[w])
                 idle[w] = False
                 nz_clear(idle_bits, w)
@@ -247,7 +247,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 w_free[kk] = stop
                 n_run = run_remove(order, n_run, kk)
                 nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz)
+                            Q, d, W, R, st, nz, units)
                 n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
                 for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
                     r = victims[x]
@@ -297,7 +297,7 @@ def _delay(start, end, e, now):
 
 
 @njit(cache=True, inline='always')
-def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st, nz):
+def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st, nz, units):
     """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
     arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
     arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
@@ -327,7 +327,7 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_
     if qh[m] == qe[m]:
         nz_clear(nz, m)
     st[ST_NQ] -= b
-    log_row(blog, nb - boff, w, m, b, start, end, ua, uk)
+    log_row(blog, nb - boff, w, m, b, start, end, ua, uk, units)
     w_bid[w] = nb
     w_start[w] = start
     w_end[w] = end
