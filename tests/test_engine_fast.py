@@ -166,6 +166,26 @@ def test_engine_config_refuses_a_bad_feed_or_record_switch(fields, needle):
         simulate(workload(0, 2, 50_000, 1500.0, False), PROF, "flex", gpus=2, engine=EngineConfig(**fields))
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), gpus=st.integers(1, 4), streams=st.integers(1, 6),
+       policy=st.sampled_from(["clockwork", "flex", "flex+preemption"]), step=st.sampled_from([3, 1 << 20]))
+def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, policy, step):
+    """The kernels' loops allocate nothing: with no spare room in the batch log they pause, the log grows
+    and they resume (``GROW``) — the same tables as the reference engine's."""
+    import shepherd.core.engine.fast as fast
+
+    trace = workload(seed, streams, 100_000, 8000.0, True)
+    name, cfg = policy, None
+    if policy == "flex+preemption":
+        name, cfg = "flex", {"lam": 1.5, "exit_points": 1}
+    ref = simulate(trace, PROF, name, cfg, gpus=gpus, seed=seed, engine=EngineConfig(path="reference"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fast, "LOG_ROOM", 0)
+        fed = simulate(trace, PROF, name, cfg, gpus=gpus, seed=seed,
+                       engine=EngineConfig(path="fast", stream_chunk=step))
+    assert_same(ref, fed)
+
+
 SHEDDING = OverheadConfig(base_us=40.0, per_request_us=25.0, arrival_us=300.0, max_lag_us=3_000.0)
 
 

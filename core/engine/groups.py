@@ -88,6 +88,17 @@ class GroupRun:
     unit_key: np.ndarray  #: the arrival time, or the local id of the batch whose completion made it
     pushed_end: np.ndarray  #: the completion time queued when the batch was made (before any preemption)
     stats: dict[str, Any]
+    #: the same batch columns as one (9, batches) int64 array — worker, model, size, start, end, preempted,
+    #: unit_arrival, unit_key, pushed_end (a compiled run's log, :mod:`.fast.common`); None: built from them
+    log: np.ndarray | None = None
+
+    def log_rows(self) -> np.ndarray:
+        if self.log is not None:
+            return self.log
+        b = self.batches
+        return np.stack([np.asarray(c, np.int64) for c in (b["worker"], b["model"], b["size"], b["start"],
+                                                          b["end"], b["preempted"], self.unit_arrival,
+                                                          self.unit_key, self.pushed_end)])
 
 
 class _Logged:
@@ -173,22 +184,18 @@ def run_group(job: GroupJob) -> GroupRun | None:
                     np.array(logged.pushed_end, np.int64), logged.stats())
 
 
-def replay(runs: list[GroupRun], arrivals: list[np.ndarray]) -> list[np.ndarray]:
-    """Each group's batches' global ids: the single loop's clock re-enacted over the logs (module docstring;
-    compiled: :mod:`.fast.replay`)."""
+def replay(log: np.ndarray, boff: np.ndarray, arrivals: list[np.ndarray]) -> np.ndarray:
+    """The global id of every group's batches, flat (group after group; ``log`` every group's batch log as
+    :meth:`GroupRun.log_rows` gives it, concatenated, group ``g`` from column ``boff[g]``): the single loop's
+    clock re-enacted over the logs (module docstring; compiled: :mod:`.fast.replay`)."""
     from shepherd.core.engine.fast.replay import replay_ids
 
-    sizes = [len(r.unit_key) for r in runs]
-    boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     toff = np.concatenate([[0], np.cumsum([len(t) for t in arrivals])]).astype(np.int64)
-    flat = replay_ids(np.concatenate([r.unit_arrival for r in runs]).astype(np.int8),
-                      np.concatenate([r.unit_key for r in runs]).astype(np.int64),
-                      np.concatenate([r.pushed_end for r in runs]).astype(np.int64),
-                      np.concatenate([r.batches["preempted"] for r in runs]).astype(np.bool_),
-                      boff, np.concatenate(arrivals).astype(np.int64), toff)
+    times = np.concatenate(arrivals).astype(np.int64, copy=False) if arrivals else np.empty(0, np.int64)
+    flat = replay_ids(log[6], log[7], log[8], log[5], boff, times, toff)
     if (flat < 0).any():  # pragma: no cover - a log the clock cannot re-enact
         raise RuntimeError(f"{int((flat < 0).sum())} batches left after the replay")
-    return [flat[boff[g]:boff[g + 1]] for g in range(len(runs))]
+    return flat
 
 
 def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
@@ -205,27 +212,38 @@ def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
 
 
 def merge(engine, runs: list[GroupRun], ids: list[np.ndarray], workers: list[list[int]],
-          arrivals: list[np.ndarray]) -> None:
-    """Write the group runs' tables into ``engine``'s recorder (global request, worker and batch ids)."""
-    gids = replay(runs, arrivals)
+          arrivals: list[np.ndarray], flat: tuple | None = None) -> None:
+    """Write the group runs' tables into ``engine``'s recorder (global request, worker and batch ids;
+    compiled: :func:`.fast.replay.gather`). ``flat``: the runs' request columns (start, finish, worker,
+    batch, outcome, preemptions) already concatenated in group order (a fast run writes them so), else
+    concatenated here."""
+    from shepherd.core.engine.fast.replay import gather
+
+    n_groups = len(runs)
+    logs = [r.log_rows() for r in runs]
+    sizes = [lg.shape[1] for lg in logs]
+    boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    log = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
+    gid = replay(log, boff, arrivals)
     rec = engine.rec
-    total = sum(len(g) for g in gids)
-    cols = {k: np.zeros(total, np.int64) for k in ("worker", "model", "size", "start", "end", "preempted")}
-    for run, gid, ws, rid in zip(runs, gids, workers, ids):
-        wmap = np.asarray(ws, np.int64)
-        for k, col in cols.items():
-            col[gid] = run.batches[k] if k != "worker" else wmap[run.batches[k]]
-        served = run.r_batch >= 0
-        rec.r_start[rid] = run.r_start
-        rec.r_finish[rid] = run.r_finish
-        rec.r_worker[rid] = np.where(run.r_worker >= 0, wmap[np.maximum(run.r_worker, 0)], -1)
-        rec.r_batch[rid] = np.where(served, gid[np.maximum(run.r_batch, 0)] if len(gid) else -1, -1)
-        rec.r_outcome[rid] = run.r_outcome
-        rec.r_preempt[rid] = run.r_preempt
+    bgrp = np.repeat(np.arange(n_groups, dtype=np.int64), sizes)
+    rows = [len(r) for r in ids]
+    rgrp = np.repeat(np.arange(n_groups, dtype=np.int64), rows)
+    inv = np.full(len(rec.r_start), -1, np.int64)
+    inv[np.concatenate(ids).astype(np.int64) if ids else np.empty(0, np.int64)] = np.arange(sum(rows))
+    woff = np.concatenate([[0], np.cumsum([len(ws) for ws in workers])]).astype(np.int64)
+    wflat = np.concatenate([np.asarray(ws, np.int64) for ws in workers]) if workers else np.empty(0, np.int64)
+    if flat is None:
+        names = ("r_start", "r_finish", "r_worker", "r_batch", "r_outcome", "r_preempt")
+        types = (np.int64, np.int64, np.int32, np.int64, np.int8, np.int16)
+        flat = tuple(np.concatenate([np.asarray(getattr(r, k), dt) for r in runs]) if runs else np.empty(0, dt)
+                     for k, dt in zip(names, types))
+    cols = np.empty((6, len(gid)), np.int64)  # every global id is written (the replay reached them all)
+    gather(gid, bgrp, inv, rgrp, woff, wflat, boff, *log[:6], cols, *flat,
+           rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
+    for run, ws, rid in zip(runs, workers, ids):
         for w, busy, waste in zip(ws, run.w_busy, run.w_waste):
             rec.w_busy[w] += busy
             rec.w_waste[w] += waste
         engine.admission.shed_ids.extend(rid[run.shed].tolist())
-    for name, k in (("b_worker", "worker"), ("b_model", "model"), ("b_size", "size"), ("b_start", "start"),
-                    ("b_end", "end"), ("b_pre", "preempted")):
-        getattr(rec, name).frombytes(np.ascontiguousarray(cols[k]).tobytes())
+    rec.set_batches(*cols)

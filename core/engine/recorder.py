@@ -44,7 +44,9 @@ RECORD_CHUNK = 1 << 11  #: paths buffered between vectorised writes
 DONE_CHUNK = 1 << 13  #: booked requests completed between vectorised outcome writes
 
 
-def _col(a: array) -> np.ndarray:
+def _col(a: array | np.ndarray) -> np.ndarray:
+    if isinstance(a, np.ndarray):  # a whole column installed by :meth:`Recorder.set_batches`
+        return a
     return np.frombuffer(a, dtype=np.int64) if len(a) else np.empty(0, np.int64)
 
 
@@ -88,6 +90,15 @@ class Recorder:
         self.done_bids: list[int] = []
 
     # ------------------------------------------------------------------ batches
+
+    def set_batches(self, worker: np.ndarray, model: np.ndarray, size: np.ndarray, start: np.ndarray,
+                    end: np.ndarray, pre: np.ndarray) -> None:
+        """Install a whole batch table at once (a compiled run's, :mod:`.fast`: int64 columns, used as they
+        are, without a copy); nothing is appended to it afterwards."""
+        if len(self.b_worker) or self.rows:  # pragma: no cover - a fast run writes its batches once
+            raise RuntimeError("set_batches on a recorder that already has batches")
+        self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end, self.b_pre = (
+            worker, model, size, start, end, pre)
 
     def n_batches(self) -> int:
         """Batch ids handed out so far (buffered rows included)."""

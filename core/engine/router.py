@@ -45,13 +45,18 @@ class ByStream(Router):
     def route(self, cluster, stream, models, model_idx, rng):
         pos = {g: i for i, g in enumerate(cluster.groups)}
         table = cluster.stream_group or {}
-        uniq = np.unique(stream)
+        small = len(stream) and 0 <= int(stream.min()) and int(stream.max()) < max(1 << 16, 4 * len(stream))
+        uniq = np.flatnonzero(np.bincount(stream)) if small else np.unique(stream)  # small ids: by counting
         missing = [int(s) for s in uniq if int(s) not in table]
         if missing:
             raise UserError(f"plan assigns no group to stream {missing[0]} "
                             f"({len(missing)} stream(s) of the trace are in no group)")
         keys = np.array(sorted(int(s) for s in uniq), dtype=np.int64)
         vals = np.array([pos[table[int(k)]] for k in keys], dtype=np.int32)
+        if small:  # a lookup table
+            lut = np.zeros(int(keys[-1]) + 1, np.int32)
+            lut[keys] = vals
+            return lut[stream]
         return vals[np.searchsorted(keys, stream)]
 
 

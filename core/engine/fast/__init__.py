@@ -40,6 +40,9 @@ FAST = {
 }
 
 
+#: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
+LOG_ROOM = 1024
+
 #: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
 STREAMED = ("clockwork", "flex", "flex-np")
 SYMPHONY = ("symphony", "symphony-wc")
@@ -101,16 +104,18 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
 
 
 def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int, flex: bool,
-            on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
+            on_requests: Any, on_batches: Any, out: tuple | None = None, units: bool = False) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
     or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
     and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
     outcome, preempt, shed)`` and the final batch-log rows (no longer running: a preemption can no longer
-    change them) to ``on_batches(columns)``; both in id order. When every request fits in one chunk and
+    change them) to ``on_batches(columns, final)`` (``final``: the last call, after which the log is not
+    touched: its columns may be kept as they are); both in id order. When every request fits in one chunk and
     ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
-    kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
-    from shepherd.core.engine.fast.common import (B_COLS, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB,
-                                                  ST_OFF, oldest, q_reserve, shift_running)
+    kernel writes into those directly: no window, no copy. ``units``: the log keeps each batch's unit and
+    pushed end (the clock replay of several groups needs them). Returns (w_busy, w_waste, shed count)."""
+    from shepherd.core.engine.fast.common import (B_COLS, B_PRE, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N,
+                                                  ST_NB, ST_OFF, ST_UNITS, oldest, q_reserve, shift_running)
 
     run, static, state, q0 = kernel
     base = q0  # the queues: state[q0:q0 + 5]; then the batch log; the state vector last, after s
@@ -128,9 +133,11 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
            np.empty(0, np.int16), np.empty(0, np.bool_))
     fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
     st[ST_N] = n
+    st[ST_UNITS] = units
+    kept = B_COLS if units else B_PRE + 1  # the log rows written (the others' pages are never touched)
     # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
     # costs no memory): no copies while it grows
-    state[base + 5] = np.empty((B_COLS, min(step, n) + 1024), np.int64)
+    state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
@@ -165,8 +172,8 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
         if not direct:
             on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
         if fin:
-            on_batches(blog[:, :fin])
-            blog[:, :nbl - fin] = blog[:, fin:nbl]
+            on_batches(blog[:, :fin], hi == n)
+            blog[:kept, :nbl - fin] = blog[:kept, fin:nbl]
             st[ST_BOFF] += fin
         if hi == n:
             break
@@ -250,9 +257,12 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
                 rec.r_batch[off:hi], rec.r_outcome[off:hi], rec.r_preempt[off:hi] = batch, outcome, preempt
             shed_ids.frombytes((np.flatnonzero(shed) + off).astype(np.int64).tobytes())
 
-        def on_batches(rows):
+        def on_batches(rows, final):
             if agg is not None:
                 agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
+                return
+            if final and not len(rec.b_worker):  # the whole table at once: its rows are the columns
+                rec.set_batches(*(rows[c] for c in (B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE)))
                 return
             for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
                             ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
@@ -272,31 +282,40 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         engine.sched[0].shed = n_shed
         return
     runs, ids, arrivals = [], [], []
+    rids = [np.arange(len(engine.arrival), dtype=np.int64) if r is None else r for r in engine.group_ids]
+    total = sum(len(r) for r in rids)
+    # every group's request columns in one array each, group after group (the merge reads them so)
+    flat = (np.full(total, -1, np.int64), np.full(total, -1, np.int64), np.full(total, -1, np.int32),
+            np.full(total, -1, np.int64), np.zeros(total, np.int8), np.zeros(total, np.int16),
+            np.zeros(total, np.bool_))
+    o = 0
     for g in range(n_groups):
-        rid = engine.group_ids[g]
-        rid = np.arange(len(engine.arrival), dtype=np.int64) if rid is None else rid
+        rid = rids[g]
         k = len(rid)
-        out = (np.full(k, -1, np.int64), np.full(k, -1, np.int64), np.full(k, -1, np.int32),
-               np.full(k, -1, np.int64), np.zeros(k, np.int8), np.zeros(k, np.int16), np.zeros(k, np.bool_))
+        out = tuple(col[o:o + k] for col in flat)
+        o += k
         logs: list[np.ndarray] = []
 
         def on_requests(off, t, *cols, out=out):
             for dst, col in zip(out, cols):
                 dst[off:off + len(t)] = col
 
+        def on_batches(rows, final, logs=logs):  # the last call's rows stay as they are (the log is done)
+            logs.append(rows if final else rows.copy())
+
         t = engine.arrival[rid]
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
                          np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
         w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
-                                          on_requests, lambda rows, logs=logs: logs.append(rows.copy()), out)
+                                          on_requests, on_batches, out, units=True)
         engine.sched[g].shed = n_shed
-        cols = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
+        cols = (logs[0] if len(logs) == 1 else np.concatenate(logs, axis=1)) if logs else np.empty((9, 0), np.int64)
         runs.append(groups.GroupRun(
             *out[:6], {"worker": cols[0], "model": cols[1], "size": cols[2], "start": cols[3], "end": cols[4],
                        "preempted": cols[5]},
             w_busy.tolist(), w_waste.tolist(), np.flatnonzero(out[6]).astype(np.int64),
-            cols[6].astype(np.int8), cols[7].copy(), cols[8].copy(), {}))
+            cols[6], cols[7], cols[8], {}, log=cols))
         ids.append(rid)
         arrivals.append(t)
-    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals)
+    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals, flat[:6])
     return None

@@ -28,29 +28,31 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K, ST_LAST, ST_LEN, ST_N,
-                                              ST_NB, ST_NIDLE, ST_NQ, ST_OFF, arrive, at_chunk_end, bisect_right,
-                                              decide, finish, log_batch, next_completion, q_empty, q_expire, q_push,
-                                              q_take, ready_us, save_loop, shed_arrival)
-from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
+from shepherd.core.engine.fast.common import (B_COLS, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
+                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_UNITS, arrive,
+                                              at_chunk_end, bisect_right, bit_fill, bit_lowest, cttz, decide, finish,
+                                              grow_log, log_row, nz_clear, nz_fill, nz_set, q_empty, q_expire, q_push,
+                                              q_take, ready_us, run_insert, run_order, save_loop, serve_rows,
+                                              shed_arrival)
+from shepherd.core.engine.outcomes import DROPPED
 
 
 @njit(cache=True, inline='always')
-def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st):
-    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``); the scan stops once
-    it has seen every queued request (``st[ST_NQ]``), as Flex's does."""
+def _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, nz):
+    """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``); the scan visits
+    only the non-empty queues (``nz``), lowest model first, as the reference's scan skips the empty ones."""
     best_m, best_d = -1, INF
-    left = st[ST_NQ]
-    mm = 0
-    while left > 0:
-        h, e = qh[mm], qe[mm]
-        if h < e:
-            left -= e - h
-            st[ST_NQ] -= q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED)
+    for wi in range(len(nz)):
+        x = nz[wi]
+        while x != 0:
+            mm = (wi << 6) + cttz(x)
+            x &= x - 1
+            if q_expire(qh, qe, qd, qr, mm, ready + lat_h[mm, 1], r_outcome, DROPPED) and qh[mm] == qe[mm]:
+                nz_clear(nz, mm)
+                continue
             h = qh[mm]
-            if h < qe[mm] and qd[h] < best_d:
+            if qd[h] < best_d:
                 best_m, best_d = mm, qd[h]
-        mm += 1
     if best_m < 0:
         return -1, 0
     b = bisect_right(lat_h[best_m], best_d - ready, 1, maxb + 1) - 1
@@ -74,25 +76,53 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
                   t, d, model, r_start, r_finish, r_worker, r_batch, r_outcome, r_preempt, shed):
     """One group's Clockwork run (one hardware type: ``lat[w_hw[0]]``) over the window of requests loaded,
     resumable, as :func:`.flex.run_flex` is (``r_preempt`` is not written: Clockwork never preempts); returns
-    the batch log."""
+    the batch log. The loop itself is :func:`_loop` (no allocation, hence no reference counting: see
+    :mod:`.common`); this wrapper gives it its scratch space and grows the log when it asks."""
+    n_workers = len(w_hw)
+    nz = np.empty((len(qh) + 63) >> 6, np.int64)
+    order = np.empty(n_workers, np.int64)
+    idle_bits = np.empty((n_workers + 63) >> 6, np.int64)
+    while True:
+        code = _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns,
+                     chunk, base, qh, qe, qd, qr, blog, w_free, w_end, w_bid, w_start, w_busy, idle, s, st,
+                     t, d, model, r_start, r_finish, r_worker, r_batch, r_outcome, shed, nz, order, idle_bits)
+        if code == GROW:
+            blog = grow_log(blog, st[ST_NB] - st[ST_BOFF], n_workers + 1)
+            continue
+        if code == DONE:
+            finish(r_outcome, DROPPED)
+        return blog
+
+
+@njit(cache=True, _nrt=False)
+def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
+          base, qh, qe, qd, qr, blog, w_free, w_end, w_bid, w_start, w_busy, idle, s, st,
+          t, d, model, r_start, r_finish, r_worker, r_batch, r_outcome, shed, nz, order, idle_bits):
+    """:func:`run_clockwork`'s loop; returns PAUSE (the window is used up), GROW (the log needs room for the
+    next event's batches: at most one per worker) or DONE, its state saved in ``st`` each time."""
     n = len(t)
     lat_h = lat[w_hw[0]]
-    i, k, dirty, n_idle, nb = st[ST_I], st[ST_K], st[ST_DIRTY] != 0, st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
+    room = blog.shape[1] - len(w_hw) - 1
+    i, n_idle, nb = st[ST_I], st[ST_NIDLE], st[ST_NB]
+    off, boff, n_total, last, units = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0, st[ST_UNITS] != 0
+    nz_fill(nz, qh, qe)
+    n_run = run_order(order, w_bid, w_end)
+    bit_fill(idle_bits, idle)
     while True:
-        if dirty:
-            k = next_completion(w_bid, w_end)
-            dirty = False
+        k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
             save_loop(st, i, k, n_idle, nb)
-            return blog
+            return PAUSE
+        if nb - boff > room:
+            save_loop(st, i, k, n_idle, nb)
+            return GROW
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             now = w_end[k]
             unit = w_bid[k]
             w_busy[k] += now - w_start[k]
             w_bid[k] = NONE
             w_free[k] = now
-            dirty = True
+            n_run -= 1
             worker = k
             arriving = False
         elif i < n:
@@ -101,7 +131,7 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
                 i = shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, DROPPED)
                 continue
             q_push(base, qh, qe, qd, qr, model[i], d[i], i)
-            st[ST_NQ] += 1
+            nz_set(nz, model[i])
             i += 1
             worker = -1
             unit = now
@@ -113,14 +143,13 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
             if arriving:
                 if n_idle == 0:
                     break
-                worker = 0
-                while not idle[worker]:
-                    worker += 1
+                worker = bit_lowest(idle_bits)
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, st)
+            best_m, b = _pick(ready, lat_h, maxb, qh, qe, qd, qr, r_outcome, nz)
             if b <= 0:
                 if not arriving:
                     idle[worker] = True
+                    nz_set(idle_bits, worker)
                     n_idle += 1
                 break
             if active:
@@ -129,29 +158,24 @@ def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, acti
                 disp = now
             start = w_free[worker] if w_free[worker] > disp else disp
             end = start + lat_h[best_m, b]
-            blog = log_batch(blog, nb - boff, worker, best_m, b, start, end, 1 if arriving else 0, unit)
+            log_row(blog, nb - boff, worker, best_m, b, start, end, 1 if arriving else 0, unit, units)
             h = qh[best_m]
-            for x in range(h, h + b):  # common.serve_rows by hand: that call measured ≈ 9 % slower here
-                r = qr[x]
-                r_start[r] = start
-                r_finish[r] = end
-                r_worker[r] = worker
-                r_batch[r] = nb
-                r_outcome[r] = SERVED if d[r] >= end else LATE
+            serve_rows(qr, h, b, start, end, worker, nb, d, r_start, r_finish, r_worker, r_batch, r_outcome)
             q_take(qh, qe, qd, qr, best_m, h, b)
-            st[ST_NQ] -= b
+            if qh[best_m] == qe[best_m]:
+                nz_clear(nz, best_m)
             w_bid[worker] = nb
             w_start[worker] = start
             w_end[worker] = end
-            dirty = True
+            n_run = run_insert(order, n_run, w_end, worker, end)
             nb += 1
             if idle[worker]:
                 idle[worker] = False
+                nz_clear(idle_bits, worker)
                 n_idle -= 1
             if not arriving:
                 break
         if arriving:
             at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
-    finish(r_outcome, DROPPED)
-    save_loop(st, i, k, n_idle, nb)
-    return blog
+    save_loop(st, i, -1, n_idle, nb)
+    return DONE

@@ -28,7 +28,9 @@ Each mirrors one part of the reference engine, and says which:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from shepherd.core.engine.outcomes import LATE, SERVED
 
@@ -44,9 +46,14 @@ S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
 #: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
 #: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
-#: (global ids), the group's request count, whether the window holds its last request, requests queued
-ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ = range(11)
-ST_LEN = 11
+#: (global ids), the group's request count, whether the window holds its last request, requests queued,
+#: whether the batch log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay
+#: of several groups reads them; one group's run leaves those rows untouched, their pages never written)
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ, ST_UNITS = range(12)
+ST_LEN = 12
+
+#: what a kernel's allocation-free loop returns: the window is used up, the batch log needs room, the run is done
+PAUSE, GROW, DONE = range(3)
 
 
 @njit(cache=True, inline='always')
@@ -74,6 +81,19 @@ def bisect_left(a, x, lo, hi):
 @njit(cache=True, inline='always')
 def ceil_us(ns):
     return -((-ns) // 1000)
+
+
+@intrinsic
+def cttz(typingctx, x):
+    """The number of trailing zero bits of the int64 ``x`` ≠ 0 (LLVM's ``cttz``: one instruction)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = context.cast(builder, args[0], sig.args[0], types.int64)
+        return builder.cttz(v, ir.Constant(ir.IntType(1), 1))
+
+    return types.int64(x), codegen
 
 
 # ---------------------------------------------------------------------- deadline queues
@@ -148,6 +168,28 @@ def shift_running(w_reqs, w_size, w_bid, delta):
         if w_bid[w] >= 0:
             for x in range(w_size[w]):
                 w_reqs[w, x] -= delta
+
+
+@njit(cache=True, inline='always')
+def nz_fill(nz, qh, qe):
+    """``nz`` (``(len(qh) + 63) >> 6`` words) set to the non-empty queues as a bit set, 64 models a word: a
+    kernel's scan over the queues visits only these, lowest model first (:func:`cttz`), not every model."""
+    nz[:] = 0
+    for m in range(len(qh)):
+        if qh[m] < qe[m]:
+            nz[m >> 6] |= np.int64(1) << (m & 63)
+
+
+@njit(cache=True, inline='always')
+def nz_set(nz, m):
+    """Add ``m`` to a bit set."""
+    nz[m >> 6] |= np.int64(1) << (m & 63)
+
+
+@njit(cache=True, inline='always')
+def nz_clear(nz, m):
+    """Remove ``m`` from a bit set."""
+    nz[m >> 6] &= ~(np.int64(1) << (m & 63))
 
 
 @njit(cache=True, inline='always')
@@ -309,21 +351,38 @@ def chunk_done(s, i, arrival_ns):
 
 
 @njit(cache=True, inline='always')
-def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
-    """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
-    if nb == blog.shape[1]:
-        grown = np.empty((B_COLS, 2 * nb), np.int64)
-        grown[:, :nb] = blog
-        blog = grown
+def log_row(blog, nb, worker, model, size, start, end, ua, uk, units):
+    """Write batch ``nb`` (a column of the column-major log, which has room for it); its unit and pushed end
+    only if ``units`` (``ST_UNITS``)."""
     blog[B_WORKER, nb] = worker
     blog[B_MODEL, nb] = model
     blog[B_SIZE, nb] = size
     blog[B_START, nb] = start
     blog[B_END, nb] = end
     blog[B_PRE, nb] = 0
-    blog[B_UA, nb] = ua
-    blog[B_UK, nb] = uk
-    blog[B_PUSHED, nb] = end
+    if units:
+        blog[B_UA, nb] = ua
+        blog[B_UK, nb] = uk
+        blog[B_PUSHED, nb] = end
+
+
+@njit(cache=True)
+def grow_log(blog, used, room):
+    """The log with room for ``room`` more batches after its first ``used`` (at least doubled)."""
+    cap = 2 * blog.shape[1]
+    if cap < used + room:
+        cap = used + room
+    grown = np.empty((B_COLS, cap), np.int64)
+    grown[:, :used] = blog[:, :used]
+    return grown
+
+
+@njit(cache=True, inline='always')
+def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
+    """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
+    if nb == blog.shape[1]:
+        blog = grow_log(blog, nb, 1)
+    log_row(blog, nb, worker, model, size, start, end, ua, uk, True)
     return blog
 
 
@@ -335,6 +394,65 @@ def next_completion(w_bid, w_end):
         if w_bid[w] >= 0 and (k < 0 or w_end[w] < w_end[k] or (w_end[w] == w_end[k] and w_bid[w] < w_bid[k])):
             k = w
     return k
+
+
+@njit(cache=True, inline='always')
+def run_order(order, w_bid, w_end):
+    """``order`` set to the running workers in the clock's completion order, last first, and their number
+    ``n``: ``order[n − 1]`` completes next (earliest end, then lowest batch id). Kept by :func:`run_insert`
+    and popping the last, it replaces a scan of every worker per event."""
+    n = 0
+    for w in range(len(w_bid)):
+        if w_bid[w] >= 0:
+            j = n
+            while j > 0 and (w_end[order[j - 1]] < w_end[w]
+                             or (w_end[order[j - 1]] == w_end[w] and w_bid[order[j - 1]] < w_bid[w])):
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = w
+            n += 1
+    return n
+
+
+@njit(cache=True, inline='always')
+def run_insert(order, n, w_end, w, end):
+    """Worker ``w``'s new batch, ending at ``end``, into the completion order (:func:`run_order`); it has the
+    highest batch id, so it completes after every batch ending at or before ``end``. Returns the new count."""
+    j = n
+    while j > 0 and w_end[order[j - 1]] <= end:
+        order[j] = order[j - 1]
+        j -= 1
+    order[j] = w
+    return n + 1
+
+
+@njit(cache=True, inline='always')
+def run_remove(order, n, w):
+    """Worker ``w``'s batch out of the completion order (a preemption); returns the new count."""
+    j = 0
+    while order[j] != w:
+        j += 1
+    for x in range(j, n - 1):
+        order[x] = order[x + 1]
+    return n - 1
+
+
+@njit(cache=True, inline='always')
+def bit_fill(bits, flags):
+    """``bits`` set to the bool array ``flags`` as a bit set (see :func:`nz_fill`)."""
+    bits[:] = 0
+    for x in range(len(flags)):
+        if flags[x]:
+            bits[x >> 6] |= np.int64(1) << (x & 63)
+
+
+@njit(cache=True, inline='always')
+def bit_lowest(bits):
+    """The lowest member of a non-empty bit set."""
+    wi = 0
+    while bits[wi] == 0:
+        wi += 1
+    return (wi << 6) + cttz(bits[wi])
 
 
 @njit(cache=True)

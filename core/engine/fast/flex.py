@@ -29,30 +29,34 @@ import math
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, INF, NONE, ST_BOFF, ST_DIRTY, ST_I, ST_K, ST_LAST,
-                                              ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF, ST_THRESH, arrive,
-                                              at_chunk_end, decide, finish, largest_feasible, log_batch,
-                                              next_completion, q_empty, q_expire, q_push, q_take, ready_us, save_loop,
-                                              shed_arrival)
+from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY,
+                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF,
+                                              ST_UNITS, ST_THRESH, arrive, at_chunk_end, bit_fill, bit_lowest, cttz,
+                                              decide, finish, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
+                                              nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
+                                              run_order, run_remove, save_loop, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st):
-    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan stops
-    once it has seen every queued request (``st[ST_NQ]``): the queues left are empty, which BATCHGEN skips."""
+def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz):
+    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan visits
+    only the non-empty queues (``nz``, lowest model first), which are the ones BATCHGEN does not skip."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
-    left = st[ST_NQ]
-    m = 0
-    while left > 0:
-        h, e = qh[m], qe[m]
-        if h < e:
-            left -= e - h
-            st[ST_NQ] -= q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
+    for wi in range(len(nz)):
+        x = nz[wi]
+        while x != 0:
+            m = (wi << 6) + cttz(x)
+            x &= x - 1
+            dropped = q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
+            if dropped:
+                st[ST_NQ] -= dropped
+                if qh[m] == qe[m]:
+                    nz_clear(nz, m)
+                    continue
             b, i0 = largest_feasible(qh, qe, qd, m, now, lat, hw, maxb)
             if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
-        m += 1
     return best_m, best_b, best_i
 
 
@@ -81,23 +85,63 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
     columns, written in place; local ids, the first being global id ``st[ST_OFF]``), resumable: it returns
     the batch log (rows from global id ``st[ST_BOFF]``) when it needs the next arrival beyond the window and
     ``st[ST_LAST]`` is 0, the run's state kept in the arrays and ``st`` (:mod:`.common`, "streaming").
-    ``lat[hw, model, b]``; ``w_hw`` per worker; ``exits`` per model."""
+    ``lat[hw, model, b]``; ``w_hw`` per worker; ``exits`` per model. The loop itself is :func:`_loop` (no
+    allocation, hence no reference counting: see :mod:`.common`); this wrapper gives it its scratch space and
+    grows the log when it asks."""
+    n_workers = len(w_hw)
+    nz = np.empty((len(qh) + 63) >> 6, np.int64)
+    order = np.empty(n_workers, np.int64)
+    idle_bits = np.empty((n_workers + 63) >> 6, np.int64)
+    victims = np.empty(maxb, np.int64)
+    while True:
+        code = _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, arrival_ns, active,
+                     admit_on, max_lag_ns, chunk, lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid,
+                     w_model, w_size, w_reqs, w_busy, w_waste, idle, s, st, t, d, model, r_start, r_finish,
+                     r_worker, r_batch, r_outcome, r_preempt, shed, nz, order, idle_bits, victims)
+        if code == GROW:
+            blog = grow_log(blog, st[ST_NB] - st[ST_BOFF], _room(n_workers, maxb))
+            continue
+        if code == DONE:
+            finish(r_outcome, DROPPED)
+        return blog
+
+
+@njit(cache=True, inline='always')
+def _room(n_workers, maxb):
+    """The most batches one event makes: every idle worker filled, or a preemption cascade, in which each
+    preempted worker's batch grows (λ > 1: ``need`` > its size) up to ``maxb``."""
+    return n_workers * (maxb + 1) + 1
+
+
+@njit(cache=True, _nrt=False)
+def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, arrival_ns, active, admit_on,
+          max_lag_ns, chunk, lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model, w_size,
+          w_reqs, w_busy, w_waste, idle, s, st, t, d, model, r_start, r_finish, r_worker, r_batch, r_outcome,
+          r_preempt, shed, nz, order, idle_bits, victims):
+    """:func:`run_flex`'s loop; returns PAUSE (the window is used up), GROW (the log needs room for the next
+    event's batches, :func:`_room`) or DONE, its state saved in ``st`` each time."""
     n = len(t)
     n_workers = len(w_hw)
+    room = blog.shape[1] - _room(n_workers, maxb)
     ovh = (active, decision_ns, per_request_ns, arrival_ns)
     Q = (qh, qe, qd, qr)
     W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
     R = (r_start, r_finish, r_worker, r_batch, r_outcome)
-    i, k, dirty, thresh, n_idle, nb = st[ST_I], st[ST_K], st[ST_DIRTY] != 0, st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
+    i, thresh, n_idle, nb = st[ST_I], st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
+    off, boff, n_total, last, units = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0, st[ST_UNITS] != 0
+    nz_fill(nz, qh, qe)
+    n_run = run_order(order, w_bid, w_end)
+    bit_fill(idle_bits, idle)
     while True:
-        if dirty:
-            k = next_completion(w_bid, w_end)
-            dirty = False
+        k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
             st[ST_THRESH] = thresh
             save_loop(st, i, k, n_idle, nb)
-            return blog
+            return PAUSE
+        if nb - boff > room:
+            st[ST_THRESH] = thresh
+            save_loop(st, i, k, n_idle, nb)
+            return GROW
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             # ---- a completion (Flex.on_completion)
             now = w_end[k]
@@ -106,14 +150,16 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             w_bid[k] = NONE
             w_free[k] = now
             w_size[k] = 0
-            dirty = True
+            n_run -= 1
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
+            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
             if b > 0:
-                blog, nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                                  Q, d, W, R, st)
+                nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                            Q, d, W, R, st, nz, units)
+                n_run = run_insert(order, n_run, w_end, k, w_end[k])
             else:
                 idle[k] = True
+                nz_set(idle_bits, k)
                 n_idle += 1
             if preemption:
                 thresh = 0
@@ -127,22 +173,22 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
             continue
         m_arr = model[i]
         q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
+        nz_set(nz, m_arr)
         st[ST_NQ] += 1
         i += 1
         if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
             while n_idle > 0:
-                w = 0
-                while not idle[w]:
-                    w += 1
+                w = bit_lowest(idle_bits)
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st)
+                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
                 if b == 0:
                     break
-                blog, nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                                  Q, d, W, R, st)
+                nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                            Q, d, W, R, st, nz, units)
+                n_run = run_insert(order, n_run, w_end, w, w_end[w])
                 idle[w] = False
+                nz_clear(idle_bits, w)
                 n_idle -= 1
-                dirty = True
             if preemption:
                 thresh = 0
         elif qe[m_arr] - qh[m_arr] >= thresh:  # _check_preempt
@@ -160,6 +206,11 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 if need > maxb:
                     thresh = INF
                     break
+                if full and st[ST_NQ] < need:  # BATCHGEN cannot find `need` queued requests: thresh = need
+                    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+                    if not _expires(nz, qh, qd, lat1, w_end[kk] if w_end[kk] > ready else ready):
+                        thresh = need
+                        break
                 delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
                 if delay < 0:  # past its last exit point: it finishes shortly
                     thresh = need
@@ -168,7 +219,7 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 t_eff = now + delay if now + delay > ready else ready
                 hk = w_hw[kk]
                 if full:
-                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st)
+                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
                 else:
                     m = m_arr
                     b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
@@ -183,9 +234,9 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                 blog[B_PRE, bid] = 1
                 w_waste[kk] += stop - st0
                 nv = w_size[kk]
-                victims = w_reqs[kk, :nv].copy()
                 for x in range(nv):
-                    r = victims[x]
+                    r = w_reqs[kk, x]
+                    victims[x] = r
                     r_start[r] = -1
                     r_finish[r] = -1
                     r_worker[r] = -1
@@ -194,23 +245,41 @@ def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_n
                     r_preempt[r] += 1
                 w_bid[kk] = NONE
                 w_free[kk] = stop
-                blog, nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                                  Q, d, W, R, st)
-                dirty = True
+                n_run = run_remove(order, n_run, kk)
+                nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                            Q, d, W, R, st, nz, units)
+                n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
                 for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
                     r = victims[x]
                     mr = model[r]
                     if d[r] >= stop + lat1[mr]:
                         q_push(base, qh, qe, qd, qr, mr, d[r], r)
+                        nz_set(nz, mr)
                         st[ST_NQ] += 1
                     else:
                         r_outcome[r] = DROPPED
                 full = True
         at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
-    finish(r_outcome, DROPPED)
     st[ST_THRESH] = thresh
-    save_loop(st, i, k, n_idle, nb)
-    return blog
+    save_loop(st, i, -1, n_idle, nb)
+    return DONE
+
+
+@njit(cache=True, inline='always')
+def _expires(nz, qh, qd, lat1, upto):
+    """Whether BATCHGEN at some time ≤ ``upto`` may drop a request (a queue head due before ``upto + ℓ(1)``).
+    The preemption check's BATCHGEN runs at ``max(now + delay, ready)`` ≤ max(the batch's end, ready); when
+    it cannot find the batch it needs and drops nothing, it changes nothing but the threshold, so the check
+    skips it (and the exit-point arithmetic): the same outcome, exactly. (``ready_us`` only charges arrivals
+    a later decision would charge first anyway.)"""
+    for wi in range(len(nz)):
+        x = nz[wi]
+        while x != 0:
+            m = (wi << 6) + cttz(x)
+            x &= x - 1
+            if qd[qh[m]] < upto + lat1[m]:
+                return True
+    return False
 
 
 @njit(cache=True, inline='always')
@@ -228,11 +297,12 @@ def _delay(start, end, e, now):
 
 
 @njit(cache=True, inline='always')
-def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st):
+def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st, nz, units):
     """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
     arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
     arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
-    model, size, requests), ``R`` the request columns (start, finish, worker, batch, outcome)."""
+    model, size, requests), ``R`` the request columns (start, finish, worker, batch, outcome); returns the next
+    batch id."""
     active, decision_ns, per_request_ns, arrival_ns = ovh
     qh, qe, qd, qr = Q
     w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs = W
@@ -254,11 +324,13 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_
         r_batch[r] = nb
         r_outcome[r] = SERVED if d[r] >= end else LATE
     q_take(qh, qe, qd, qr, m, i0, b)
+    if qh[m] == qe[m]:
+        nz_clear(nz, m)
     st[ST_NQ] -= b
-    blog = log_batch(blog, nb - boff, w, m, b, start, end, ua, uk)
+    log_row(blog, nb - boff, w, m, b, start, end, ua, uk, units)
     w_bid[w] = nb
     w_start[w] = start
     w_end[w] = end
     w_model[w] = m
     w_size[w] = b
-    return blog, nb + 1
+    return nb + 1

@@ -14,114 +14,133 @@ from numba import njit
 from shepherd.core.engine.clock import ARRIVAL, COMPLETION, NEVER
 
 
-@njit(cache=True)
-def _less(ht, hp, hs, a, b):
-    if ht[a] != ht[b]:
-        return ht[a] < ht[b]
-    if hp[a] != hp[b]:
-        return hp[a] < hp[b]
-    return hs[a] < hs[b]
+#: a heap entry's order after its time: priority, then push order (``seq``, unique), as one number
+_PRIO = np.int64(1) << 58
 
 
-@njit(cache=True)
-def _swap(ht, hp, hs, hg, ha, a, b):
-    ht[a], ht[b] = ht[b], ht[a]
-    hp[a], hp[b] = hp[b], hp[a]
-    hs[a], hs[b] = hs[b], hs[a]
-    hg[a], hg[b] = hg[b], hg[a]
-    ha[a], ha[b] = ha[b], ha[a]
+@njit(cache=True, inline='always')
+def _before(ht, hk, a, b):
+    """Whether heap entry ``a`` comes before ``b``: the earlier time, then the smaller key (no branch)."""
+    return (ht[a] < ht[b]) | ((ht[a] == ht[b]) & (hk[a] < hk[b]))
 
 
-@njit(cache=True)
-def _push(ht, hp, hs, hg, ha, size, t, p, s, g, a):
+@njit(cache=True, inline='always')
+def _push(ht, hk, hg, ha, size, t, key, g, a):
+    """Sift up from a hole at the end of the 4-ary heap (moves, not swaps)."""
     i = size
-    ht[i], hp[i], hs[i], hg[i], ha[i] = t, p, s, g, a
     while i > 0:
-        parent = (i - 1) // 2
-        if _less(ht, hp, hs, i, parent):
-            _swap(ht, hp, hs, hg, ha, i, parent)
+        parent = (i - 1) >> 2
+        if t < ht[parent] or (t == ht[parent] and key < hk[parent]):
+            ht[i], hk[i], hg[i], ha[i] = ht[parent], hk[parent], hg[parent], ha[parent]
             i = parent
         else:
             break
+    ht[i], hk[i], hg[i], ha[i] = t, key, g, a
     return size + 1
 
 
-@njit(cache=True)
-def _pop(ht, hp, hs, hg, ha, size):
+@njit(cache=True, inline='always')
+def _pop(ht, hk, hg, ha, size):
+    """Remove the root of the 4-ary heap: the last entry sifts down from the root's hole; the first of the
+    children is found without branches (their order is a coin flip to a branch predictor)."""
     size -= 1
-    _swap(ht, hp, hs, hg, ha, 0, size)
+    t, key, g, a = ht[size], hk[size], hg[size], ha[size]
     i = 0
     while True:
-        l, r, m = 2 * i + 1, 2 * i + 2, i
-        if l < size and _less(ht, hp, hs, l, m):
-            m = l
-        if r < size and _less(ht, hp, hs, r, m):
-            m = r
-        if m == i:
+        c = 4 * i + 1
+        if c >= size:
             break
-        _swap(ht, hp, hs, hg, ha, i, m)
-        i = m
+        if c + 3 < size:
+            x = c + _before(ht, hk, c + 1, c)
+            y = c + 2 + _before(ht, hk, c + 3, c + 2)
+            c = y if _before(ht, hk, y, x) else x
+        else:
+            for d in range(c + 1, size):
+                if _before(ht, hk, d, c):
+                    c = d
+        if ht[c] < t or (ht[c] == t and hk[c] < key):
+            ht[i], hk[i], hg[i], ha[i] = ht[c], hk[c], hg[c], ha[c]
+            i = c
+        else:
+            break
+    ht[i], hk[i], hg[i], ha[i] = t, key, g, a
     return size
 
 
 @njit(cache=True)
 def replay_ids(ua, uk, pe, pre, boff, times, toff):
-    """Global id of every logged batch (flat, in the logs' order); -1 where the replay could not reach one."""
+    """Global id of every logged batch (flat, in the logs' order); -1 where the replay could not reach one.
+    The replay itself is :func:`_replay` (no allocation, so no reference counting in its loop)."""
     n_groups = len(boff) - 1
     total = boff[-1]
     gid = np.full(total, -1, np.int64)
-    cap = total + n_groups + 1
-    ht = np.empty(cap, np.int64)
-    hp = np.empty(cap, np.int64)
-    hs = np.empty(cap, np.int64)
-    hg = np.empty(cap, np.int64)
-    ha = np.empty(cap, np.int64)
-    size = 0
+    cap = total + 1
+    _replay(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
+            np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
+            np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64),
+            boff[:-1].copy(), toff[:-1].copy())
+    return gid
+
+
+@njit(cache=True, _nrt=False)
+def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag, aa, ptr, pos):
+    """:func:`replay_ids`' clock, as two heaps of entries (time, priority · 2^58 + seq, group, argument): the
+    completions (``c*``, one per running batch) and the arrivals (``a*``, at most one per group), popped
+    in the one clock's order — the earlier time, a completion before an arrival at equal times — so that the
+    many arrival events sift through a heap of the groups only."""
+    n_groups = len(boff) - 1
+    cn = 0
+    an = 0
     seq = 0
     nxt = 0
-    ptr = boff[:-1].copy()
-    pos = toff[:-1].copy()
     for g in range(n_groups):  # on_start, in group order
         i = ptr[g]
         while i < boff[g + 1] and ua[i] == 2:
             gid[i] = nxt
             nxt += 1
             seq += 1
-            size = _push(ht, hp, hs, hg, ha, size, pe[i], COMPLETION, seq, g, i)
+            cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
             i += 1
         ptr[g] = i
     for g in range(n_groups):
         if toff[g] < toff[g + 1]:
             seq += 1
-            size = _push(ht, hp, hs, hg, ha, size, times[toff[g]], ARRIVAL, seq, g, 0)
-    while size > 0:
-        prio, g, arg = hp[0], hg[0], ha[0]
-        size = _pop(ht, hp, hs, hg, ha, size)
-        end_b = boff[g + 1]
-        if prio == COMPLETION:
+            an = _push(at, ak, ag, aa, an, times[toff[g]], ARRIVAL * _PRIO + seq, g, 0)
+    while cn > 0 or an > 0:
+        if cn > 0 and (an == 0 or ct[0] <= at[0]):  # a completion
+            g, arg = cg[0], ca[0]
+            cn = _pop(ct, ck, cg, ca, cn)
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
             key = arg - boff[g]  # the log keys completions by the group's local batch id
             i = ptr[g]
+            end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
                 gid[i] = nxt
                 nxt += 1
                 seq += 1
-                size = _push(ht, hp, hs, hg, ha, size, pe[i], COMPLETION, seq, g, i)
+                cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
                 i += 1
             ptr[g] = i
             continue
+        g = ag[0]
+        an = _pop(at, ak, ag, aa, an)
+        end_b = boff[g + 1]
         p, n = pos[g], toff[g + 1]
         while p < n:
-            if size > 0:
-                until = ht[0] + 1 if hp[0] >= ARRIVAL else ht[0]
+            # the run of arrivals ends at the next event of any group (a completion at its time, an arrival
+            # just after it)
+            if cn > 0 and (an == 0 or ct[0] <= at[0]):
+                until = ct[0]
+            elif an > 0:
+                until = at[0] + 1
             else:
                 until = NEVER
             i = ptr[g]
             due = uk[i] if i < end_b and ua[i] == 1 else NEVER
             if times[p] >= until:
                 seq += 1
-                size = _push(ht, hp, hs, hg, ha, size, times[p], ARRIVAL, seq, g, 0)
+                an = _push(at, ak, ag, aa, an, times[p], ARRIVAL * _PRIO + seq, g, 0)
                 break
             stop = until if until < due else due
             while p < n and times[p] < stop:  # arrivals that make nothing push nothing
@@ -130,17 +149,51 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff):
                 break
             if times[p] >= until:
                 seq += 1
-                size = _push(ht, hp, hs, hg, ha, size, times[p], ARRIVAL, seq, g, 0)
+                an = _push(at, ak, ag, aa, an, times[p], ARRIVAL * _PRIO + seq, g, 0)
                 break
             tp = times[p]
             while i < end_b and ua[i] == 1 and uk[i] == tp:
                 gid[i] = nxt
                 nxt += 1
                 seq += 1
-                size = _push(ht, hp, hs, hg, ha, size, pe[i], COMPLETION, seq, g, i)
+                cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
                 i += 1
             ptr[g] = i
             while p < n and times[p] == tp:
                 p += 1
         pos[g] = p
-    return gid
+
+
+@njit(cache=True)
+def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, cols, rs, rf, rw, rb, ro, rp, start,
+           finish, worker, batch, outcome, preempt):
+    """The group runs merged into the global tables (:func:`shepherd.core.engine.groups.merge`), in one pass
+    over each global table (so each is written in order, the groups' columns read in order): batches from
+    the concatenated logs (``lw`` … ``lp``: worker, model, size, start, end, preempted; ``bgrp`` each row's
+    group, ``gid`` its global id) into ``cols``; requests from the concatenated request rows (``rs`` …
+    ``rp``; ``rgrp`` each row's group, ``inv`` each global request's row, −1 if none) into the recorder's
+    columns. Local workers map through ``wflat[woff[g] + w]``, local batch ids through ``gid[boff[g] + b]``."""
+    src = np.empty(len(gid), np.int64)
+    for j in range(len(gid)):
+        src[gid[j]] = j
+    for x in range(len(src)):
+        j = src[x]
+        cols[0, x] = wflat[woff[bgrp[j]] + lw[j]]
+        cols[1, x] = lm[j]
+        cols[2, x] = ls[j]
+        cols[3, x] = lst[j]
+        cols[4, x] = le[j]
+        cols[5, x] = lp[j]
+    for x in range(len(inv)):
+        p = inv[x]
+        if p < 0:
+            continue
+        g = rgrp[p]
+        start[x] = rs[p]
+        finish[x] = rf[p]
+        w = rw[p]
+        worker[x] = wflat[woff[g] + w] if w >= 0 else -1
+        b = rb[p]
+        batch[x] = gid[boff[g] + b] if b >= 0 else -1
+        outcome[x] = ro[p]
+        preempt[x] = rp[p]
