@@ -179,3 +179,8 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
             at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
     save_loop(st, i, -1, n_idle, nb)
     return DONE
+
+from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
+from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+
+jitcache.refresh(__name__, fast_common, outcomes)

@@ -503,3 +503,8 @@ def save_loop(st, i, k, n_idle, nb):
     st[ST_DIRTY] = 0
     st[ST_NIDLE] = n_idle
     st[ST_NB] = nb
+
+from shepherd.core.engine import outcomes  # noqa: E402  (its digest keys this module's JIT cache)
+from shepherd.core.engine.fast import jitcache  # noqa: E402
+
+jitcache.refresh(__name__, outcomes)

@@ -334,3 +334,8 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_
     w_model[w] = m
     w_size[w] = b
     return nb + 1
+
+from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
+from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+
+jitcache.refresh(__name__, fast_common, outcomes)

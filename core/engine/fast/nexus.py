@@ -494,3 +494,8 @@ def run_group(make_policy: Callable[[], Any], config: Any, common: tuple, lat: n
         t, d, sess, coin, lat, w_hw, lat0, pol.epoch_us, last, fe, mt, mtpos, EP, l_cap, l_model, *common,
         r_start, r_finish, r_worker, r_batch, r_outcome, shed)
     return blog, w_busy, w_waste, n_shed, {}
+
+from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
+from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+
+jitcache.refresh(__name__, fast_common, outcomes)

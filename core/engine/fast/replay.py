@@ -197,3 +197,8 @@ def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, col
         batch[x] = gid[boff[g] + b] if b >= 0 else -1
         outcome[x] = ro[p]
         preempt[x] = rp[p]
+
+from shepherd.core.engine import clock  # noqa: E402  (its digest keys this module's JIT cache)
+from shepherd.core.engine.fast import jitcache  # noqa: E402
+
+jitcache.refresh(__name__, clock)

@@ -311,3 +311,8 @@ def run_group(policy: str, config, runtime, max_batch: int, common: tuple, lat: 
         config.prune == "window", config.rank == "all", *common, r_start, r_finish, r_worker,
         r_batch, r_outcome, shed)
     return blog, w_busy, w_waste, n_shed, dict(zip(COUNTERS, counters.tolist()))
+
+from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
+from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+
+jitcache.refresh(__name__, fast_common, outcomes)
