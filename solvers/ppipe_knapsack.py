@@ -45,6 +45,8 @@ BISECT_TOL = 1e-9
 MAX_GRID_CELLS = 2_000_000
 #: three or more GPU types: the dearest aggregated type's weight per unit in :func:`surrogate_dims`
 SURROGATE_RESOLUTION = 4
+#: three or more GPU types: how many types, by priced share of the cluster, are tried as the exact dimension
+SURROGATE_TRIES = 2
 
 
 @dataclass(frozen=True)
@@ -261,7 +263,10 @@ def surrogate_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tup
                    prices: dict[str, float] | None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Two-row weightings of three or more GPU types, one per type kept exact.
 
-    Row one is type ``e``'s units alone; row two adds the other types'
+    The types tried as exact are the :data:`SURROGATE_TRIES` with the largest
+    priced share of the cluster, ``prices[h]·counts[h]`` (first listed on a
+    tie): aggregating the cheap types loses least (on Fig. 14's instances
+    the best bound came from one of these two). Row one is type ``e``'s units alone; row two adds the other types'
     units at integer weights proportional to their price per unit
     (``prices[h] / units[h]``, scaled so the dearest is
     :data:`SURROGATE_RESOLUTION`; at least 1). Any non-negative weights give
@@ -271,8 +276,10 @@ def surrogate_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tup
     :data:`MAX_GRID_CELLS` are left out.
     """
     per_unit = {h: (prices or {}).get(h, 1.0) / u for h, u in zip(hardware, units)}
+    value = {h: (prices or {}).get(h, 1.0) * counts[h] for h in hardware}
+    exact = sorted(hardware, key=lambda h: (-value[h], hardware.index(h)))[:SURROGATE_TRIES]
     out = []
-    for e in hardware:
+    for e in exact:
         rest = [h for h in hardware if h != e]
         top = max(per_unit[h] for h in rest)
         first = tuple(int(h == e) for h in hardware)
