@@ -48,6 +48,12 @@ every MILP solution) and, when the DP's pipelines also fit the per-level
 physical GPUs, a MIP start at that bound. Under the paper rules the start
 was placeable on all 24 instances and the gap closed at once; where it is
 not, branch-and-bound starts from the cut (benchmark ``ppipe_milp_speed.py``).
+On three or more GPU types the cut comes from the relaxation's surrogate
+form (two weighted sums of the types' units; :mod:`.ppipe_knapsack`), which
+is rarely a placeable start, so HiGHS's primal heuristics get more of the
+search (``mip_heuristic_effort`` 0.3, :data:`SURROGATE_HEURISTIC_EFFORT`):
+the bound is in place from the root and finding the incumbent is what is
+left (Fig. 14(b): 300 s time-outs before, seconds to a minute now).
 "points" (one binary per efficient vGPU vector) and "hybrid" (counts, then
 points) are other exact forms of the same MILP, kept for comparison.
 """
