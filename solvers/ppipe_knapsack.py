@@ -66,6 +66,8 @@ SURROGATE_TRIES = 2
 SURROGATE_STEPS = 8
 SURROGATE_STEP = 1.25
 SURROGATE_FINE = 16
+#: the search's grids stay within this many cells (the resolution drops below SURROGATE_FINE to fit)
+SURROGATE_SEARCH_CELLS = 600_000
 #: the search runs on at most this many GPU types: on four, one fine DP takes 10–30 s (Fig. 14(b):
 #: 174 s CPU for 4004 instead of 4006), on three ~1 s (4744 → 4720 on the authors' G3)
 SURROGATE_SEARCH_TYPES = 3
@@ -313,9 +315,8 @@ def _refined(configs: dict[str, list[Config]], weights: dict[str, float], models
             for f in (step, 1 / step):
                 cand = list(lam)
                 cand[i] *= f
-                top = max(cand)
-                dims = (first, tuple(max(1, round(SURROGATE_FINE * x / top)) if x > 0 else 0 for x in cand))
-                if dims in tried or evals >= SURROGATE_STEPS:
+                dims = _rounded(first, cand, hardware, counts, units)
+                if dims is None or dims in tried or evals >= SURROGATE_STEPS:
                     continue
                 tried.add(dims)
                 evals += 1
@@ -328,6 +329,20 @@ def _refined(configs: dict[str, list[Config]], weights: dict[str, float], models
         if not improved:
             step = math.sqrt(step)
     return best
+
+
+def _rounded(first: tuple[int, ...], lam: list[float], hardware: tuple[str, ...], counts: dict[str, int],
+             units: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``lam`` as integer weights, the largest :data:`SURROGATE_FINE` or less whose grid has at most
+    :data:`SURROGATE_SEARCH_CELLS` cells (``None`` if none has)."""
+    top = max(lam)
+    rows = [sum(w * counts[h] * u for w, h, u in zip(first, hardware, units))]
+    for res in range(SURROGATE_FINE, 0, -1):
+        row = tuple(max(1, round(res * x / top)) if x > 0 else 0 for x in lam)
+        size = sum(w * counts[h] * u for w, h, u in zip(row, hardware, units))
+        if (rows[0] + 1) * (size + 1) <= SURROGATE_SEARCH_CELLS:
+            return first, row
+    return None
 
 
 def surrogate_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
