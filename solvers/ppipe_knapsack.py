@@ -34,11 +34,14 @@ others summed at weights proportional to their LP shadow price per unit
 (:func:`surrogate_dims`). A selection within every type's GPUs is within
 each weighted sum, so this *surrogate* relaxation's ``t`` is again a valid
 bound (tests: brute force on random items, exact solves on tiny 3- and
-4-type clusters); it is looser than the two-type DP (on Fig. 14's
-instances 0.7–0.9 % above the incumbent HiGHS proves, against 1.3–2 % for
-the MILP's own bound after 60 s), and its selection usually overuses one
-type, so it is rarely a placeable start. Two weightings are tried (the
-types with the largest priced share kept exact) and the tighter kept.
+4-type clusters); it is looser than the two-type DP (Fig. 14(b), paper
+rules: on 3 types 0.5–1 % above the incumbent HiGHS proves, where HiGHS's
+own bound stays 1.2–2 % above after 300 s; on 4 types up to ~9 %, looser
+than HiGHS's own), and its selection usually overuses one type, so it is
+rarely a placeable start (it was on 2 of 6 artifact-rules 3-type cells).
+Two weightings are tried (the types with the largest priced share kept
+exact), then on three types a bounded search over the summed row's
+weights (:func:`_refined`); the tightest is kept.
 """
 
 from __future__ import annotations
