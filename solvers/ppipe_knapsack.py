@@ -35,8 +35,8 @@ others summed at weights proportional to their LP shadow price per unit
 each weighted sum, so this *surrogate* relaxation's ``t`` is again a valid
 bound (tests: brute force on random items, exact solves on tiny 3- and
 4-type clusters); it is looser than the two-type DP (Fig. 14(b), paper
-rules: on 3 types 0.5–1 % above the incumbent HiGHS proves, where HiGHS's
-own bound stays 1.2–2 % above after 300 s; on 4 types up to ~9 %, looser
+rules: on 3 types 0.5–1 % above the incumbent HiGHS proves; without it the
+gap stayed 1.2–2.1 % after 60–300 s; on 4 types up to ~9 %, looser
 than HiGHS's own), and its selection usually overuses one type, so it is
 rarely a placeable start (it was on 2 of 6 artifact-rules 3-type cells).
 Two weightings are tried (the types with the largest priced share kept
