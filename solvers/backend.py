@@ -46,6 +46,9 @@ class SolverConfig:
     gap: float = 0.01  # relative MIP gap at which a solve stops as "optimal"
     threads: int = 0  # 0 = the backend's default
     max_solutions: int = 0  # stop after this many feasible solutions (0 = no limit)
+    #: HiGHS ``mip_heuristic_effort`` (share of the search spent in primal heuristics); 0 = the backend's
+    #: default (HiGHS: 0.05). Other backends ignore it
+    heuristic_effort: float = 0.0
 
     def validate(self) -> "SolverConfig":
         if self.name not in BACKENDS:
@@ -56,6 +59,8 @@ class SolverConfig:
             raise UserError(f"--gap must be in [0, 1), got {self.gap:g}")
         if self.max_solutions < 0:
             raise UserError(f"--max-solutions must be ≥ 0, got {self.max_solutions}")
+        if not 0 <= self.heuristic_effort <= 1:
+            raise UserError(f"heuristic effort must be in [0, 1], got {self.heuristic_effort:g}")
         return self
 
 
@@ -149,6 +154,9 @@ def solve(model: mip.Model, config: SolverConfig) -> SolveResult:
 
 def _python_mip(model: mip.Model, config: SolverConfig) -> SolveResult:
     model.max_mip_gap = config.gap
+    if config.heuristic_effort > 0 and config.name == "highs":
+        # python-mip has no public setter for this HiGHS option; its HiGHS wrapper's own option call
+        model.solver._set_double_option_value("mip_heuristic_effort", config.heuristic_effort)
     start = time.perf_counter()
     limits = {"max_solutions": config.max_solutions} if config.max_solutions > 0 else {}
     status = model.optimize(max_seconds=config.time_limit_s, **limits)

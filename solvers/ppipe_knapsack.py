@@ -25,6 +25,23 @@ second-type units giving ``w_m·t``, fits the second type.
 The largest reachable ``t`` bounds every MILP solution's ``t`` (a valid
 cut), and the DP's own choice of configurations is usually placeable as is
 (:mod:`.ppipe_milp` uses both, ``formulation="knapsack"``).
+
+Three or more GPU types (Fig. 14(b)): a grid per type does not fit
+(L4 + T4 + P4 at 100 GPUs would be ~2.6 M cells per table and the split a
+2-D min-plus convolution), so the DP keeps two dimensions that are
+non-negative integer weightings of the types' units — one type exact, the
+others summed at weights proportional to their LP shadow price per unit
+(:func:`surrogate_dims`). A selection within every type's GPUs is within
+each weighted sum, so this *surrogate* relaxation's ``t`` is again a valid
+bound (tests: brute force on random items, exact solves on tiny 3- and
+4-type clusters); it is looser than the two-type DP (Fig. 14(b), paper
+rules: on 3 types 0.5–1 % above the incumbent HiGHS proves; without it the
+gap stayed 1.2–2.1 % after 60–300 s; on 4 types up to ~9 %, looser
+than HiGHS's own), and its selection usually overuses one type, so it is
+rarely a placeable start (it was on 2 of 6 artifact-rules 3-type cells).
+Two weightings are tried (the types with the largest priced share kept
+exact), then on three types a bounded search over the summed row's
+weights (:func:`_refined`); the tightest is kept.
 """
 
 from __future__ import annotations
@@ -43,6 +60,20 @@ BISECT_TOL = 1e-9
 #: ≤ 0.3 M cells; HC1-L scaled to 1,000 GPUs would need 27 M per table and every template keeps one, so
 #: past this the relaxation is skipped and the MILP solves alone (Fig. 14's large clusters)
 MAX_GRID_CELLS = 2_000_000
+#: three or more GPU types: the dearest aggregated type's weight per unit in :func:`surrogate_dims`
+SURROGATE_RESOLUTION = 4
+#: three or more GPU types: how many types, by priced share of the cluster, are tried as the exact dimension
+SURROGATE_TRIES = 2
+#: three or more GPU types: the search over the summed row's weights (:func:`_refined`): at most this many
+#: DPs, first step factor, resolution
+SURROGATE_STEPS = 8
+SURROGATE_STEP = 1.25
+SURROGATE_FINE = 16
+#: the search's grids stay within this many cells (the resolution drops below SURROGATE_FINE to fit)
+SURROGATE_SEARCH_CELLS = 600_000
+#: the search runs on at most this many GPU types: on four, one fine DP takes 10–30 s (Fig. 14(b):
+#: 174 s CPU for 4004 instead of 4006), on three ~1 s (4744 → 4720 on the authors' G3)
+SURROGATE_SEARCH_TYPES = 3
 
 
 @dataclass(frozen=True)
@@ -52,7 +83,7 @@ class Item:
     config: Config
     vgpus: tuple[int, ...]
     xput: float
-    cost: tuple[int, int]  # resource units of each GPU type
+    cost: tuple[int, int]  # the DP's two resource dimensions, in units (two types: each type's units)
 
 
 @dataclass(frozen=True)
@@ -62,31 +93,44 @@ class KnapsackBound:
     t_upper: float
     t_lower: float
     selection: dict[str, tuple[Item, ...]]
-    units: tuple[int, int]
+    units: tuple[int, ...]  # per GPU type in use (``hardware``), units per GPU
     #: the same selection, with the units it leaves unused given to the DNN that gains most (tie-break objective)
     fuller: dict[str, tuple[Item, ...]]
+    hardware: tuple[str, ...] = ()
+    #: the DP's two dimensions as integer weights on each type's units (two types: the identity, exact DP;
+    #: three or more: the surrogate aggregation whose bound was tightest)
+    dims: tuple[tuple[int, ...], tuple[int, ...]] = ((1, 0), (0, 1))
 
 
-def resource_units(configs: dict[str, list[Config]], hardware: tuple[str, str]) -> tuple[int, int]:
+def resource_units(configs: dict[str, list[Config]], hardware: tuple[str, ...]) -> tuple[int, ...]:
     """Units per GPU of each type: the lcm of the MPS levels its partitions use (a ``1/v`` vGPU is whole)."""
     out = []
     for h in hardware:
         levels = {k for cfgs in configs.values() for c in cfgs for hh, k in zip(c.template, c.levels) if hh == h}
         out.append(math.lcm(*levels) if levels else 1)
-    return out[0], out[1]
+    return tuple(out)
 
 
-def template_items(cfgs: list[Config], counts: dict[str, int], hardware: tuple[str, str],
-                   units: tuple[int, int]) -> list[list[Item]]:
-    """Items per template (in first-seen order), without items another of the template weakly dominates."""
+def template_items(cfgs: list[Config], counts: dict[str, int], hardware: tuple[str, ...],
+                   units: tuple[int, ...], dims: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+                   ) -> list[list[Item]]:
+    """Items per template (in first-seen order), without items another of the template weakly dominates.
+
+    An item's cost is its units of each type in ``hardware`` combined by
+    ``dims`` (two rows of non-negative integer weights; default, two types:
+    the identity).
+    """
+    if dims is None:
+        dims = ((1, 0), (0, 1))
     groups: dict[tuple[str, ...], list[Item]] = {}
     for c in cfgs:
         for x, g in efficient_points(c, counts):
-            cost = [0, 0]
+            per_type = [0] * len(hardware)
             for h, k, n in zip(c.template, c.levels, g):
                 i = hardware.index(h)
-                cost[i] += n * units[i] // k
-            groups.setdefault(c.template, []).append(Item(c, g, x, (cost[0], cost[1])))
+                per_type[i] += n * units[i] // k
+            cost = (sum(w * u for w, u in zip(dims[0], per_type)), sum(w * u for w, u in zip(dims[1], per_type)))
+            groups.setdefault(c.template, []).append(Item(c, g, x, cost))
     return [_pareto(items) for items in groups.values()]
 
 
@@ -106,8 +150,11 @@ def _pareto(items: list[Item]) -> list[Item]:
     return kept
 
 
-def knapsack_table(groups: list[list[Item]], size: tuple[int, int]) -> list[np.ndarray]:
-    """``F`` after each group: ``F[a, b]`` = the most throughput within ``a``, ``b`` units (index 0: all zero)."""
+def knapsack_table(groups: list[list[Item]], size: tuple[int, int], keep: bool = True) -> list[np.ndarray]:
+    """``F`` after each group: ``F[a, b]`` = the most throughput within ``a``, ``b`` units (index 0: all zero).
+
+    ``keep=False``: only the last table (the others are dropped as it goes).
+    """
     A, B = size
     tables = [np.zeros((A + 1, B + 1))]
     for items in groups:
@@ -118,7 +165,10 @@ def knapsack_table(groups: list[list[Item]], size: tuple[int, int]) -> list[np.n
             if a > A or b > B:
                 continue
             np.maximum(new[a:, b:], prev[: A + 1 - a, : B + 1 - b] + it.xput, out=new[a:, b:])
-        tables.append(new)
+        if keep:
+            tables.append(new)
+        else:
+            tables = [new]
     return tables
 
 
@@ -209,33 +259,154 @@ def max_min(finals: tuple[np.ndarray, ...], weights: tuple[float, ...],
 
 
 def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
-                   cluster: ClusterSpec) -> KnapsackBound | None:
+                   cluster: ClusterSpec, prices: dict[str, float] | None = None) -> KnapsackBound | None:
     """Max-min ``t`` of the relaxation (module docstring) and a selection reaching it.
 
-    ``None`` when the cluster does not have exactly two GPU types in use, no
-    DNN has a positive share, or the grid exceeds :data:`MAX_GRID_CELLS` (the
-    caller then solves the MILP alone).
+    Two GPU types in use: the exact DP. Three or more: the tightest of the
+    surrogate relaxations of :func:`surrogate_dims` (``prices``: the LP's
+    shadow price per GPU of each type, which only steer the choice of
+    weights; every choice is a valid bound). ``None`` when fewer than two
+    GPU types are in use, no DNN has a positive share, or every grid
+    exceeds :data:`MAX_GRID_CELLS` (the caller then solves the MILP alone).
     """
     hardware = tuple(h for h in cluster.hardware if cluster.count(h) > 0)
     models = [m for m in configs if weights.get(m, 0.0) > 0]
-    if len(hardware) != 2 or not models:
+    if len(hardware) < 2 or not models:
         return None
-    hw = (hardware[0], hardware[1])
-    counts = {h: cluster.count(h) for h in hw}
-    units = resource_units({m: configs[m] for m in models}, hw)
-    size = (counts[hw[0]] * units[0], counts[hw[1]] * units[1])
+    counts = {h: cluster.count(h) for h in hardware}
+    units = resource_units({m: configs[m] for m in models}, hardware)
+    if len(hardware) == 2:
+        solved = _solve_on(configs, weights, models, hardware, counts, units, ((1, 0), (0, 1)), keep=True)
+    else:
+        solved = None
+        for dims in surrogate_dims(hardware, counts, units, prices):
+            found = _solve_on(configs, weights, models, hardware, counts, units, dims)
+            if found is not None and (solved is None or found[1] < solved[1]):
+                solved = found
+        if solved is not None and len(hardware) <= SURROGATE_SEARCH_TYPES:
+            solved = _refined(configs, weights, models, hardware, counts, units, solved)
+    return None if solved is None else _selected(configs, weights, models, hardware, counts, units, *solved)
+
+
+def _type_use(kb: KnapsackBound) -> dict[str, float]:
+    """Physical GPUs of each type the selection uses, counted as Eq. 23 counts them (``Σ g/v``)."""
+    use = {h: 0.0 for h in kb.hardware}
+    for items in kb.selection.values():
+        for it in items:
+            for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
+                use[h] += n / k
+    return use
+
+
+def _refined(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
+             hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...], solved: tuple) -> tuple:
+    """A search over the summed row's weights (the surrogate multipliers): the tightest bound seen.
+
+    Coordinate steps: one summed type's weight times ``f`` or ``1/f`` (``f``
+    from :data:`SURROGATE_STEP`, its square root once no step improves), at
+    :data:`SURROGATE_FINE` resolution, at most :data:`SURROGATE_STEPS` DPs
+    (last tables only). Every weighting's bound is valid; the least is kept.
+    """
+    best = solved
+    first, row = solved[0]
+    lam = [float(x) for x in row]
+    tried = {solved[0]}
+    evals, step = 0, SURROGATE_STEP
+    while evals < SURROGATE_STEPS and step > 1.01:
+        improved = False
+        for i in (i for i, x in enumerate(lam) if x > 0):
+            for f in (step, 1 / step):
+                cand = list(lam)
+                cand[i] *= f
+                dims = _rounded(first, cand, hardware, counts, units)
+                if dims is None or dims in tried or evals >= SURROGATE_STEPS:
+                    continue
+                tried.add(dims)
+                evals += 1
+                found = _solve_on(configs, weights, models, hardware, counts, units, dims)
+                if found is not None and found[1] < best[1]:
+                    best, lam, improved = found, cand, True
+                    break
+            if improved:
+                break
+        if not improved:
+            step = math.sqrt(step)
+    return best
+
+
+def _rounded(first: tuple[int, ...], lam: list[float], hardware: tuple[str, ...], counts: dict[str, int],
+             units: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``lam`` as integer weights, the largest :data:`SURROGATE_FINE` or less whose grid has at most
+    :data:`SURROGATE_SEARCH_CELLS` cells (``None`` if none has)."""
+    top = max(lam)
+    rows = [sum(w * counts[h] * u for w, h, u in zip(first, hardware, units))]
+    for res in range(SURROGATE_FINE, 0, -1):
+        row = tuple(max(1, round(res * x / top)) if x > 0 else 0 for x in lam)
+        size = sum(w * counts[h] * u for w, h, u in zip(row, hardware, units))
+        if (rows[0] + 1) * (size + 1) <= SURROGATE_SEARCH_CELLS:
+            return first, row
+    return None
+
+
+def surrogate_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
+                   prices: dict[str, float] | None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Two-row weightings of three or more GPU types, one per type kept exact.
+
+    The types tried as exact are the :data:`SURROGATE_TRIES` with the largest
+    priced share of the cluster, ``prices[h]·counts[h]`` (first listed on a
+    tie): aggregating the cheap types loses least (on Fig. 14's instances
+    the best bound came from one of these two). Row one is type ``e``'s units alone; row two adds the other types'
+    units at integer weights proportional to their price per unit
+    (``prices[h] / units[h]``, scaled so the dearest is
+    :data:`SURROGATE_RESOLUTION`; at least 1). Any non-negative weights give
+    a relaxation: a selection within every type's GPUs is within each
+    weighted sum of them (a surrogate relaxation), so each row's bound is valid
+    and the tightest is kept. Weightings whose grid exceeds
+    :data:`MAX_GRID_CELLS` are left out.
+    """
+    per_unit = {h: (prices or {}).get(h, 1.0) / u for h, u in zip(hardware, units)}
+    value = {h: (prices or {}).get(h, 1.0) * counts[h] for h in hardware}
+    exact = sorted(hardware, key=lambda h: (-value[h], hardware.index(h)))[:SURROGATE_TRIES]
+    out = []
+    for e in exact:
+        rest = [h for h in hardware if h != e]
+        top = max(per_unit[h] for h in rest)
+        first = tuple(int(h == e) for h in hardware)
+        second = tuple(0 if h == e else max(1, round(SURROGATE_RESOLUTION * per_unit[h] / top)) for h in hardware)
+        size = [sum(w * counts[h] * u for w, h, u in zip(row, hardware, units)) for row in (first, second)]
+        if (size[0] + 1) * (size[1] + 1) <= MAX_GRID_CELLS:
+            out.append((first, second))
+    return out
+
+
+def _solve_on(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
+              hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
+              dims: tuple[tuple[int, ...], tuple[int, ...]], keep: bool = False) -> tuple | None:
+    """The DP over the two dimensions ``dims`` (weights on each type's units): ``(dims, hi, lo, split, state)``,
+    or ``None`` past the grid cap. Keeps every table for the backtrack if ``keep``, else each DNN's last."""
+    size = tuple(sum(w * counts[h] * u for w, h, u in zip(row, hardware, units)) for row in dims)
     if (size[0] + 1) * (size[1] + 1) > MAX_GRID_CELLS:
         return None
-    groups = {m: template_items(configs[m], counts, hw, units) for m in models}
-    tables = {m: knapsack_table(groups[m], size) for m in models}
-    lo, hi, best = max_min(tuple(tables[m][-1] for m in models), tuple(weights[m] for m in models), size[1])
-    selection = {m: _backtrack(tables[m], groups[m], a, b) for m, (a, b) in zip(models, best)}
-    fuller = dict(selection)
-    left = (size[0] - sum(a for a, _ in best), size[1] - sum(b for _, b in best))
-    gains = [(tables[m][-1][a + left[0], b + left[1]] - tables[m][-1][a, b]) / weights[m]
-             for m, (a, b) in zip(models, best)]
+    groups = {m: template_items(configs[m], counts, hardware, units, dims) for m in models}
+    tables = {m: knapsack_table(groups[m], size, keep=keep) for m in models}
+    finals = {m: tables[m][-1] for m in models}
+    lo, hi, split = max_min(tuple(finals[m] for m in models), tuple(weights[m] for m in models), size[1])
+    left = (size[0] - sum(a for a, _ in split), size[1] - sum(b for _, b in split))
+    gains = [(finals[m][a + left[0], b + left[1]] - finals[m][a, b]) / weights[m] for m, (a, b) in zip(models, split)]
+    return dims, hi, lo, split, (size, groups, left, gains, tables if keep else None)
+
+
+def _selected(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
+              hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
+              dims: tuple[tuple[int, ...], tuple[int, ...]], hi: float, lo: float, split: list[tuple[int, int]],
+              state: tuple) -> KnapsackBound:
+    """The bound with its selection, backtracked on each DNN's tables (rebuilt one DNN at a time if not kept)."""
+    size, groups, left, gains, kept = state
     i = int(np.argmax(gains))
-    if gains[i] > 0:
-        a, b = best[i]
-        fuller[models[i]] = _backtrack(tables[models[i]], groups[models[i]], a + left[0], b + left[1])
-    return KnapsackBound(hi, lo, selection, units, fuller)
+    selection, fuller = {}, {}
+    for j, (m, (a, b)) in enumerate(zip(models, split)):
+        tables = kept[m] if kept is not None else knapsack_table(groups[m], size)
+        selection[m] = _backtrack(tables, groups[m], a, b)
+        fuller[m] = (_backtrack(tables, groups[m], a + left[0], b + left[1]) if j == i and gains[i] > 0
+                     else selection[m])
+    return KnapsackBound(hi, lo, selection, units, fuller, hardware, dims)

@@ -141,3 +141,68 @@ def test_large_clusters_skip_the_relaxation_and_still_plan():
     assert 12 * 25 * 12 * 75 < MAX_GRID_CELLS  # Table 1's 100-GPU clusters keep the relaxation
     plan = solve_pipelines(ps, w, big, cfg, SolverConfig("highs", 60.0, 0.01))
     assert verify(plan, profs) == [] and "knapsack_bound" not in plan.meta
+
+
+typed_item = st.tuples(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)), st.integers(1, 40))
+typed_groups = st.lists(st.lists(typed_item, min_size=1, max_size=3), min_size=1, max_size=2)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(typed_groups, min_size=1, max_size=2), st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 4)),
+       st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
+       st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)))
+def test_surrogate_projection_never_cuts_off_a_feasible_selection(per_dnn, caps, row1, row2):
+    """Three resource types folded into two weighted sums (any non-negative weights, as
+    ``template_items`` folds them): the max-min over the folded DP ≥ the best over every per-type-feasible
+    choice of at most one item per group, found by brute force."""
+    ws = (0.3, 0.7)[: len(per_dnn)]
+    size = (sum(w * c for w, c in zip(row1, caps)), sum(w * c for w, c in zip(row2, caps)))
+    folded = [[[Item(None, (), float(x), (sum(w * c for w, c in zip(row1, cost)),  # type: ignore[arg-type]
+                                            sum(w * c for w, c in zip(row2, cost))))
+                for cost, x in g] for g in gs] for gs in per_dnn]
+    finals = tuple(knapsack_table(gs, size)[-1] for gs in folded)
+    _lo, hi, _split = max_min(finals, ws, size[1])
+    options = []  # per DNN: (per-type cost, throughput) of every choice of at most one item per group
+    for gs in per_dnn:
+        opts = []
+        for pick in itertools.product(*[[None, *g] for g in gs]):
+            chosen = [it for it in pick if it is not None]
+            opts.append((tuple(sum(it[0][i] for it in chosen) for i in range(3)), sum(it[1] for it in chosen)))
+        options.append(opts)
+    best = 0.0
+    for combo in itertools.product(*options):
+        if all(sum(o[0][i] for o in combo) <= caps[i] for i in range(3)):
+            best = max(best, min(o[1] / w for o, w in zip(combo, ws)))
+    assert best <= hi * (1 + 1e-9)
+
+
+THREE_TYPES = [({"L4": 1, "T4": 1, "P4": 2}, GROUP[:2]), ({"L4": 2, "T4": 1, "P4": 1}, GROUP),
+               ({"V100": 1, "L4": 1, "T4": 1, "P4": 1}, GROUP[1:])]
+
+
+@needs_data
+@pytest.mark.parametrize("counts,group", THREE_TYPES)
+def test_surrogate_bound_is_valid_and_the_knapsack_solve_is_exact_on_three_or_four_types(counts, group):
+    """Tiny 3- and 4-type clusters solved exactly both ways: the surrogate bound is ≥ the counts optimum,
+    every weighting it tries keeps one type exact, and "knapsack" reaches the counts optimum."""
+    from shepherd.solvers.ppipe_knapsack import resource_units, surrogate_dims
+
+    profs = _profiles()
+    ps = [profs[m] for m in group]
+    w = dict(zip(group, [0.30, 0.33, 0.37][: len(group)]))
+    cluster = custom_cluster(counts, 10.0)
+    cfg = PPipePlanConfig(formulation="counts", max_partitions=2)
+    configs = candidate_configs(ps, cluster, cfg, w, EXACT)
+    a = solve_configs(configs, ps, w, cluster, cfg, EXACT)
+    assert a.meta["status"] == "optimal"
+    kb = knapsack_bound(configs, w, cluster)
+    assert kb is not None and len(kb.hardware) == len(counts)
+    assert kb.t_upper >= a.normalized_xput * (1 - 1e-9)
+    hw = tuple(cluster.hardware)
+    dims = surrogate_dims(hw, {h: cluster.count(h) for h in hw}, resource_units(configs, hw), None)
+    assert dims and all(sum(r1) == 1 and all(x >= 0 for x in r1 + r2) and all(r1[i] == 0 or r2[i] == 0
+                                                                            for i in range(len(hw)))
+                        for r1, r2 in dims)
+    k = solve_configs(configs, ps, w, cluster, PPipePlanConfig(formulation="knapsack", max_partitions=2), EXACT)
+    assert verify(k, profs) == [] and k.meta["knapsack_relaxation"] == "surrogate"
+    assert abs(k.meta["objective"] - a.meta["objective"]) <= 1e-6 * a.meta["objective"]

@@ -69,3 +69,26 @@ def test_bad_solver_config_is_a_user_error():
 def test_relative_gap():
     assert relative_gap(10.0, 11.0) == pytest.approx(0.1)
     assert relative_gap(None, 1.0) is None
+
+
+def test_heuristic_effort_reaches_highs_and_bad_values_are_refused(monkeypatch):
+    """``heuristic_effort`` sets HiGHS's mip_heuristic_effort for that solve only (0 = HiGHS's default), and
+    the solve still reaches the brute-force optimum; outside [0, 1] it is a user error."""
+    seen = []
+    cfg = SolverConfig(name="highs", time_limit_s=10, gap=0.0, heuristic_effort=0.4)
+    model = _knapsack(cfg)
+    real = model.solver._set_double_option_value
+    monkeypatch.setattr(model.solver, "_set_double_option_value",
+                        lambda name, value: (seen.append((name, value)), real(name, value))[1])
+    res = solve(model, cfg)
+    assert ("mip_heuristic_effort", 0.4) in seen
+    assert model.solver._get_double_option_value("mip_heuristic_effort") == pytest.approx(0.4)
+    weights, values = [12, 7, 11, 8, 9, 6, 14, 5], [24, 13, 23, 15, 16, 11, 27, 9]
+    best = max(sum(v for i, v in enumerate(values) if m >> i & 1) for m in range(256)
+               if sum(w for i, w in enumerate(weights) if m >> i & 1) <= 26)
+    assert res.status == "optimal" and res.objective == pytest.approx(best)
+    plain = _knapsack(SolverConfig(name="highs"))
+    assert plain.solver._get_double_option_value("mip_heuristic_effort") == pytest.approx(0.05)
+    for bad in (-0.1, 1.5):
+        with pytest.raises(UserError, match="heuristic effort"):
+            SolverConfig(heuristic_effort=bad).validate()
