@@ -326,6 +326,23 @@ def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr,
 
 
 @njit(cache=True)
+def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
+    """The requests' arrival, deadline and model columns in group order (group ``g``'s requests, in id order,
+    at ``roff[g]`` up to ``roff[g + 1]`` of ``t``, ``d``, ``m``) and each request's place there (``inv``): one
+    pass in request order, each group's part written in order (a gather per group would read every column
+    once per group)."""
+    pos = roff[:-1].copy()
+    for x in range(len(group_of)):
+        g = group_of[x]
+        p = pos[g]
+        pos[g] = p + 1
+        t[p] = arrival[x]
+        d[p] = deadline[x]
+        m[p] = model[x]
+        inv[x] = p
+
+
+@njit(cache=True)
 def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, cols, rs, rf, rw, rb, ro, rp, start,
            finish, worker, batch, outcome, preempt):
     """The group runs merged into the global tables (:func:`shepherd.core.engine.groups.merge`), in one pass
