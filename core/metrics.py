@@ -128,10 +128,13 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
     # one compiled pass over each (:mod:`shepherd.core.engine.fast.summary`)
     from shepherd.core.engine.fast.summary import batch_stats, request_stats
 
-    arrival, n = result.engine.arrival, result.n_requests
-    lat, queue = np.empty(n, np.int64), np.empty(n, np.int64)
-    by, pre_req, k, first, last = request_stats(np.asarray(arrival, np.int64), r.r_start, r.r_finish, r.r_outcome,
-                                                r.r_preempt, lat, queue)
+    arrival, n = np.asarray(result.engine.arrival, np.int64), result.n_requests
+    for dtype in (np.int32, np.int64):  # int32 where every value fits (half the memory), else int64
+        lat, queue = np.empty(n, dtype), np.empty(n, dtype)
+        by, pre_req, k, first, last, fits = request_stats(arrival, r.r_start, r.r_finish, r.r_outcome,
+                                                          r.r_preempt, lat, queue)
+        if fits:
+            break
     first, last = (int(first), int(last)) if n else (0, 0)
     counts = {"good": int(by[SERVED]), "late": int(by[LATE]), "dropped": int(by[DROPPED] + by[PENDING]),
               "preempted_requests": int(pre_req)}

@@ -48,7 +48,10 @@ def test_request_and_batch_stats(rows):
     out = np.array([r[2] for r in rows], np.int8)
     pre = np.array([r[3] for r in rows], np.int16)
     lat, queue = np.empty(n, np.int64), np.empty(n, np.int64)
-    counts, n_pre, k, lo, hi = request_stats(a, start, fin, out, pre, lat, queue)
+    counts, n_pre, k, lo, hi, fits = request_stats(a, start, fin, out, pre, lat, queue)
+    assert fits
+    narrow = np.empty(n, np.int16), np.empty(n, np.int16)  # a latency over 32767 µs does not fit int16
+    assert request_stats(a, start, fin, out, pre, *narrow)[5] == bool((fin - a)[fin >= 0].max(initial=0) < 1 << 15)
     served = fin >= 0
     assert counts.tolist() == np.bincount(out, minlength=4).tolist()
     assert n_pre == np.count_nonzero(pre) and k == served.sum()

@@ -25,13 +25,15 @@ def request_stats(arrival, start, finish, outcome, preempt, lat, queue):
     """Per outcome code the requests (``counts``, 4 codes), the requests preempted at least once, and the
     served ones' (``finish ≥ 0``) latency ``finish − arrival`` and queueing delay ``start − arrival`` written
     to ``lat[:k]``, ``queue[:k]`` in request order; returns (counts, preempted, k, first arrival, last
-    arrival)."""
+    arrival, whether every latency and delay fits ``lat``'s dtype — else the caller passes wider arrays)."""
     n = len(arrival)
     counts = np.zeros(4, np.int64)
     pre = 0
     k = 0
     lo = arrival[0] if n else 0
     hi = lo
+    vmin, vmax = np.iinfo(lat.dtype).min, np.iinfo(lat.dtype).max
+    fits = True
     for i in range(n):
         counts[outcome[i]] += 1
         if preempt[i] != 0:
@@ -43,10 +45,14 @@ def request_stats(arrival, start, finish, outcome, preempt, lat, queue):
             hi = a
         f = finish[i]
         if f >= 0:
-            lat[k] = f - a
-            queue[k] = start[i] - a
+            v = f - a
+            w = start[i] - a
+            if v < vmin or v > vmax or w < vmin or w > vmax:
+                fits = False
+            lat[k] = v
+            queue[k] = w
             k += 1
-    return counts, pre, k, lo, hi
+    return counts, pre, k, lo, hi, fits
 
 
 @njit(cache=True)
