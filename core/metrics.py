@@ -1,4 +1,5 @@
-"""Simulation metrics, computed vectorised with polars from the outcome tables.
+"""Simulation metrics, computed vectorised from the outcome tables (polars; the one-row summary's counts and exact
+quantiles by compiled passes over the arrays, :mod:`shepherd.core.engine.fast.summary`).
 
 Never computed inside the event loop (DESIGN.md "The engine"). Definitions:
 
