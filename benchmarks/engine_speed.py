@@ -132,7 +132,7 @@ def one(policy: str, workers: int, n: int, case: str, slo_ms: float, seed: int, 
     compile_s = 0.0
     if eng.path == "fast":  # JIT compile (or load from the on-disk cache), timed apart on a tiny run
         c0 = time.process_time()
-        simulate(frame.head(100), prof, policy, gpus=workers, seed=seed, engine=eng)
+        simulate(frame.head(100), prof, policy, gpus=workers, seed=seed, engine=eng).summary_frame()
         compile_s = time.process_time() - c0
     w0, c0 = time.perf_counter(), time.process_time()
     if plan is not None:

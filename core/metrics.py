@@ -1,4 +1,5 @@
-"""Simulation metrics, computed vectorised with polars from the outcome tables.
+"""Simulation metrics, computed vectorised from the outcome tables (polars; the one-row summary's counts and exact
+quantiles by compiled passes over the arrays, :mod:`shepherd.core.engine.fast.summary`).
 
 Never computed inside the event loop (DESIGN.md "The engine"). Definitions:
 
@@ -33,10 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.engine.result import SimulationResult
 
 
-def _q(col: str, q: float) -> pl.Expr:
-    return pl.col(col).quantile(q, interpolation="nearest")
-
-
 def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.DataFrame,
                      policy: str, extra: dict[str, Any] | None = None) -> pl.DataFrame:
     """One-row summary from per-request (arrival_us, start_us, finish_us — null or
@@ -55,25 +52,34 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
     is_served = pl.col("finish_us").is_not_null() & (pl.col("finish_us") >= 0)
     lat_us = requests.select((pl.col("finish_us") - pl.col("arrival_us")).filter(is_served))["finish_us"]
     q_us = requests.select((pl.col("start_us") - pl.col("arrival_us")).filter(is_served))["start_us"]
-    done = batches.filter(~pl.col("preempted"))["size"]
-    return summary_row(policy, n, first, last, end, counts, lat_us, q_us, done, batches.height - done.len(),
-                       workers, extra)
+    done = batches.filter(~pl.col("preempted"))["size"].to_numpy()
+    sizes = np.bincount(done.astype(np.int64)) if len(done) else np.zeros(0, np.int64)
+    return summary_row(policy, n, first, last, end, counts, lat_us.to_numpy().astype(np.int64),
+                       q_us.to_numpy().astype(np.int64), sizes, batches.height - len(done), workers, extra)
 
 
 def summary_row(policy: str, n: int, first: int | None, last: int | None, end: int, counts: dict[str, int],
-                lat_us: pl.Series, q_us: pl.Series, done_sizes: pl.Series, preemptions: int, workers: pl.DataFrame,
-                extra: dict[str, Any] | None = None) -> pl.DataFrame:
+                lat_us: np.ndarray, q_us: np.ndarray, size_counts: np.ndarray, preemptions: int,
+                workers: pl.DataFrame, extra: dict[str, Any] | None = None) -> pl.DataFrame:
     """The one-row summary from what it needs (:func:`summarize_tables` takes it from whole tables, a run that
     kept only running aggregates gives it directly): the request count, first and last arrival, the last
-    batch end, the outcome counts, the served requests' latencies and queueing delays (µs), the completed
-    batches' sizes, the preemption count and the workers table."""
+    batch end, the outcome counts, the served requests' latencies and queueing delays (µs, int64 arrays),
+    the completed batches per size (``size_counts[s]``: batches of size ``s``), the preemption count and the
+    workers table. Quantiles are polars' ``interpolation="nearest"`` ones, found without a sort
+    (:mod:`shepherd.core.engine.fast.summary`)."""
+    from shepherd.core.engine.fast.summary import nearest, nearest_counts
+
     span_us = max(1, (last or 0) - (first or 0))
     horizon_us = max(1, end - (first or 0))
-    lat = lat_us.to_frame("v").select(p50=_q("v", 0.5), p99=_q("v", 0.99)).row(0, named=True)
-    lat.update(q_us.to_frame("v").select(mq=pl.col("v").mean(), q99=_q("v", 0.99)).row(0, named=True))
+    p50, p99 = nearest(lat_us, (0.5, 0.99))
+    (q99,) = nearest(q_us, (0.99,))
+    lat = {"p50": p50, "p99": p99, "mq": pl.Series("v", q_us).mean() if len(q_us) else None, "q99": q99}
     lat = {k: (v / 1000.0 if v is not None else None) for k, v in lat.items()}
-    bs = done_sizes.to_frame("size").select(mean=pl.col("size").mean(), p50=_q("size", 0.5),
-                                            p99=_q("size", 0.99)).row(0, named=True)
+    n_done = int(size_counts.sum())
+    b50, b99 = nearest_counts(size_counts, (0.5, 0.99))
+    # the exact integer sum over the count (the mean polars takes of the sizes: tests/test_summary_stats.py)
+    bs = {"mean": int(np.dot(np.arange(len(size_counts), dtype=np.int64), size_counts)) / n_done if n_done else None,
+          "p50": b50, "p99": b99}
     w = workers.select(busy=pl.col("busy_us").sum(), waste=pl.col("wasted_us").sum()).row(0, named=True)
     nw = max(1, workers.height)
     row = {
@@ -94,7 +100,7 @@ def summary_row(policy: str, n: int, first: int | None, last: int | None, end: i
         "p99_latency_ms": lat["p99"],
         "mean_queue_ms": lat["mq"],
         "p99_queue_ms": lat["q99"],
-        "batches": done_sizes.len(),
+        "batches": n_done,
         "mean_batch": bs["mean"],
         "p50_batch": bs["p50"],
         "p99_batch": bs["p99"],
@@ -117,24 +123,27 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
     r = result.recorder
     agg = r.aggregates
     if agg is not None:
-        return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.series("lat"),
-                           agg.series("queue"), agg.done_sizes(), agg.n_pre, result.workers_frame(),
-                           {"seed": result.seed})
-    # what summarize_tables reads from the request and batch tables, from the recorder's arrays directly
-    arrival, n = result.engine.arrival, result.n_requests
-    first, last = (int(arrival.min()), int(arrival.max())) if n else (0, 0)
-    by = np.bincount(r.r_outcome, minlength=4)
+        return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.values("lat"),
+                           agg.values("queue"), agg.sizes, agg.n_pre, result.workers_frame(), {"seed": result.seed})
+    # what summarize_tables reads from the request and batch tables, from the recorder's arrays directly, in
+    # one compiled pass over each (:mod:`shepherd.core.engine.fast.summary`)
+    from shepherd.core.engine.fast.summary import batch_stats, request_stats
+
+    arrival, n = np.asarray(result.engine.arrival, np.int64), result.n_requests
+    for dtype in (np.int32, np.int64):  # int32 where every value fits (half the memory), else int64
+        lat, queue = np.empty(n, dtype), np.empty(n, dtype)
+        by, pre_req, k, first, last, fits = request_stats(arrival, r.r_start, r.r_finish, r.r_outcome,
+                                                          r.r_preempt, lat, queue)
+        if fits:
+            break
+    first, last = (int(first), int(last)) if n else (0, 0)
     counts = {"good": int(by[SERVED]), "late": int(by[LATE]), "dropped": int(by[DROPPED] + by[PENDING]),
-              "preempted_requests": int(np.count_nonzero(r.r_preempt))}
-    served = r.r_finish >= 0  # never-served rows keep finish_us = -1
-    a = arrival[served]
+              "preempted_requests": int(pre_req)}
     b = r.batch_columns()
-    pre = b["preempted"] != 0
-    end = max(last, int(b["end"].max())) if len(pre) else last
-    done = pl.Series("size", b["size"][~pre].astype(np.int32))
-    return summary_row(result.policy, n, first, last, end, counts, pl.Series("v", r.r_finish[served] - a),
-                       pl.Series("v", r.r_start[served] - a), done, int(pre.sum()), result.workers_frame(),
-                       {"seed": result.seed})
+    sizes, n_pre, b_end = batch_stats(b["size"], b["end"], b["preempted"])
+    end = max(last, int(b_end)) if len(b["size"]) else last
+    return summary_row(result.policy, n, first, last, end, counts, lat[:k], queue[:k], sizes, int(n_pre),
+                       result.workers_frame(), {"seed": result.seed})
 
 
 def batch_size_distribution(batches: pl.DataFrame) -> pl.DataFrame:

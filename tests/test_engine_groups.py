@@ -82,6 +82,26 @@ def test_groups_apart_with_overhead_ties_and_preemption():
     assert one.shed == apart.shed
 
 
+@pytest.mark.parametrize("packed", [True, False])
+def test_both_clock_replays_equal_one_loop(monkeypatch, packed):
+    """The clock replay packs each heap entry's order in one int64 where it fits, else runs its general form
+    (:func:`shepherd.core.engine.fast.replay.replay_ids`): both give the one loop's tables, here with
+    preemptions (stale completions) and equal-time arrivals across groups, for the reference's groups apart
+    and the fast path."""
+    from shepherd.core.engine.fast import replay
+
+    general = []
+    run_general = replay._replay_general
+    monkeypatch.setattr(replay, "_PACKED", packed)
+    monkeypatch.setattr(replay, "_replay_general", lambda *a: general.append(1) or run_general(*a))
+    trace, plan = workload(7, [2, 3, 1, 2], 11, 1_000_000, 4000.0)
+    one = simulate(trace, PROF, "flex", plan=plan, seed=0, engine=REF)
+    assert int((one.requests_frame()["preemptions"] > 0).sum()) > 0
+    for eng in (APART, EngineConfig(path="fast")):
+        assert_same(one, simulate(trace, PROF, "flex", plan=plan, seed=0, engine=eng))
+    assert len(general) == (0 if packed else 2)
+
+
 @pytest.mark.parametrize("policy", ["flex", "clockwork"])
 def test_groups_apart_equal_time_everywhere(policy):
     """Every arrival time occurs in every group, and completions coincide too (one model, one SLO)."""

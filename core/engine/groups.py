@@ -184,14 +184,15 @@ def run_group(job: GroupJob) -> GroupRun | None:
                     np.array(logged.pushed_end, np.int64), logged.stats())
 
 
-def replay(log: np.ndarray, boff: np.ndarray, arrivals: list[np.ndarray]) -> np.ndarray:
+def replay(log: np.ndarray, boff: np.ndarray, arrivals: list[np.ndarray], times: np.ndarray | None = None) -> np.ndarray:
     """The global id of every group's batches, flat (group after group; ``log`` every group's batch log as
     :meth:`GroupRun.log_rows` gives it, concatenated, group ``g`` from column ``boff[g]``): the single loop's
     clock re-enacted over the logs (module docstring; compiled: :mod:`.fast.replay`)."""
     from shepherd.core.engine.fast.replay import replay_ids
 
     toff = np.concatenate([[0], np.cumsum([len(t) for t in arrivals])]).astype(np.int64)
-    times = np.concatenate(arrivals).astype(np.int64, copy=False) if arrivals else np.empty(0, np.int64)
+    if times is None:  # else: the arrivals already concatenated, group after group
+        times = np.concatenate(arrivals).astype(np.int64, copy=False) if arrivals else np.empty(0, np.int64)
     flat = replay_ids(log[6], log[7], log[8], log[5], boff, times, toff)
     if (flat < 0).any():  # pragma: no cover - a log the clock cannot re-enact
         raise RuntimeError(f"{int((flat < 0).sum())} batches left after the replay")
@@ -212,11 +213,13 @@ def run_apart(jobs_: list[GroupJob], jobs: int, executor: str = "local",
 
 
 def merge(engine, runs: list[GroupRun], ids: list[np.ndarray], workers: list[list[int]],
-          arrivals: list[np.ndarray], flat: tuple | None = None) -> None:
+          arrivals: list[np.ndarray], flat: tuple | None = None, times: np.ndarray | None = None,
+          inv: np.ndarray | None = None) -> None:
     """Write the group runs' tables into ``engine``'s recorder (global request, worker and batch ids;
     compiled: :func:`.fast.replay.gather`). ``flat``: the runs' request columns (start, finish, worker,
     batch, outcome, preemptions) already concatenated in group order (a fast run writes them so), else
-    concatenated here."""
+    concatenated here; ``times``: the arrivals concatenated (:func:`replay`); ``inv``: each request's row
+    in the concatenated request columns (a fast run has it from :func:`.fast.replay.split`)."""
     from shepherd.core.engine.fast.replay import gather
 
     n_groups = len(runs)
@@ -224,13 +227,14 @@ def merge(engine, runs: list[GroupRun], ids: list[np.ndarray], workers: list[lis
     sizes = [lg.shape[1] for lg in logs]
     boff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     log = np.concatenate(logs, axis=1) if logs else np.empty((9, 0), np.int64)
-    gid = replay(log, boff, arrivals)
+    gid = replay(log, boff, arrivals, times)
     rec = engine.rec
     bgrp = np.repeat(np.arange(n_groups, dtype=np.int64), sizes)
     rows = [len(r) for r in ids]
     rgrp = np.repeat(np.arange(n_groups, dtype=np.int64), rows)
-    inv = np.full(len(rec.r_start), -1, np.int64)
-    inv[np.concatenate(ids).astype(np.int64) if ids else np.empty(0, np.int64)] = np.arange(sum(rows))
+    if inv is None:
+        inv = np.full(len(rec.r_start), -1, np.int64)
+        inv[np.concatenate(ids).astype(np.int64) if ids else np.empty(0, np.int64)] = np.arange(sum(rows))
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in workers]) if workers else np.empty(0, np.int64)
     if flat is None:

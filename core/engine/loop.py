@@ -51,7 +51,7 @@ class Engine:
 
     __slots__ = ("arrival", "deadline", "model", "stream", "columns", "config", "overhead", "emulate",
                  "clock", "rec", "res", "allocs", "paths", "sched", "sched_active", "admission", "feeds",
-                 "group_ids", "policies", "progress")
+                 "group_ids", "group_of", "policies", "progress")
 
     def __init__(self, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray, stream: np.ndarray,
                  group_of: np.ndarray | None, n_groups: int, groups: list[int], hardware: list[int],
@@ -69,6 +69,8 @@ class Engine:
         sizes = [sum(1 for g in groups if g == i) for i in range(n_groups)]
         self.sched = [SchedulerClock(overhead, size) for size in sizes]
         self.sched_active = any(s.active for s in self.sched)  # False: decisions cost nothing
+        #: each request's serving group (None: one group, or no routing)
+        self.group_of = group_of if n_groups > 1 else None
         if group_of is None or n_groups == 1:
             self.group_ids: list[np.ndarray | None] = [None] * n_groups
         else:

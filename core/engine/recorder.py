@@ -334,12 +334,14 @@ class SummaryAggregates:
         return {"good": self.good, "late": self.late, "dropped": self.dropped,
                 "preempted_requests": self.preempted_requests}
 
-    def series(self, which: str) -> pl.Series:
+    def values(self, which: str) -> np.ndarray:
+        """The kept latencies (``"lat"``) or queueing delays (``"queue"``) as one array (int32 where every
+        part is)."""
         parts = getattr(self, which)
         if not parts:
-            return pl.Series("v", [], dtype=pl.Int64)
+            return np.empty(0, np.int64)
         wide = any(p.dtype != np.int32 for p in parts)
-        return pl.Series("v", np.concatenate([p.astype(np.int64, copy=False) for p in parts] if wide else parts))
+        return np.concatenate([p.astype(np.int64, copy=False) for p in parts] if wide else parts)
 
     def done_sizes(self) -> pl.Series:
         """The completed batches' sizes (sorted: only counts were kept)."""

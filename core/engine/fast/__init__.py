@@ -141,7 +141,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
-        new_m = _piece(m_all, pos, hi).astype(np.int64)
+        new_m = _piece(m_all, pos, hi).astype(np.int64, copy=False)
         running = np.zeros(n_models, np.int64)
         if flex:
             busy = w_bid >= 0
@@ -288,12 +288,25 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
     flat = (np.full(total, -1, np.int64), np.full(total, -1, np.int64), np.full(total, -1, np.int32),
             np.full(total, -1, np.int64), np.zeros(total, np.int8), np.zeros(total, np.int16),
             np.zeros(total, np.bool_))
-    o = 0
+    # every group's arrival, deadline and model columns too, in one pass over the trace's (.replay.split)
+    from shepherd.core.engine.fast.replay import split
+
+    roff = np.concatenate([[0], np.cumsum([len(r) for r in rids])]).astype(np.int64)
+    t_all, d_all, m_all = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64)
+    inv = np.empty(len(engine.arrival), np.int64)  # every request is in a group: split writes every place
+    if engine.group_of is not None:
+        split(engine.group_of, roff, np.asarray(engine.arrival, np.int64), np.asarray(engine.deadline, np.int64),
+              engine.model, t_all, d_all, m_all, inv)
+    else:  # pragma: no cover - several groups are always routed (Engine)
+        inv[:] = -1
+        for g, rid in enumerate(rids):
+            sl = slice(roff[g], roff[g + 1])
+            t_all[sl], d_all[sl], m_all[sl], inv[rid] = (engine.arrival[rid], engine.deadline[rid], engine.model[rid],
+                                                         np.arange(roff[g], roff[g + 1]))
     for g in range(n_groups):
         rid = rids[g]
-        k = len(rid)
+        o, k = int(roff[g]), len(rid)
         out = tuple(col[o:o + k] for col in flat)
-        o += k
         logs: list[np.ndarray] = []
 
         def on_requests(off, t, *cols, out=out):
@@ -303,10 +316,10 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         def on_batches(rows, final, logs=logs):  # the last call's rows stay as they are (the log is done)
             logs.append(rows if final else rows.copy())
 
-        t = engine.arrival[rid]
+        t = t_all[o:o + k]
         kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
                          np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
-        w_busy, w_waste, n_shed = _stream(kernel, t, engine.deadline[rid], engine.model[rid], step, flex,
+        w_busy, w_waste, n_shed = _stream(kernel, t, d_all[o:o + k], m_all[o:o + k], step, flex,
                                           on_requests, on_batches, out, units=True)
         engine.sched[g].shed = n_shed
         cols = (logs[0] if len(logs) == 1 else np.concatenate(logs, axis=1)) if logs else np.empty((9, 0), np.int64)
@@ -317,5 +330,5 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
             cols[6], cols[7], cols[8], {}, log=cols))
         ids.append(rid)
         arrivals.append(t)
-    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals, flat[:6])
+    groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals, flat[:6], t_all, inv)
     return None

@@ -67,19 +67,85 @@ def _pop(ht, hk, hg, ha, size):
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
+def _kpush(hk, hp, size, key, p):
+    """:func:`_push` for a heap of packed keys (one int64 orders an entry: :func:`_replay_packed`)."""
+    i = size
+    while i > 0:
+        parent = (i - 1) >> 2
+        if key < hk[parent]:
+            hk[i], hp[i] = hk[parent], hp[parent]
+            i = parent
+        else:
+            break
+    hk[i], hp[i] = key, p
+    return size + 1
+
+
+@njit(cache=True, inline='always')
+def _ksift(hk, hp, size, key, p):
+    """Put (``key``, ``p``) in the root's place of a packed-key heap of ``size`` entries and sift it down."""
+    i = 0
+    while True:
+        c = 4 * i + 1
+        if c >= size:
+            break
+        if c + 3 < size:
+            x = c + (hk[c + 1] < hk[c])
+            y = c + 2 + (hk[c + 3] < hk[c + 2])
+            c = y if hk[y] < hk[x] else x
+        else:
+            for d in range(c + 1, size):
+                if hk[d] < hk[c]:
+                    c = d
+        if hk[c] < key:
+            hk[i], hp[i] = hk[c], hp[c]
+            i = c
+        else:
+            break
+    hk[i], hp[i] = key, p
+
+
+@njit(cache=True, inline='always')
+def _kpop(hk, hp, size):
+    """Remove the root of a packed-key heap."""
+    size -= 1
+    _ksift(hk, hp, size, hk[size], hp[size])
+    return size
+
+
 def replay_ids(ua, uk, pe, pre, boff, times, toff):
     """Global id of every logged batch (flat, in the logs' order); -1 where the replay could not reach one.
-    The replay itself is :func:`_replay` (no allocation, so no reference counting in its loop)."""
+    The replay itself is :func:`_replay_packed` where every entry's order fits one int64 (times from 0 to
+    below ``2**(62 − shift)`` µs: days, for millions of events), else :func:`_replay` (no allocation in either,
+    so no reference counting in their loops); both give the same ids (``tests/test_engine_groups.py``)."""
     n_groups = len(boff) - 1
-    total = boff[-1]
+    total = int(boff[-1])
     gid = np.full(total, -1, np.int64)
     cap = total + 1
+    seq_bits = (total + len(times) + n_groups + 1).bit_length()  # every push takes the next seq
+    shift = seq_bits + 2  # then the priority (COMPLETION 0, ARRIVAL 2), then the time
+    lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
+    hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
+    if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
+        _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
+                       np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), boff[:-1].copy(),
+                       toff[:-1].copy(), shift, seq_bits)
+        return gid
+    _replay_general(ua, uk, pe, pre, boff, times, toff, gid, cap, n_groups)
+    return gid
+
+
+#: whether :func:`replay_ids` may use :func:`_replay_packed` (tests turn it off to run the general replay)
+_PACKED = True
+
+
+@njit(cache=True)
+def _replay_general(ua, uk, pe, pre, boff, times, toff, gid, cap, n_groups):
     _replay(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
             np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
             np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64),
             boff[:-1].copy(), toff[:-1].copy())
-    return gid
 
 
 @njit(cache=True, _nrt=False)
@@ -162,6 +228,118 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag,
             while p < n and times[p] == tp:
                 p += 1
         pos[g] = p
+
+
+@njit(cache=True, _nrt=False)
+def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr, pos, sh, sb):
+    """:func:`_replay`'s clock with each heap entry's order packed in one int64 — ``time << sh | priority << sb
+    | seq`` (``seq < 2**sb``, the priority below 4, the time below ``2**(62 − sh)``: :func:`replay_ids` checks) —
+    and its group and argument in another (``g << 32 | arg``; an arrival's: ``g``): one comparison and two
+    moves per heap step instead of two and four. A handled arrival run's group stays at the root of the
+    arrival heap while the run is handled (the next arrival of another group is the least of the root's
+    children) and its next arrival replaces it there: one sift instead of a pop and a push. Keys are unique
+    (``seq``), so any heap pops them in the one order: the ids are :func:`_replay`'s."""
+    ARR = np.int64(ARRIVAL) << sb
+    n_groups = len(boff) - 1
+    cn = 0
+    an = 0
+    seq = 0
+    nxt = 0
+    for g in range(n_groups):
+        i = ptr[g]
+        while i < boff[g + 1] and ua[i] == 2:
+            gid[i] = nxt
+            nxt += 1
+            seq += 1
+            cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
+            i += 1
+        ptr[g] = i
+    for g in range(n_groups):
+        if toff[g] < toff[g + 1]:
+            seq += 1
+            an = _kpush(ak, ap, an, (times[toff[g]] << sh) | ARR | seq, g)
+    while cn > 0 or an > 0:
+        if cn > 0 and (an == 0 or ck[0] < ak[0]):
+            p = cp[0]
+            g = p >> 32
+            arg = p & 0xFFFFFFFF
+            cn = _kpop(ck, cp, cn)
+            if pre[arg]:  # a preempted batch's completion is stale: no handler
+                continue
+            key = arg - boff[g]  # the log keys completions by the group's local batch id
+            i = ptr[g]
+            end_b = boff[g + 1]
+            while i < end_b and ua[i] == 0 and uk[i] == key:
+                gid[i] = nxt
+                nxt += 1
+                seq += 1
+                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                i += 1
+            ptr[g] = i
+            continue
+        g = ap[0]
+        # the group's entry stays at the root while its run is handled (the docstring)
+        other = NEVER
+        for c in range(1, min(an, 5)):
+            if ak[c] < other:
+                other = ak[c]
+        end_b = boff[g + 1]
+        p, n = pos[g], toff[g + 1]
+        pushed = False
+        while p < n:
+            if cn > 0 and ck[0] < other:
+                until = ck[0] >> sh
+            elif other < NEVER:
+                until = (other >> sh) + 1
+            else:
+                until = NEVER
+            i = ptr[g]
+            due = uk[i] if i < end_b and ua[i] == 1 else NEVER
+            if times[p] >= until:
+                seq += 1
+                _ksift(ak, ap, an, (times[p] << sh) | ARR | seq, g)
+                pushed = True
+                break
+            stop = until if until < due else due
+            while p < n and times[p] < stop:
+                p += 1
+            if p >= n:
+                break
+            if times[p] >= until:
+                seq += 1
+                _ksift(ak, ap, an, (times[p] << sh) | ARR | seq, g)
+                pushed = True
+                break
+            tp = times[p]
+            while i < end_b and ua[i] == 1 and uk[i] == tp:
+                gid[i] = nxt
+                nxt += 1
+                seq += 1
+                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                i += 1
+            ptr[g] = i
+            while p < n and times[p] == tp:
+                p += 1
+        if not pushed:
+            an = _kpop(ak, ap, an)
+        pos[g] = p
+
+
+@njit(cache=True)
+def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
+    """The requests' arrival, deadline and model columns in group order (group ``g``'s requests, in id order,
+    at ``roff[g]`` up to ``roff[g + 1]`` of ``t``, ``d``, ``m``) and each request's place there (``inv``): one
+    pass in request order, each group's part written in order (a gather per group would read every column
+    once per group)."""
+    pos = roff[:-1].copy()
+    for x in range(len(group_of)):
+        g = group_of[x]
+        p = pos[g]
+        pos[g] = p + 1
+        t[p] = arrival[x]
+        d[p] = deadline[x]
+        m[p] = model[x]
+        inv[x] = p
 
 
 @njit(cache=True)

@@ -1,0 +1,66 @@
+"""The summary's compiled statistics (:mod:`shepherd.core.engine.fast.summary`) equal polars' on any values."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shepherd.core.engine.fast.summary import batch_stats, nearest, nearest_counts, request_stats
+
+QS = st.lists(st.sampled_from([0.0, 0.5, 0.99, 1.0]) | st.floats(0.0, 1.0), min_size=1, max_size=3)
+
+
+def _polars(values: np.ndarray, q: float):
+    return pl.Series("v", values).to_frame().select(pl.col("v").quantile(q, interpolation="nearest")).item()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(1 << 40), 1 << 40) | st.integers(0, 300), max_size=300), QS,
+       st.sampled_from([np.int64, np.int32]))
+def test_nearest_is_polars_nearest(values, qs, dtype):
+    v = np.array(values, np.int64)
+    if dtype is np.int32:
+        v = (v % (1 << 30)).astype(np.int32)
+    got = nearest(v, tuple(qs))
+    assert got == [_polars(v, q) for q in qs]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 140), max_size=400), QS)
+def test_sizes_from_counts_are_polars(sizes, qs):
+    v = np.array(sizes, np.int64)
+    counts = np.bincount(v) if len(v) else np.zeros(0, np.int64)
+    assert nearest_counts(counts, tuple(qs)) == [_polars(v, q) for q in qs]
+    if len(v):  # the summary's batch mean: the exact integer sum over the count
+        assert int(np.dot(np.arange(len(counts)), counts)) / len(v) == pl.Series(v.astype(np.int32)).mean()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(-1, 5000), st.integers(0, 3), st.integers(0, 2)),
+                max_size=200))
+def test_request_and_batch_stats(rows):
+    n = len(rows)
+    a = np.array([r[0] for r in rows], np.int64)
+    fin = np.array([r[0] + r[1] if r[1] >= 0 else -1 for r in rows], np.int64)
+    start = np.where(fin >= 0, a + np.array([max(0, r[1] // 2) for r in rows], np.int64), -1)
+    out = np.array([r[2] for r in rows], np.int8)
+    pre = np.array([r[3] for r in rows], np.int16)
+    lat, queue = np.empty(n, np.int64), np.empty(n, np.int64)
+    counts, n_pre, k, lo, hi, fits = request_stats(a, start, fin, out, pre, lat, queue)
+    assert fits
+    narrow = np.empty(n, np.int16), np.empty(n, np.int16)  # a latency over 32767 µs does not fit int16
+    assert request_stats(a, start, fin, out, pre, *narrow)[5] == bool((fin - a)[fin >= 0].max(initial=0) < 1 << 15)
+    served = fin >= 0
+    assert counts.tolist() == np.bincount(out, minlength=4).tolist()
+    assert n_pre == np.count_nonzero(pre) and k == served.sum()
+    assert lat[:k].tolist() == (fin - a)[served].tolist() and queue[:k].tolist() == (start - a)[served].tolist()
+    if n:
+        assert (lo, hi) == (a.min(), a.max())
+    size = (a % 7 + 1).astype(np.int64)
+    sizes, b_pre, last = batch_stats(size, fin, pre.astype(np.int64))
+    done = size[pre == 0]
+    assert sizes.tolist()[1:] == np.bincount(done, minlength=len(sizes)).tolist()[1:len(sizes)]
+    assert sizes.sum() == len(done) and b_pre == np.count_nonzero(pre)
+    assert last == (fin.max() if n else -1)
