@@ -288,14 +288,9 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
     return None if solved is None else _selected(configs, weights, models, hardware, counts, units, *solved)
 
 
-def _type_use(kb: KnapsackBound) -> dict[str, float]:
-    """Physical GPUs of each type the selection uses, counted as Eq. 23 counts them (``Σ g/v``)."""
-    use = {h: 0.0 for h in kb.hardware}
-    for items in kb.selection.values():
-        for it in items:
-            for h, k, n in zip(it.config.template, it.config.levels, it.vgpus):
-                use[h] += n / k
-    return use
+def _extent(row: tuple[int, ...], hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...]) -> int:
+    """The cluster's size along one DP dimension: every GPU's units, weighted by ``row`` per type."""
+    return sum(w * counts[h] * u for w, h, u in zip(row, hardware, units))
 
 
 def _refined(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
@@ -339,11 +334,10 @@ def _rounded(first: tuple[int, ...], lam: list[float], hardware: tuple[str, ...]
     """``lam`` as integer weights, the largest :data:`SURROGATE_FINE` or less whose grid has at most
     :data:`SURROGATE_SEARCH_CELLS` cells (``None`` if none has)."""
     top = max(lam)
-    rows = [sum(w * counts[h] * u for w, h, u in zip(first, hardware, units))]
+    first_size = _extent(first, hardware, counts, units)
     for res in range(SURROGATE_FINE, 0, -1):
         row = tuple(max(1, round(res * x / top)) if x > 0 else 0 for x in lam)
-        size = sum(w * counts[h] * u for w, h, u in zip(row, hardware, units))
-        if (rows[0] + 1) * (size + 1) <= SURROGATE_SEARCH_CELLS:
+        if (first_size + 1) * (_extent(row, hardware, counts, units) + 1) <= SURROGATE_SEARCH_CELLS:
             return first, row
     return None
 
@@ -373,7 +367,7 @@ def surrogate_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tup
         top = max(per_unit[h] for h in rest)
         first = tuple(int(h == e) for h in hardware)
         second = tuple(0 if h == e else max(1, round(SURROGATE_RESOLUTION * per_unit[h] / top)) for h in hardware)
-        size = [sum(w * counts[h] * u for w, h, u in zip(row, hardware, units)) for row in (first, second)]
+        size = [_extent(row, hardware, counts, units) for row in (first, second)]
         if (size[0] + 1) * (size[1] + 1) <= MAX_GRID_CELLS:
             out.append((first, second))
     return out
@@ -384,7 +378,7 @@ def _solve_on(configs: dict[str, list[Config]], weights: dict[str, float], model
               dims: tuple[tuple[int, ...], tuple[int, ...]], keep: bool = False) -> tuple | None:
     """The DP over the two dimensions ``dims`` (weights on each type's units): ``(dims, hi, lo, split, state)``,
     or ``None`` past the grid cap. Keeps every table for the backtrack if ``keep``, else each DNN's last."""
-    size = tuple(sum(w * counts[h] * u for w, h, u in zip(row, hardware, units)) for row in dims)
+    size = tuple(_extent(row, hardware, counts, units) for row in dims)
     if (size[0] + 1) * (size[1] + 1) > MAX_GRID_CELLS:
         return None
     groups = {m: template_items(configs[m], counts, hardware, units, dims) for m in models}
