@@ -32,14 +32,16 @@ def test_cuda_without_gpu_is_one_line(cli, tmp_path):
 
 
 def test_matmul_model_fits_linear_and_layers_sum_to_whole(cli, tmp_path):
-    """On a shared machine one timing run can be disturbed: up to three attempts, one must hold."""
+    """On a shared machine one timing run can be disturbed (whole model and layers are timed seconds apart;
+    a gap of −14 % was seen from load alone, while undisturbed runs agree within ±5 %): up to five attempts,
+    one must hold."""
     pytest.importorskip("torch")
     from shepherd.core.artifacts import read_artifact
     whole, layers = tmp_path / "w.parquet", tmp_path / "l.parquet"
     args = ("--measure", "test_accordion_measure:mlp", "--batch", "16,32,64,128", "--repeats", "7",
             "--threads", "1")
     errors = []
-    for _ in range(3):
+    for _ in range(5):
         r = cli("profile", *args, "-o", whole)
         assert r.code == 0, r.err
         w = read_artifact(whole, "profiles")
