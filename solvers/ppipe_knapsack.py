@@ -41,7 +41,12 @@ than HiGHS's own), and its selection usually overuses one type, so it is
 rarely a placeable start (it was on 2 of 6 artifact-rules 3-type cells).
 Two weightings are tried (the types with the largest priced share kept
 exact), then on three types a bounded search over the summed row's
-weights (:func:`_refined`); the tightest is kept.
+weights (:func:`_refined`); the tightest is kept. On four types the three
+*pair splits* are tried too (each row two types' units at price weights,
+:func:`pair_dims`): there no type kept exact leaves the other three summed,
+and on Fig. 14(b)'s V100 + L4 + T4 + P4 (paper rules) a pair split was the
+tightest on four of six groups (G2: 5,057 against 5,447 with one type
+exact; HiGHS's own bound stalled at ~5,083 above a ≥ 5,015 optimum).
 """
 
 from __future__ import annotations
@@ -120,18 +125,33 @@ def template_items(cfgs: list[Config], counts: dict[str, int], hardware: tuple[s
     ``dims`` (two rows of non-negative integer weights; default, two types:
     the identity).
     """
-    if dims is None:
-        dims = ((1, 0), (0, 1))
-    groups: dict[tuple[str, ...], list[Item]] = {}
+    return _folded(typed_points(cfgs, counts, hardware, units), ((1, 0), (0, 1)) if dims is None else dims)
+
+
+def _folded(points: list[list[tuple]], dims: tuple[tuple[int, ...], tuple[int, ...]]) -> list[list[Item]]:
+    """:func:`typed_points` as items costed by the two weighted rows ``dims``, dominated items dropped."""
+    return [_pareto([Item(c, g, x, (sum(w * u for w, u in zip(dims[0], per_type)),
+                                    sum(w * u for w, u in zip(dims[1], per_type))))
+                     for c, g, x, per_type in group])
+            for group in points]
+
+
+def typed_points(cfgs: list[Config], counts: dict[str, int], hardware: tuple[str, ...],
+                 units: tuple[int, ...]) -> list[list[tuple[Config, tuple[int, ...], float, tuple[int, ...]]]]:
+    """Per template (first-seen order): ``(config, vGPUs, xput, units per type)`` of every efficient point.
+
+    What :func:`template_items` folds by a weighting; computed once per DNN when several weightings are
+    tried (:func:`knapsack_bound`).
+    """
+    groups: dict[tuple[str, ...], list] = {}
     for c in cfgs:
         for x, g in efficient_points(c, counts):
             per_type = [0] * len(hardware)
             for h, k, n in zip(c.template, c.levels, g):
                 i = hardware.index(h)
                 per_type[i] += n * units[i] // k
-            cost = (sum(w * u for w, u in zip(dims[0], per_type)), sum(w * u for w, u in zip(dims[1], per_type)))
-            groups.setdefault(c.template, []).append(Item(c, g, x, cost))
-    return [_pareto(items) for items in groups.values()]
+            groups.setdefault(c.template, []).append((c, g, x, tuple(per_type)))
+    return list(groups.values())
 
 
 def _pareto(items: list[Item]) -> list[Item]:
@@ -275,17 +295,18 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
         return None
     counts = {h: cluster.count(h) for h in hardware}
     units = resource_units({m: configs[m] for m in models}, hardware)
+    points = {m: typed_points(configs[m], counts, hardware, units) for m in models}
     if len(hardware) == 2:
-        solved = _solve_on(configs, weights, models, hardware, counts, units, ((1, 0), (0, 1)), keep=True)
+        solved = _solve_on(points, weights, models, hardware, counts, units, ((1, 0), (0, 1)), keep=True)
     else:
         solved = None
-        for dims in surrogate_dims(hardware, counts, units, prices):
-            found = _solve_on(configs, weights, models, hardware, counts, units, dims)
+        for dims in surrogate_dims(hardware, counts, units, prices) + pair_dims(hardware, counts, units, prices):
+            found = _solve_on(points, weights, models, hardware, counts, units, dims)
             if found is not None and (solved is None or found[1] < solved[1]):
                 solved = found
         if solved is not None and len(hardware) <= SURROGATE_SEARCH_TYPES:
-            solved = _refined(configs, weights, models, hardware, counts, units, solved)
-    return None if solved is None else _selected(configs, weights, models, hardware, counts, units, *solved)
+            solved = _refined(points, weights, models, hardware, counts, units, solved)
+    return None if solved is None else _selected(weights, models, *solved)
 
 
 def _extent(row: tuple[int, ...], hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...]) -> int:
@@ -293,7 +314,7 @@ def _extent(row: tuple[int, ...], hardware: tuple[str, ...], counts: dict[str, i
     return sum(w * counts[h] * u for w, h, u in zip(row, hardware, units))
 
 
-def _refined(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
+def _refined(points: dict[str, list[list[tuple]]], weights: dict[str, float], models: list[str],
              hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...], solved: tuple) -> tuple:
     """A search over the summed row's weights (the surrogate multipliers): the tightest bound seen.
 
@@ -318,7 +339,7 @@ def _refined(configs: dict[str, list[Config]], weights: dict[str, float], models
                     continue
                 tried.add(dims)
                 evals += 1
-                found = _solve_on(configs, weights, models, hardware, counts, units, dims)
+                found = _solve_on(points, weights, models, hardware, counts, units, dims)
                 if found is not None and found[1] < best[1]:
                     best, lam, improved = found, cand, True
                     break
@@ -373,29 +394,56 @@ def surrogate_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tup
     return out
 
 
-def _solve_on(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
+def pair_dims(hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
+              prices: dict[str, float] | None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Four GPU types: the three splits into two pairs, each row one pair's units at price weights.
+
+    In each row the type of lowest LP price per unit (``prices[h] / units[h]``)
+    weighs 1 and the other its price ratio to it, rounded (at least 1): like
+    :func:`surrogate_dims`'s rows, any non-negative weights give a valid
+    relaxation. No type is exact here, but neither is any summed with two
+    others; which split is tightest varies by instance (Fig. 14(b)), so all
+    three are tried. Other numbers of types: none (a split into two pairs
+    needs four). Splits whose grid exceeds :data:`MAX_GRID_CELLS` are left out.
+    """
+    if len(hardware) != 4:
+        return []
+    per_unit = {h: (prices or {}).get(h, 1.0) / u for h, u in zip(hardware, units)}
+    out = []
+    for other in hardware[1:]:
+        pairs = ((hardware[0], other), tuple(h for h in hardware[1:] if h != other))
+        rows = []
+        for pair in pairs:
+            low = min(per_unit[h] for h in pair)
+            rows.append(tuple(max(1, round(per_unit[h] / low)) if h in pair else 0 for h in hardware))
+        size = [_extent(row, hardware, counts, units) for row in rows]
+        if (size[0] + 1) * (size[1] + 1) <= MAX_GRID_CELLS:
+            out.append((rows[0], rows[1]))
+    return out
+
+
+def _solve_on(points: dict[str, list[list[tuple]]], weights: dict[str, float], models: list[str],
               hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
               dims: tuple[tuple[int, ...], tuple[int, ...]], keep: bool = False) -> tuple | None:
-    """The DP over the two dimensions ``dims`` (weights on each type's units): ``(dims, hi, lo, split, state)``,
-    or ``None`` past the grid cap. Keeps every table for the backtrack if ``keep``, else each DNN's last."""
+    """The DP over the two dimensions ``dims`` (weights on each type's units) of each DNN's
+    :func:`typed_points`: ``(dims, hi, lo, split, state)``, or ``None`` past the grid cap. Keeps every table
+    for the backtrack if ``keep``, else each DNN's last."""
     size = tuple(_extent(row, hardware, counts, units) for row in dims)
     if (size[0] + 1) * (size[1] + 1) > MAX_GRID_CELLS:
         return None
-    groups = {m: template_items(configs[m], counts, hardware, units, dims) for m in models}
+    groups = {m: _folded(points[m], dims) for m in models}
     tables = {m: knapsack_table(groups[m], size, keep=keep) for m in models}
     finals = {m: tables[m][-1] for m in models}
     lo, hi, split = max_min(tuple(finals[m] for m in models), tuple(weights[m] for m in models), size[1])
     left = (size[0] - sum(a for a, _ in split), size[1] - sum(b for _, b in split))
     gains = [(finals[m][a + left[0], b + left[1]] - finals[m][a, b]) / weights[m] for m, (a, b) in zip(models, split)]
-    return dims, hi, lo, split, (size, groups, left, gains, tables if keep else None)
+    return dims, hi, lo, split, (size, groups, left, gains, tables if keep else None, hardware, units)
 
 
-def _selected(configs: dict[str, list[Config]], weights: dict[str, float], models: list[str],
-              hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...],
-              dims: tuple[tuple[int, ...], tuple[int, ...]], hi: float, lo: float, split: list[tuple[int, int]],
-              state: tuple) -> KnapsackBound:
+def _selected(weights: dict[str, float], models: list[str], dims: tuple[tuple[int, ...], tuple[int, ...]],
+              hi: float, lo: float, split: list[tuple[int, int]], state: tuple) -> KnapsackBound:
     """The bound with its selection, backtracked on each DNN's tables (rebuilt one DNN at a time if not kept)."""
-    size, groups, left, gains, kept = state
+    size, groups, left, gains, kept, hardware, units = state
     i = int(np.argmax(gains))
     selection, fuller = {}, {}
     for j, (m, (a, b)) in enumerate(zip(models, split)):

@@ -206,3 +206,41 @@ def test_surrogate_bound_is_valid_and_the_knapsack_solve_is_exact_on_three_or_fo
     k = solve_configs(configs, ps, w, cluster, PPipePlanConfig(formulation="knapsack", max_partitions=2), EXACT)
     assert verify(k, profs) == [] and k.meta["knapsack_relaxation"] == "surrogate"
     assert abs(k.meta["objective"] - a.meta["objective"]) <= 1e-6 * a.meta["objective"]
+
+
+FOUR_TYPES = [({"V100": 1, "L4": 1, "T4": 1, "P4": 1}, GROUP[1:]), ({"V100": 1, "L4": 2, "T4": 1, "P4": 1}, GROUP[:2])]
+
+
+@needs_data
+@pytest.mark.parametrize("counts,group", FOUR_TYPES)
+def test_every_pair_split_is_a_valid_bound_on_four_types(counts, group):
+    """Tiny 4-type clusters solved exactly by "counts": each of :func:`pair_dims`' three splits (each row one
+    pair of types, the pairs disjoint and covering all four) bounds the optimum from above, and the bound
+    "knapsack" uses is the least over them and the one-type-exact weightings."""
+    from shepherd.solvers.ppipe_knapsack import (_solve_on, pair_dims, resource_units, surrogate_dims,
+                                                 typed_points)
+
+    profs = _profiles()
+    ps = [profs[m] for m in group]
+    w = dict(zip(group, [0.45, 0.55]))
+    cluster = custom_cluster(counts, 10.0)
+    cfg = PPipePlanConfig(formulation="counts", max_partitions=2)
+    configs = candidate_configs(ps, cluster, cfg, w, EXACT)
+    exact = solve_configs(configs, ps, w, cluster, cfg, EXACT)
+    assert exact.meta["status"] == "optimal"
+    hw = tuple(cluster.hardware)
+    n = {h: cluster.count(h) for h in hw}
+    units = resource_units(configs, hw)
+    prices = {"V100": 3.0, "L4": 2.0, "T4": 1.0, "P4": 0.5}
+    splits = pair_dims(hw, n, units, prices)
+    assert len(splits) == 3 and len({frozenset(i for i, x in enumerate(r1) if x) for r1, _ in splits}) == 3
+    for r1, r2 in splits:
+        assert sum(x > 0 for x in r1) == 2 and sum(x > 0 for x in r2) == 2
+        assert all((r1[i] > 0) != (r2[i] > 0) for i in range(4)) and min(r1 + r2) == 0
+    points = {m: typed_points(configs[m], n, hw, units) for m in group}
+    bounds = [_solve_on(points, w, list(group), hw, n, units, dims)[1]
+              for dims in splits + surrogate_dims(hw, n, units, prices)]
+    assert min(bounds) >= exact.normalized_xput * (1 - 1e-9)
+    kb = knapsack_bound(configs, w, cluster, prices)
+    assert kb is not None and kb.t_upper == pytest.approx(min(bounds), rel=1e-12)
+    assert pair_dims(hw[:3], {h: n[h] for h in hw[:3]}, units[:3], prices) == []

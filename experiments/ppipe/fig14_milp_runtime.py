@@ -12,10 +12,11 @@ cuts ``t`` at an exact two-type DP relaxation on (a)'s 100-GPU cluster and
 at its surrogate form (two weighted sums of the types' units,
 :mod:`shepherd.solvers.ppipe_knapsack`) on (b)'s 3- and 4-type clusters,
 which is looser: on 3 types within ~1 % of the proven incumbent (every cell
-closes, 15–172 s, 2 shared cores), on 4 types often looser than HiGHS's own
-bound (G2: 5,447 against a 5,005 incumbent), so 4 of the 6 paper-rules
-4-type cells still stop at the time limit; status and gap are in the data
-and the headline. Past
+closes, 15–172 s, 2 shared cores); on 4 types the splits into two pairs of
+types are tried too (G2: 5,057 instead of 5,447, against a 5,015
+incumbent), yet the paper-rules 4-type cells still take 2–3 minutes and G4
+(and probably G3) stops at the time limit: finding the incumbent is what is
+left; status and gap are in the data and the headline. Past
 ``MAX_GRID_CELLS`` (HC1-L at ≥ 1,000 GPUs) the MILP solves without the cut.
 """
 
