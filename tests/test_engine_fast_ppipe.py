@@ -105,12 +105,12 @@ def test_fast_ppipe_equals_reference(work, wait, index):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads(horizon=300_000), st.booleans())
 def test_fast_ppipe_equals_reference_on_longer_traces(work, wait):
-    """Longer traces reach the rarer link states: a transfer whose downlink frees only when its uplink is
-    taken again (Algorithm 2's common slot of both links; a kernel asking the downlink alone passed the
-    60 ms examples above and failed here)."""
+    """Longer traces reach rarer link states: a transfer whose downlink frees only when its uplink is taken
+    again (Algorithm 2's common slot of both links). A kernel asking the downlink alone passed the 60 ms
+    examples above and once failed a run of these (not every run: the state stays rare)."""
     _same(work, wait, True)
 
 
