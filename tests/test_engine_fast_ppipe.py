@@ -37,6 +37,7 @@ FAST = EngineConfig(reserved="record", path="fast")
 BLOCKS = 4
 MAXB = 4
 KINDS = (("A", 1), ("A", 2), ("B", 1))
+RULES = ("uplink_score", "head_drop", "slot_receive", "stage_servers", "fill_wait", "transfer_round")
 
 
 def assert_same_ppipe(ref, fast) -> None:
@@ -101,7 +102,17 @@ def workloads(draw, horizon=60_000):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads(), st.booleans(), st.booleans())
 def test_fast_ppipe_equals_reference(work, wait, index):
-    _same(work, wait, index)
+    """The paper's rules."""
+    _same(work, {"wait": wait}, index)
+
+
+@pytest.mark.parametrize("rule", RULES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(work=workloads(), wait=st.booleans(), all_rules=st.booleans())
+def test_fast_ppipe_equals_reference_under_artifact_rules(rule, work, wait, all_rules):
+    """Each artifact rule switch alone (core/pipelines/rules.py), and all six at once (``--rules artifact``)."""
+    cfg = dict.fromkeys(RULES, True) if all_rules else {rule: True}
+    _same(work, {"wait": wait, **cfg}, True)
 
 
 @pytest.mark.slow
@@ -111,12 +122,11 @@ def test_fast_ppipe_equals_reference_on_longer_traces(work, wait):
     """Longer traces reach rarer link states: a transfer whose downlink frees only when its uplink is taken
     again (Algorithm 2's common slot of both links). A kernel asking the downlink alone passed the 60 ms
     examples above and once failed a run of these (not every run: the state stays rare)."""
-    _same(work, wait, True)
+    _same(work, {"wait": wait}, True)
 
 
-def _same(work, wait, index):
+def _same(work, cfg, index):
     profs, plan, trace = work
-    cfg = {"wait": wait}
     ref = simulate(trace, profs, "ppipe", cfg, plan=plan,
                    engine=EngineConfig(reserved="record", path="reference", pool_index=index))
     fast = simulate(trace, profs, "ppipe", cfg, plan=plan, engine=FAST)
@@ -127,10 +137,7 @@ def _same(work, wait, index):
 
 def test_fast_ppipe_refuses_what_it_does_not_cover():
     profs, plan, trace = _tiny()
-    for cfg, eng, ovh in (({"head_drop": True}, FAST, None), ({"uplink_score": True}, FAST, None),
-                          ({"fill_wait": True}, FAST, None), ({"transfer_round": True}, FAST, None),
-                          ({"slot_receive": True}, FAST, None), ({"stage_servers": True}, FAST, None),
-                          ({}, EngineConfig(path="fast"), None),  # reserved="events"
+    for cfg, eng, ovh in (({}, EngineConfig(path="fast"), None),  # reserved="events"
                           ({}, FAST, OverheadConfig(base_us=0.0, per_worker_us=0.0))):  # a (free) overhead model
         with pytest.raises(UserError, match="fast path of 'ppipe' covers"):
             simulate(trace, profs, "ppipe", cfg, plan=plan, engine=eng, overhead=ovh)

@@ -37,8 +37,8 @@ FAST = {
                    "serving group, overhead model|none",
     "nexus": "one serving group (any epoch_s, peak_window_s, provision, frontends, spare, hardware mix), overhead "
              "model|none",
-    "ppipe": "the paper's rules (uplink_score, head_drop, slot_receive, stage_servers, fill_wait, transfer_round "
-             "off; wait on or off), engine reserved=record, one serving group, overhead none",
+    "ppipe": "engine reserved=record (any wait and rule switches: uplink_score, head_drop, slot_receive, "
+             "stage_servers, fill_wait, transfer_round), one serving group, overhead none",
 }
 
 
@@ -65,11 +65,7 @@ def why_not(policy: str, config: Any, overhead: Any, w_hw: list[int], group_work
         return f"policy '{policy}' has no fast path (--engine fast: {', '.join(names())}); use --engine reference"
     ok = overhead.mode in ("model", "none")
     if policy == "ppipe":
-        from shepherd.core.pipelines.rules import DATAPLANE
-
-        ok = (overhead.mode == "none" and len(group_workers) == 1
-              and getattr(engine, "reserved", "events") == "record"
-              and all(getattr(config, f) == v for f, v in DATAPLANE["paper"].items()))
+        ok = overhead.mode == "none" and len(group_workers) == 1 and getattr(engine, "reserved", "events") == "record"
     if policy == "clockwork":
         cfg = dataclasses.asdict(config)
         one_hw = all(len({w_hw[w] for w in ws}) <= 1 for ws in group_workers)

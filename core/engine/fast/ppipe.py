@@ -130,6 +130,54 @@ def _probe(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, I
 
 
 @njit(cache=True, inline='always')
+def _probe_scored(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
+                  busy_from):
+    """Rule (a), ``uplink_score`` (``reservations.probe_scored``): the plain scan in pool order, a candidate of a
+    non-last stage scored by the later of its finish and its server uplink's last reservation; ties to the
+    first. Same buffer and answer as :func:`_probe`."""
+    s0 = st_off[p]
+    last_j = st_off[p + 1] - s0 - 1
+    tg = now
+    up = -1
+    busy = 0
+    for j in range(last_j + 1):
+        s = s0 + j
+        li = lat[s, bs]
+        ln = tin[s, bs] if j else 0
+        busy += li + ln
+        best, bw, bts, bstart = NEVER, -1, 0, 0
+        for c in range(pool_off[s], pool_off[s + 1]):
+            down = c_down[c]
+            if j and ln > 0 and (last_end[up] > tg or last_end[down] > tg):
+                ts = _link_slot(IS, IE, ilo, ihi, last_end, busy_from, up, down,
+                                _fit(IS, IE, ilo, ihi, last_end, busy_from, up, tg, ln), ln)
+            else:
+                ts = tg
+            start = _fit(IS, IE, ilo, ihi, last_end, busy_from, c_w[c], ts + ln, li)
+            score = start + li
+            if j < last_j and last_end[c_up[c]] > score:
+                score = last_end[c_up[c]]
+            if score < best:
+                best, bw, bts, bstart = score, c, ts, start
+        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = c_w[bw], bstart, li
+        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, c_down[bw], bts, ln
+        tg = bstart + li
+        up = c_up[bw]
+    return tg, tg - now - busy
+
+
+@njit(cache=True, inline='always')
+def _probe_any(scored, p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
+               busy_from):
+    """Algorithm 2's probe: the artifact's GPU score (rule (a)) or the paper's."""
+    if scored:
+        return _probe_scored(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi,
+                             last_end, busy_from)
+    return _probe(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
+                  busy_from)
+
+
+@njit(cache=True, inline='always')
 def _room(IS, IE, ilo, ihi, r, now, need):
     """Make room for ``need`` more intervals of ``r`` (drop those over by ``now``, move the rest to the front);
     False if there is not enough room even so."""
@@ -184,7 +232,8 @@ def _reserve(IS, IE, ilo, ihi, last_end, busy_from, r, start, length):
 
 @njit(cache=True)
 def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, pool_off, c_w, c_down, c_up, lat,
-              tin, n_res, n_gpus, max_stages, wait, cap, r_start, r_finish, r_worker, r_batch, r_outcome):
+              tin, n_res, n_gpus, max_stages, wait, scored, head_drop, fill_wait, cap, r_start, r_finish, r_worker,
+              r_batch, r_outcome):
     """The run (module docstring): fills the request columns; returns (batch log [5, rows]: worker, model, size,
     start, end; w_busy; [probes, dispatched]; error code, and the resource, start and length of the slot it
     concerns)."""
@@ -202,6 +251,7 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
     qe = q_base[:-1].copy()
     wait_until = np.full(n_models, -1, np.int64)
     wait_need = np.zeros(n_models, np.int64)
+    admitted = np.full(n_models, -1, np.int64)  # rule (b): the request admitted last as its DNN's head
     # timers: a binary heap of (time, seq, model)
     hcap = 2 * n + 16
     ht = np.zeros(hcap, np.int64)
@@ -238,7 +288,7 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
             if wait_until[m] != now:
                 continue  # stale: the DNN no longer waits for this moment
             wait_until[m] = -1
-            last_moment = True
+            last_moment = not fill_wait
         elif i < n:
             now, m = t[i], model[i]
             qe[m] += 1
@@ -259,11 +309,11 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
             # step 1: the pipeline with the least waiting time at its planned batch size
             kb = 0
             best = mp_pipe[p0]
-            finish, best_wait = _probe(best, p_batch[best], now, bufs[0], st_off, pool_off, c_w, c_down, c_up, lat,
+            finish, best_wait = _probe_any(scored, best, p_batch[best], now, bufs[0], st_off, pool_off, c_w, c_down, c_up, lat,
                                        tin, IS, IE, ilo, ihi, last_end, busy_from)
             for x in range(p0 + 1, p1):  # (strictly less: ties to the first in plan order)
                 p = mp_pipe[x]
-                f, wt = _probe(p, p_batch[p], now, bufs[1 - kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
+                f, wt = _probe_any(scored, p, p_batch[p], now, bufs[1 - kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
                                IS, IE, ilo, ihi, last_end, busy_from)
                 if wt < best_wait:
                     best_wait, best, finish, kb = wt, p, f, 1 - kb
@@ -272,10 +322,27 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
             head = q_order[qh[m]]
             deadline = d[head]
             bs = p_batch[best]
+            if head_drop and head != admitted[m]:
+                # rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline
+                if finish > deadline:
+                    lowest = max(1, int(0.95 * p_batch[best] + 0.5))
+                    ok = False
+                    for b in range(p_batch[best] - 1, lowest - 1, -1):
+                        probes += 1
+                        f, _ = _probe_any(scored, best, b, now, bufs[1 - kb], st_off, pool_off, c_w, c_down, c_up,
+                                          lat, tin, IS, IE, ilo, ihi, last_end, busy_from)
+                        if f <= deadline:
+                            ok = True
+                            break
+                    if not ok:
+                        r_outcome[head] = DROPPED
+                        qh[m] += 1
+                        continue
+                admitted[m] = head
             if finish > deadline:
                 bs = 0
                 for b in range(p_batch[best] - 1, 0, -1):
-                    finish, _ = _probe(best, b, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
+                    finish, _ = _probe_any(scored, best, b, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
                                        IS, IE, ilo, ihi, last_end, busy_from)
                     probes += 1
                     if finish <= deadline:
@@ -286,6 +353,30 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
                 qh[m] += 1
                 continue
             queued = qe[m] - qh[m]
+            if queued < bs and fill_wait and wait:
+                # rule (e): wait until a batch of queued + 1 misses the deadline even with no queueing
+                small, wait_small = _probe_any(scored, best, queued + 1, now, bufs[1 - kb], st_off, pool_off, c_w,
+                                               c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end, busy_from)
+                probes += 1
+                if small > deadline:
+                    r_outcome[head] = DROPPED
+                    qh[m] += 1
+                    continue
+                wake = deadline - (small - now - wait_small) + 1
+                wait_until[m] = wake
+                wait_need[m] = 0  # every arrival re-decides
+                seq += 1
+                k = nh  # push: sift up
+                nh += 1
+                while k > 0:
+                    par = (k - 1) >> 1
+                    if ht[par] > wake or (ht[par] == wake and hs[par] > seq):
+                        ht[k], hs[k], hm[k] = ht[par], hs[par], hm[par]
+                        k = par
+                    else:
+                        break
+                ht[k], hs[k], hm[k] = wake, seq, m
+                break
             if queued < bs:
                 slack = deadline - finish
                 if wait and slack > 0 and not last_moment:  # wait till the last moment
@@ -305,7 +396,7 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
                     ht[k], hs[k], hm[k] = wake, seq, m
                     break
                 bs = queued  # the last moment: send what is queued
-                finish, _ = _probe(best, bs, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
+                finish, _ = _probe_any(scored, best, bs, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
                                    IS, IE, ilo, ihi, last_end, busy_from)
                 probes += 1
                 if finish > deadline:  # (a smaller batch is never slower)
@@ -419,7 +510,8 @@ def run_group(engine, config, runtime) -> dict:
     q_base[1:] = np.cumsum(np.bincount(m, minlength=n_models))
     blog, w_busy, counters, err = run_ppipe(
         t, d, m, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, pool_off, c_w, c_down, c_up, lat, tin,
-        n_res, n_gpus, max_stages, bool(config.wait), 64, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch,
+        n_res, n_gpus, max_stages, bool(config.wait), bool(config.uplink_score), bool(config.head_drop),
+        bool(config.fill_wait), 64, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch,
         rec.r_outcome)
     if err[0] == E_OVERLAP:  # pragma: no cover - the reference's Reservations.reserve refuses it so
         raise RuntimeError(f"resource {err[1]}: [{err[2]}, {err[2] + err[3]}) overlaps a reservation")
