@@ -12,7 +12,9 @@ alone, and with several groups the runs are merged by :func:`shepherd.core.engin
 kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
 single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
 :mod:`.symphony` and :mod:`.nexus` (one serving group: their timers are not in the clock replay; Nexus plans
-its epochs in Python with the policy's own planner, once per epoch, before its kernel runs).
+its epochs in Python with the policy's own planner, once per epoch, before its kernel runs), and :mod:`.ppipe`
+(PPipe's data plane with its reserved paths recorded at dispatch, ``EngineConfig(reserved="record")``: the
+probe/reserve tables as arrays; one serving group, no scheduler overhead).
 """
 
 from __future__ import annotations

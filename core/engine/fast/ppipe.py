@@ -2,11 +2,17 @@
 
 Same outcomes as ``core/policies/ppipe.py`` on the reference engine with ``EngineConfig(reserved="record")``
 — per request outcome, worker, batch, start and finish, per batch every column, per worker busy time, and
-the policy's counters (``probes``, ``dispatched``) — under the paper's rules (all six artifact rule switches
-of :class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig` off), ``wait`` on or off, overhead mode
-``none`` (the policy's default), one serving group (``tests/test_engine_fast_ppipe.py``). Everything else
-(the artifact rules, ``reserved="events"``, a scheduler-overhead model) runs on the reference engine
-(``why_not`` in :mod:`shepherd.core.engine.fast` says so).
+the policy's counters (``probes``, ``dispatched``) — under the paper's rules and under each of the six
+artifact rule switches of :class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig` (any mix), ``wait`` on
+or off, overhead mode ``none`` (the policy's default), one serving group (``tests/test_engine_fast_ppipe.py``).
+``reserved="events"`` (every stage executed as an engine event that checks its reservation) and a
+scheduler-overhead model run on the reference engine (``why_not`` in :mod:`shepherd.core.engine.fast` says so).
+
+The rule switches (:mod:`shepherd.core.pipelines.rules`): (c) ``slot_receive``, (d) ``stage_servers`` and (f)
+``transfer_round`` change only the pipelines' links and transfer times, which ``prepare_pipelines`` builds
+and this kernel reads as they are; (a) ``uplink_score`` is :func:`_probe_scored` (``probe_scored``'s plain
+scan, every stage's GPU found by ``earliestSlot``); (b) ``head_drop`` and (e) ``fill_wait`` are the policy's
+branches of the same names in the loop.
 
 What it re-enacts, and where the reference says it:
 
