@@ -172,7 +172,7 @@ def _probe_scored(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin
     return tg, tg - now - busy
 
 
-@njit(cache=True, inline='always')
+@njit(cache=True)  # (a call, not inlined: inlined at its seven call sites the kernel took ~85 s to compile)
 def _probe_any(scored, p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
                busy_from):
     """Algorithm 2's probe: the artifact's GPU score (rule (a)) or the paper's."""
