@@ -88,7 +88,7 @@ def simulate(
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch (Shepherd §5.2: 128).")] = prof.DEFAULT_MAX_BATCH,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory for requests/batches/workers/summary.parquet.")] = Path("results/simulate"),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator (also of named traces).")] = 0,
-    engine_path: Annotated[str, typer.Option("--engine", metavar="[reference|fast]", help="fast: a policy's compiled fast path (identical outcomes; clockwork, flex, flex-np, symphony, symphony-wc), an error where it has none; reference: the Python engine. Default: fast where the policy has a fast path for the run's configuration, else reference.")] = "auto",
+    engine_path: Annotated[str, typer.Option("--engine", metavar="[reference|fast]", help="fast: a policy's compiled fast path (identical outcomes; clockwork, flex, flex-np, nexus, ppipe, symphony, symphony-wc), an error where it has none; reference: the Python engine (PPipe's reserved stages then executed as engine events, each checked). Default: fast where the policy has a fast path for the run's configuration, else reference.")] = "auto",
     groups: Annotated[str, typer.Option("--groups", metavar="[together|apart]", help="Serving groups in one loop, or each its own run merged into the same tables (identical outcomes).")] = "together",
     jobs: Annotated[int, typer.Option("--jobs", help="Run the groups apart in N worker processes (identical outcomes).")] = 1,
     executor: Annotated[str, typer.Option("--executor", metavar="[local|ray]", help="Where groups run apart: local processes, or Ray tasks (a local cluster of --jobs CPUs, or --ray-address).")] = "local",
@@ -100,8 +100,11 @@ def simulate(
     """
     slo = renamed(slo, slo_old, "--slo-ms", "--slo")
     check_output_dir(out, "-o")  # before any long work
+    # reserved paths (PPipe): recorded at dispatch except on the reference engine, which executes each stage as
+    # an event that checks its reservation — the same tables either way (tests/test_ppipe_dataplane.py)
     engine = EngineConfig(path=engine_path, groups=groups, jobs=jobs, executor=executor, ray_address=ray_address,
-                          record="summary" if record == "summary" else "all")
+                          record="summary" if record == "summary" else "all",
+                          reserved="events" if engine_path == "reference" else "record")
     engine.validate()
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:

@@ -268,7 +268,7 @@ def no_fast_path(monkeypatch):
 
 def test_fast_path_refuses_what_it_does_not_cover(no_fast_path):
     trace = workload(1, 2, 50_000, 500.0, False)
-    with pytest.raises(UserError, match="no fast path.*clockwork, flex, flex-np, nexus, symphony, symphony-wc"):
+    with pytest.raises(UserError, match="no fast path.*clockwork, flex, flex-np, nexus, ppipe, symphony, symphony-wc"):
         simulate(trace, PROF, no_fast_path, gpus=2, engine=EngineConfig(path="fast"))
     with pytest.raises(UserError, match="covers"):
         simulate(trace, PROF, "clockwork", {"admission": "predictive"}, gpus=2, engine=EngineConfig(path="fast"))
@@ -307,7 +307,7 @@ def test_cli_engine_fast(cli, tmp_path, no_fast_path):
             outs[eng] = {p.name: p.read_bytes() for p in sorted((tmp_path / policy / eng).glob("*.parquet"))}
         assert len(outs["fast"]) == 4 and outs["fast"] == outs["reference"] == outs["default"]
     assert_user_error(cli("simulate", "--policy", no_fast_path, "--trace", tmp_path / "t.parquet", "--gpus", "3",
-                          "--engine", "fast", "-o", tmp_path / "x"), "clockwork, flex, flex-np, nexus, symphony")
+                          "--engine", "fast", "-o", tmp_path / "x"), "clockwork, flex, flex-np, nexus, ppipe, symphony")
     assert not (tmp_path / "x").exists()
 
 

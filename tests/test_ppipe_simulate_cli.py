@@ -80,3 +80,20 @@ def test_simulate_a_pipeline_plan_through_the_api_is_the_cli_run(cli, planned, t
     cli_req = read_artifact(out / "requests.parquet", "requests").frame
     assert cli_req["finish_us"].to_list() == res.requests_frame()["finish_us"].to_list()
     assert cli_req["outcome"].cast(str).to_list() == res.requests_frame()["outcome"].cast(str).to_list()
+
+
+def test_simulate_a_pipeline_plan_engine_fast_reference_and_default_agree(cli, planned, tmp_path):
+    """``--engine fast`` (PPipe's compiled data plane), ``--engine reference`` (every stage an engine event) and
+    the default write the same bytes; ``reactive`` has no fast path: ``--engine fast`` is one error line."""
+    bp, tp, pp, _ = planned
+    outs = {}
+    for eng in ("reference", "fast", "default"):
+        out = tmp_path / eng
+        r = cli("simulate", "--policy", "ppipe", "--trace", tp, "--plan", pp, "--profiles", bp, "--record", "requests",
+                *(["--engine", eng] if eng != "default" else []), "-o", out)
+        assert r.code == 0, r.err
+        outs[eng] = {p.name: p.read_bytes() for p in sorted(out.glob("*.parquet"))}
+    assert len(outs["fast"]) >= 3 and outs["fast"] == outs["reference"] == outs["default"]
+    assert_user_error(cli("simulate", "--policy", "reactive", "--trace", tp, "--plan", pp, "--profiles", bp,
+                          "--engine", "fast", "-o", tmp_path / "x"), "no fast path", "ppipe")
+    assert not (tmp_path / "x").exists()

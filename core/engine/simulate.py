@@ -129,7 +129,7 @@ def simulate(
         from shepherd.core.engine import fast
 
         why = fast.why_not(policy, cfg, ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k]
-                                                     for k in range(len(cluster.groups))])
+                                                     for k in range(len(cluster.groups))], eng_cfg)
         if why is not None and eng_cfg.path == "fast":
             raise UserError(why)
         fast_path = why is None

@@ -30,7 +30,10 @@ correction (§5.4) is not needed in that case and not modelled.
 ``EngineConfig(reserved="record")`` has the engine record each path at
 dispatch instead: the same outcomes with no event per stage — the fast
 fidelity, checked against the reference by ``tests/test_ppipe_dataplane.py``
-(a speed switch of the engine, not of this policy). Waiting-state
+(a speed switch of the engine, not of this policy); in that mode a run goes by
+default to the compiled fast path (``core/engine/fast/ppipe.py``: this
+policy re-enacted over arrays, identical tables, ``tests/test_engine_fast_ppipe.py``),
+so a change here needs the same change there. Waiting-state
 arrivals that cannot complete a batch skip re-probing until the timer (documented shortcut; Algorithm 1 would
 re-probe and reach the same wait unless another DNN booked shared links).
 """

@@ -21,7 +21,9 @@
   downward sweep (step 0.05, 0.1 with ``--quick``, from 1.0) at which a DNN's
   attainment is ≥ 99 %, averaged over the group's DNNs (§7.2).
 * The data plane runs with ``EngineConfig(reserved="record")`` (identical
-  outcomes to the engine-executed reference, see tests) for speed.
+  outcomes to the engine-executed reference, see tests) for speed, which
+  runs it on its compiled fast path (``core/engine/fast/ppipe.py``, identical
+  tables: ``tests/test_engine_fast_ppipe.py``).
 """
 
 from __future__ import annotations

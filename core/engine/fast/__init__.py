@@ -12,7 +12,9 @@ alone, and with several groups the runs are merged by :func:`shepherd.core.engin
 kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
 single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
 :mod:`.symphony` and :mod:`.nexus` (one serving group: their timers are not in the clock replay; Nexus plans
-its epochs in Python with the policy's own planner, once per epoch, before its kernel runs).
+its epochs in Python with the policy's own planner, once per epoch, before its kernel runs), and :mod:`.ppipe`
+(PPipe's data plane with its reserved paths recorded at dispatch, ``EngineConfig(reserved="record")``: the
+probe/reserve tables as arrays; one serving group, no scheduler overhead).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ FAST = {
                    "serving group, overhead model|none",
     "nexus": "one serving group (any epoch_s, peak_window_s, provision, frontends, spare, hardware mix), overhead "
              "model|none",
+    "ppipe": "engine reserved=record (any wait and rule switches: uplink_score, head_drop, slot_receive, "
+             "stage_servers, fill_wait, transfer_round), one serving group, overhead none",
 }
 
 
@@ -54,12 +58,16 @@ def names() -> list[str]:
     return sorted(FAST)
 
 
-def why_not(policy: str, config: Any, overhead: Any, w_hw: list[int], group_workers: list[list[int]]) -> str | None:
+def why_not(policy: str, config: Any, overhead: Any, w_hw: list[int], group_workers: list[list[int]],
+            engine: Any = None) -> str | None:
     """Why ``policy`` has no fast path for this configuration (one line), or None if it has one; ``w_hw`` is
-    each worker's hardware index, ``group_workers`` each serving group's workers."""
+    each worker's hardware index, ``group_workers`` each serving group's workers, ``engine`` the run's
+    ``EngineConfig`` (None: the defaults)."""
     if policy not in FAST:
         return f"policy '{policy}' has no fast path (--engine fast: {', '.join(names())}); use --engine reference"
     ok = overhead.mode in ("model", "none")
+    if policy == "ppipe":
+        ok = overhead.mode == "none" and len(group_workers) == 1 and getattr(engine, "reserved", "events") == "record"
     if policy == "clockwork":
         cfg = dataclasses.asdict(config)
         one_hw = all(len({w_hw[w] for w in ws}) <= 1 for ws in group_workers)
@@ -230,6 +238,12 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
     from shepherd.core.engine import groups
     from shepherd.core.engine.fast.common import B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER
 
+    if policy == "ppipe":  # one serving group (why_not), the whole trace at once
+        if not len(engine.arrival):
+            return [{"probes": 0, "dispatched": 0}]
+        from shepherd.core.engine.fast.ppipe import run_group as run_ppipe
+
+        return [run_ppipe(engine, config, runtime)]
     if not len(engine.arrival):  # nothing to run: Symphony's counters are zero, as the reference reports them
         if policy in SYMPHONY:
             from shepherd.core.engine.fast.symphony import COUNTERS
