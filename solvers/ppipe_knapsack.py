@@ -295,7 +295,7 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
         return None
     counts = {h: cluster.count(h) for h in hardware}
     units = resource_units({m: configs[m] for m in models}, hardware)
-    points = {m: typed_points(configs[m], counts, hardware, units) for m in models}
+    points = _Points(lambda m: typed_points(configs[m], counts, hardware, units))
     if len(hardware) == 2:
         solved = _solve_on(points, weights, models, hardware, counts, units, ((1, 0), (0, 1)), keep=True)
     else:
@@ -307,6 +307,20 @@ def knapsack_bound(configs: dict[str, list[Config]], weights: dict[str, float],
         if solved is not None and len(hardware) <= SURROGATE_SEARCH_TYPES:
             solved = _refined(points, weights, models, hardware, counts, units, solved)
     return None if solved is None else _selected(weights, models, *solved)
+
+
+class _Points(dict):
+    """Each DNN's :func:`typed_points`, computed when a DP first asks for it: a grid past
+    :data:`MAX_GRID_CELLS` never does (``_solve_on`` checks the size first), so a 100,000-GPU cluster's
+    efficient points — millions of GPU counts per configuration — are never enumerated."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, model: str):
+        got = self[model] = self._make(model)
+        return got
 
 
 def _extent(row: tuple[int, ...], hardware: tuple[str, ...], counts: dict[str, int], units: tuple[int, ...]) -> int:

@@ -125,9 +125,11 @@ def test_knapsack_plan_is_deterministic():
 
 
 @needs_data
-def test_large_clusters_skip_the_relaxation_and_still_plan():
+def test_large_clusters_skip_the_relaxation_and_still_plan(monkeypatch):
     """HC1-L scaled to 10,000 GPUs: the DP grid (30,000 × 90,000 units per table) is past MAX_GRID_CELLS,
-    so the relaxation is skipped (before any table is built) and the MILP plans alone; at 100 GPUs it runs."""
+    so the relaxation is skipped before any table is built or any efficient point enumerated (enumerating
+    them for 100,000 GPUs took ~45 s and 2.6 GB per cell) and the MILP plans alone; at 100 GPUs it runs."""
+    from shepherd.solvers import ppipe_knapsack
     from shepherd.solvers.ppipe_knapsack import MAX_GRID_CELLS
 
     profs = _profiles()
@@ -136,7 +138,10 @@ def test_large_clusters_skip_the_relaxation_and_still_plan():
     cfg = PPipePlanConfig()
     big, small = make_cluster("HC1-L").scaled(10_000), make_cluster("HC1-L")
     configs = candidate_configs(ps, big, cfg, w, EXACT)
+    enumerate_points = ppipe_knapsack.typed_points
+    monkeypatch.setattr(ppipe_knapsack, "typed_points", lambda *a: pytest.fail("points enumerated"))
     assert knapsack_bound(configs, w, big) is None
+    monkeypatch.setattr(ppipe_knapsack, "typed_points", enumerate_points)
     assert knapsack_bound(candidate_configs(ps, small, cfg, w, EXACT), w, small) is not None
     assert 12 * 25 * 12 * 75 < MAX_GRID_CELLS  # Table 1's 100-GPU clusters keep the relaxation
     plan = solve_pipelines(ps, w, big, cfg, SolverConfig("highs", 60.0, 0.01))
