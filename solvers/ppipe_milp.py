@@ -53,7 +53,9 @@ form (two weighted sums of the types' units; :mod:`.ppipe_knapsack`), which
 is rarely a placeable start, so HiGHS's primal heuristics get more of the
 search (``mip_heuristic_effort`` 0.3, :data:`SURROGATE_HEURISTIC_EFFORT`):
 the bound is in place from the root and finding the incumbent is what is
-left (Fig. 14(b): 300 s time-outs before, seconds to a minute now).
+left (Fig. 14(b), paper rules: three types went from 300 s time-outs to
+12–60 s; four types, with the pair splits of :func:`~.ppipe_knapsack.pair_dims`,
+50–260 s, one group still at the limit: docs/ppipe-acceptance.md).
 "points" (one binary per efficient vGPU vector) and "hybrid" (counts, then
 points) are other exact forms of the same MILP, kept for comparison.
 """

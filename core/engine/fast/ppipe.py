@@ -184,6 +184,22 @@ def _probe_any(scored, p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat
 
 
 @njit(cache=True, inline='always')
+def _timer_push(ht, hs, hm, nh, wake, seq, m):
+    """Set DNN ``m``'s wake-up at ``wake`` (push order ``seq``) in the binary heap of timers (sift up from the
+    end); returns the heap's new size."""
+    k = nh
+    while k > 0:
+        par = (k - 1) >> 1
+        if ht[par] > wake or (ht[par] == wake and hs[par] > seq):
+            ht[k], hs[k], hm[k] = ht[par], hs[par], hm[par]
+            k = par
+        else:
+            break
+    ht[k], hs[k], hm[k] = wake, seq, m
+    return nh + 1
+
+
+@njit(cache=True, inline='always')
 def _room(IS, IE, ilo, ihi, r, now, need):
     """Make room for ``need`` more intervals of ``r`` (drop those over by ``now``, move the rest to the front);
     False if there is not enough room even so."""
@@ -372,16 +388,7 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
                 wait_until[m] = wake
                 wait_need[m] = 0  # every arrival re-decides
                 seq += 1
-                k = nh  # push: sift up
-                nh += 1
-                while k > 0:
-                    par = (k - 1) >> 1
-                    if ht[par] > wake or (ht[par] == wake and hs[par] > seq):
-                        ht[k], hs[k], hm[k] = ht[par], hs[par], hm[par]
-                        k = par
-                    else:
-                        break
-                ht[k], hs[k], hm[k] = wake, seq, m
+                nh = _timer_push(ht, hs, hm, nh, wake, seq, m)
                 break
             if queued < bs:
                 slack = deadline - finish
@@ -390,16 +397,7 @@ def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, po
                     wait_until[m] = wake
                     wait_need[m] = bs
                     seq += 1
-                    k = nh  # push: sift up
-                    nh += 1
-                    while k > 0:
-                        par = (k - 1) >> 1
-                        if ht[par] > wake or (ht[par] == wake and hs[par] > seq):
-                            ht[k], hs[k], hm[k] = ht[par], hs[par], hm[par]
-                            k = par
-                        else:
-                            break
-                    ht[k], hs[k], hm[k] = wake, seq, m
+                    nh = _timer_push(ht, hs, hm, nh, wake, seq, m)
                     break
                 bs = queued  # the last moment: send what is queued
                 finish, _ = _probe_any(scored, best, bs, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
