@@ -14,7 +14,16 @@ seeds, and record the attainment of every DNN and seed. Variants:
 * ``paper+RULE`` (``--ablate``) — the paper plan and data plane with one
   artifact data-plane rule switched on (``uplink_score``, ``head_drop``,
   ``slot_receive``, ``stage_servers``, ``fill_wait``, ``transfer_round``), only for the groups where some DNN is
-  below ``--target`` under the paper rules: which rule closes the gap.
+  below ``--target`` under the paper rules: which rule closes the gap;
+* ``authors-artifact``, ``authors-paper`` (need ``--authors-plans DIR``) — no
+  planning: the authors' own published PPipe plan for the (group, cluster)
+  (GitHub ``JonnyKong/PPipe``, ``data/plans/maf19/<group's DNNs joined by
+  '-'>_0.3-0.33-0.37_<high>-<low>_25-75_…_v4.json`` saved in ``DIR``), read by
+  ``shepherd plan import``'s reader (:func:`~shepherd.core.pipelines.importer.read_plan`),
+  served with the artifact's / the paper's data-plane rules. The plan keeps the
+  file's bandwidth (``bw_gbps``: 10 Gbit/s on T4, 6 on P4 clusters) and SLOs
+  under both, so ``authors-paper`` changes only the data plane; the load is
+  ``--load`` × the plan's max-min throughput, as for the other variants.
 
 Long on 2 cores, so everything is cached under ``--dir``: the plans
 (``plans/*.json``, the pipeline-plan frame and its metadata) and one CSV row
@@ -26,7 +35,10 @@ never fails.
 
 Usage: python benchmarks/ppipe_artifact_acceptance.py [--variants paper,artifact] [--ablate] [--seconds 30]
        [--seeds 3] [--clusters HC1-L,...] [--groups 0,...,5] [--budget-s 540] [--dir results/ppipe_acceptance]
-       [--table docs/ppipe-acceptance.md]
+       [--authors-plans DIR] [--table docs/ppipe-acceptance.md] [--table-block acceptance-table]
+
+``--table-block NAME`` writes the table between ``<!-- NAME:begin -->`` and
+``<!-- NAME:end -->`` (appended when the file has no such block).
 """
 
 from __future__ import annotations
@@ -44,17 +56,24 @@ from shepherd.core.engine import EngineConfig, simulate
 from shepherd.core.pipelines import plan as pplan
 from shepherd.core.pipelines import rules as rule_sets
 from shepherd.core.pipelines.cluster import make_cluster
+from shepherd.core.pipelines.importer import read_plan
 from shepherd.experiments.ppipe import common as c
 from shepherd.solvers.ppipe_baselines import PIPELINE_PLANNERS
 from shepherd.solvers.ppipe_milp import PPipePlanConfig
 
 ABLATIONS = ("uplink_score", "head_drop", "slot_receive", "stage_servers", "fill_wait", "transfer_round")
 RULE_LETTER = dict(zip(ABLATIONS, "abcdef"))
+#: variants that serve the authors' published plan, with the data-plane rule set they use
+AUTHORS = {"authors-artifact": "artifact", "authors-paper": "paper"}
+LABELS = {"paper": "paper rules", "artifact": "artifact rules",
+          "authors-artifact": "authors' plan, artifact rules", "authors-paper": "authors' plan, paper rules"}
 FIELDS = ["variant", "cluster", "group", "dnn", "seed", "attainment", "plan_s", "sim_s"]
 
 
 def parse(variant: str) -> tuple[str, dict, str]:
     """``RULES[@FIELD=VALUE][+RULE]`` → (rule set, planner overrides, data-plane rule switched on)."""
+    if variant in AUTHORS:
+        return AUTHORS[variant], {}, ""
     head, _, extra = variant.partition("+")
     rules, _, over = head.partition("@")
     fields = {}
@@ -87,6 +106,18 @@ def cached_plan(root: Path, variant: str, cluster: str, gi: int) -> tuple[pplan.
     return p, took
 
 
+def authors_plan(folder: Path, cluster: str, gi: int) -> pplan.PipelinePlan:
+    """The authors' published plan of group ``gi`` on ``cluster`` from ``folder`` (module docstring)."""
+    spec = make_cluster(cluster)
+    group = c.groups()[gi]
+    types = "-".join(p.hardware for p in sorted(spec.pools, key=lambda p: not p.high))
+    hits = sorted(folder.glob(f"{'-'.join(group)}_*_{types}_25-75_*_v4.json"))
+    if len(hits) != 1:
+        raise SystemExit(f"error: {len(hits)} plan files for G{gi} on {cluster} ({types}) in {folder}")
+    return read_plan(hits[0], cluster=cluster, weights=[c.weights_for(group, "poisson")[m] for m in group],
+                     profiles=c.profiles())
+
+
 def dataplane(variant: str):
     rules, _, extra = parse(variant)
     cfg = c.dataplane("ppipe", rules)
@@ -112,7 +143,9 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.97)
     parser.add_argument("--budget-s", type=float, default=1e9)
     parser.add_argument("--dir", default="results/ppipe_acceptance")
+    parser.add_argument("--authors-plans", default=None)
     parser.add_argument("--table", default=None)
+    parser.add_argument("--table-block", default="acceptance-table")
     args = parser.parse_args()
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -150,7 +183,12 @@ def main() -> None:
                 if time.perf_counter() - t_start > args.budget_s:
                     print("budget spent; rerun to continue", flush=True)
                     return
-                p, plan_s = cached_plan(root, variant, cluster, gi)
+                if variant in AUTHORS:
+                    if not args.authors_plans:
+                        raise SystemExit(f"error: variant {variant} needs --authors-plans DIR")
+                    p, plan_s = authors_plan(Path(args.authors_plans), cluster, gi), 0.0
+                else:
+                    p, plan_s = cached_plan(root, variant, cluster, gi)
                 w = c.weights_for(group, "poisson")
                 slo = {m: profs[m].slo_us() for m in group} | p.slo_us
                 rates = {m: args.load * p.normalized_xput * w[m] for m in group}
@@ -167,10 +205,10 @@ def main() -> None:
                       + " ".join(f"{100 * a:.1f}" for a in c.attainment(res, list(group)).values())
                       + f"  (plan {plan_s:.1f} s, sim {sim_s:.1f} s)", flush=True)
     if args.table:
-        write_table(load_rows(runs), Path(args.table), args.target, args.seeds)
+        write_table(load_rows(runs), Path(args.table), args.target, args.seeds, args.table_block)
 
 
-def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
+def write_table(rows: list[dict], out: Path, target: float, seeds: int, block: str = "acceptance-table") -> None:
     """Markdown: per DNN and cluster the mean attainment over the seeds under each variant."""
     by: dict[tuple, list[float]] = {}
     for r in rows:
@@ -180,7 +218,7 @@ def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
     others = sorted({k[0] for k in by} - {"paper", "artifact"} - set(abl))
     abl = others + abl
     head = ["cluster", "group", "DNN", "paper rules", "artifact rules"] + [
-        a.replace("+", " + ").replace("@", " with ") for a in abl]
+        LABELS.get(a, a.replace("+", " + ").replace("@", " with ")) for a in abl]
     head = [h.replace("paper + ", "paper + (" + RULE_LETTER.get(h.split(" + ")[-1], "?") + ") ")
             if h.startswith("paper + ") else h for h in head]
     ablated = [v for v in abl if v.startswith("paper+")]
@@ -218,11 +256,11 @@ def write_table(rows: list[dict], out: Path, target: float, seeds: int) -> None:
             cells.append(cause)
         lines.append(f"| {cl} | {g} | {m} | " + " | ".join(cells) + " |")
     summary = f"At ≥ {100 * target:g} %: " + ", ".join(
-        f"{'paper rules' if v == 'paper' else 'artifact rules' if v == 'artifact' else v} {n}/{t}"
-        for v, (n, t) in counts.items() if "+" not in v) + "."
+        f"{LABELS.get(v, v)} {n}/{t}"
+        for v, (n, t) in counts.items() if "+" not in v and t) + "."
     out.parent.mkdir(parents=True, exist_ok=True)
     text = out.read_text() if out.exists() else ""
-    begin, end = "<!-- acceptance-table:begin -->", "<!-- acceptance-table:end -->"
+    begin, end = f"<!-- {block}:begin -->", f"<!-- {block}:end -->"
     block = "\n".join([begin, summary, "", *lines, end])
     if begin in text and end in text:
         text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
