@@ -147,6 +147,9 @@ def main() -> None:
     parser.add_argument("--table", default=None)
     parser.add_argument("--table-block", default="acceptance-table")
     args = parser.parse_args()
+    wanted = [v for v in args.variants.split(",") if v in AUTHORS]
+    if wanted and not args.authors_plans:
+        parser.error(f"variant {wanted[0]} needs --authors-plans DIR")
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
     runs = root / "runs.csv"
@@ -184,8 +187,6 @@ def main() -> None:
                     print("budget spent; rerun to continue", flush=True)
                     return
                 if variant in AUTHORS:
-                    if not args.authors_plans:
-                        raise SystemExit(f"error: variant {variant} needs --authors-plans DIR")
                     p, plan_s = authors_plan(Path(args.authors_plans), cluster, gi), 0.0
                 else:
                     p, plan_s = cached_plan(root, variant, cluster, gi)
