@@ -114,13 +114,17 @@ def _kpop(hk, hp, size):
     return size
 
 
-def replay_ids(ua, uk, pe, pre, boff, times, toff):
+def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None):
     """Global id of every logged batch (flat, in the logs' order); -1 where the replay could not reach one.
+    A completion's unit key (``uk``) is the completed batch's flat place less ``kb[g]`` — by default
+    ``boff[g]``: each group's log numbers its batches from 0; zeros where the groups' kernels numbered them
+    in one shared log (:func:`shepherd.core.engine.fast.run_fast`).
     The replay itself is :func:`_replay_packed` where every entry's order fits one int64 (times from 0 to
     below ``2**(62 − shift)`` µs: days, for millions of events), else :func:`_replay` (no allocation in either,
     so no reference counting in their loops); both give the same ids (``tests/test_engine_groups.py``)."""
     n_groups = len(boff) - 1
     total = int(boff[-1])
+    kb = boff[:-1] if kb is None else kb
     gid = np.full(total, -1, np.int64)
     cap = total + 1
     seq_bits = (total + len(times) + n_groups + 1).bit_length()  # every push takes the next seq
@@ -128,11 +132,11 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff):
     lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
     hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
     if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
-        _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
+        _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
                        np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), boff[:-1].copy(),
                        toff[:-1].copy(), shift, seq_bits)
         return gid
-    _replay_general(ua, uk, pe, pre, boff, times, toff, gid, cap, n_groups)
+    _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups)
     return gid
 
 
@@ -141,15 +145,15 @@ _PACKED = True
 
 
 @njit(cache=True)
-def _replay_general(ua, uk, pe, pre, boff, times, toff, gid, cap, n_groups):
-    _replay(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
+def _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups):
+    _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
             np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
             np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64),
             boff[:-1].copy(), toff[:-1].copy())
 
 
 @njit(cache=True, _nrt=False)
-def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag, aa, ptr, pos):
+def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak, ag, aa, ptr, pos):
     """:func:`replay_ids`' clock, as two heaps of entries (time, priority · 2^58 + seq, group, argument): the
     completions (``c*``, one per running batch) and the arrivals (``a*``, at most one per group), popped
     in the one clock's order — the earlier time, a completion before an arrival at equal times — so that the
@@ -178,7 +182,7 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag,
             cn = _pop(ct, ck, cg, ca, cn)
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
-            key = arg - boff[g]  # the log keys completions by the group's local batch id
+            key = arg - kb[g]  # the log keys completions by the batch's id in the group's numbering
             i = ptr[g]
             end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
@@ -231,7 +235,7 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag,
 
 
 @njit(cache=True, _nrt=False)
-def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr, pos, sh, sb):
+def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, ptr, pos, sh, sb):
     """:func:`_replay`'s clock with each heap entry's order packed in one int64 — ``time << sh | priority << sb
     | seq`` (``seq < 2**sb``, the priority below 4, the time below ``2**(62 − sh)``: :func:`replay_ids` checks) —
     and its group and argument in another (``g << 32 | arg``; an arrival's: ``g``): one comparison and two
@@ -266,7 +270,7 @@ def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr,
             cn = _kpop(ck, cp, cn)
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
-            key = arg - boff[g]  # the log keys completions by the group's local batch id
+            key = arg - kb[g]  # the log keys completions by the batch's id in the group's numbering
             i = ptr[g]
             end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
@@ -330,8 +334,9 @@ def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
     """The requests' arrival, deadline and model columns in group order (group ``g``'s requests, in id order,
     at ``roff[g]`` up to ``roff[g + 1]`` of ``t``, ``d``, ``m``) and each request's place there (``inv``): one
     pass in request order, each group's part written in order (a gather per group would read every column
-    once per group)."""
+    once per group). An empty ``inv``: not wanted (:func:`gather_shared` finds the places itself)."""
     pos = roff[:-1].copy()
+    keep = len(inv) > 0
     for x in range(len(group_of)):
         g = group_of[x]
         p = pos[g]
@@ -339,7 +344,8 @@ def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
         t[p] = arrival[x]
         d[p] = deadline[x]
         m[p] = model[x]
-        inv[x] = p
+        if keep:
+            inv[x] = p
 
 
 @njit(cache=True)
@@ -373,6 +379,46 @@ def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, col
         worker[x] = wflat[woff[g] + w] if w >= 0 else -1
         b = rb[p]
         batch[x] = gid[boff[g] + b] if b >= 0 else -1
+        outcome[x] = ro[p]
+        preempt[x] = rp[p]
+
+
+@njit(cache=True)
+def gather_shared(gid, boff, woff, wflat, log, cols, group_of, roff, rs, rf, rw, rb, ro, rp, start, finish, worker,
+                  batch, outcome, preempt):
+    """:func:`gather` for group runs that numbered their batches in one shared log (``log``, the kernels'
+    column-major batch log: group ``g``'s batches are its columns ``boff[g]`` up to ``boff[g + 1]``, and a
+    request's batch in ``rb`` is its column there) and whose request rows lie group after group in request
+    order (group ``g``'s from ``roff[g]``): each request's row is found by counting, per group, the requests
+    met so far in ``group_of`` — no per-row group or place columns. Local workers map through
+    ``wflat[woff[g] + w]``, batch columns through ``gid``. ``cols``: the six batch-table columns in global
+    order (worker, model, size, start, end, preempted)."""
+    nb = len(gid)
+    src = np.empty(nb, np.int64)  # per global batch id: its log column, with its group's worker offset above
+    for g in range(len(boff) - 1):
+        wo = woff[g] << 32
+        for j in range(boff[g], boff[g + 1]):
+            src[gid[j]] = j | wo
+    for x in range(nb):
+        v = src[x]
+        j = v & 0xFFFFFFFF
+        cols[0, x] = wflat[(v >> 32) + log[0, j]]
+        cols[1, x] = log[1, j]
+        cols[2, x] = log[2, j]
+        cols[3, x] = log[3, j]
+        cols[4, x] = log[4, j]
+        cols[5, x] = log[5, j]
+    pos = roff[:-1].copy()
+    for x in range(len(group_of)):
+        g = group_of[x]
+        p = pos[g]
+        pos[g] = p + 1
+        start[x] = rs[p]
+        finish[x] = rf[p]
+        w = rw[p]
+        worker[x] = wflat[woff[g] + w] if w >= 0 else -1
+        b = rb[p]
+        batch[x] = gid[b] if b >= 0 else -1
         outcome[x] = ro[p]
         preempt[x] = rp[p]
 
