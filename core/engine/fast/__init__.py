@@ -290,8 +290,12 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
         raise RuntimeError(f"{int((gid < 0).sum())} batches left after the replay")
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in res.group_workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in res.group_workers])
-    cols = np.empty((6, nb), np.int64)
-    gather_shared(gid, boff, woff, wflat, log, cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
+    # the batch table's columns in memory already touched (a fresh page costs more than the writes to it):
+    # the log's unit rows, read by the replay only, and the kernels' arrival, deadline and model columns
+    # where there are no more batches than requests
+    cols = [log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb]]
+    cols += [a[:nb] for a in (t_all, d_all, m_all)] if nb <= total else list(np.empty((3, nb), np.int64))
+    gather_shared(gid, boff, woff, wflat, log, *cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
                   rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
     rec.set_batches(*cols)
 

@@ -384,15 +384,16 @@ def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, col
 
 
 @njit(cache=True)
-def gather_shared(gid, boff, woff, wflat, log, cols, group_of, roff, rs, rf, rw, rb, ro, rp, start, finish, worker,
-                  batch, outcome, preempt):
+def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of, roff, rs, rf, rw, rb, ro, rp, start,
+                  finish, worker, batch, outcome, preempt):
     """:func:`gather` for group runs that numbered their batches in one shared log (``log``, the kernels'
     column-major batch log: group ``g``'s batches are its columns ``boff[g]`` up to ``boff[g + 1]``, and a
     request's batch in ``rb`` is its column there) and whose request rows lie group after group in request
     order (group ``g``'s from ``roff[g]``): each request's row is found by counting, per group, the requests
     met so far in ``group_of`` — no per-row group or place columns. Local workers map through
-    ``wflat[woff[g] + w]``, batch columns through ``gid``. ``cols``: the six batch-table columns in global
-    order (worker, model, size, start, end, preempted)."""
+    ``wflat[woff[g] + w]``, batch columns through ``gid``. ``c0`` … ``c5``: the six batch-table columns in
+    global order (worker, model, size, start, end, preempted; none of them may be one of ``log``'s first six
+    rows)."""
     nb = len(gid)
     src = np.empty(nb, np.int64)  # per global batch id: its log column, with its group's worker offset above
     for g in range(len(boff) - 1):
@@ -402,12 +403,12 @@ def gather_shared(gid, boff, woff, wflat, log, cols, group_of, roff, rs, rf, rw,
     for x in range(nb):
         v = src[x]
         j = v & 0xFFFFFFFF
-        cols[0, x] = wflat[(v >> 32) + log[0, j]]
-        cols[1, x] = log[1, j]
-        cols[2, x] = log[2, j]
-        cols[3, x] = log[3, j]
-        cols[4, x] = log[4, j]
-        cols[5, x] = log[5, j]
+        c0[x] = wflat[(v >> 32) + log[0, j]]
+        c1[x] = log[1, j]
+        c2[x] = log[2, j]
+        c3[x] = log[3, j]
+        c4[x] = log[4, j]
+        c5[x] = log[5, j]
     pos = roff[:-1].copy()
     for x in range(len(group_of)):
         g = group_of[x]
