@@ -252,7 +252,12 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     flat = (np.full(total, -1, np.int64), np.full(total, -1, np.int64), np.full(total, -1, np.int32),
             np.full(total, -1, np.int64), np.zeros(total, np.int8), np.zeros(total, np.int16),
             np.zeros(total, np.bool_))
-    t_all, d_all, m_all = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64)
+    # the kernels' arrival, deadline and model columns, group after group, in the recorder's start, finish
+    # and batch columns: memory already touched (a fresh page costs more than the writes to it) that nothing
+    # reads before gather_shared writes the requests' rows there, after the replay
+    if total != len(rec.r_start):  # pragma: no cover - every request is in a group (Engine routes them all)
+        raise ValueError("a request in no serving group")
+    t_all, d_all, m_all = rec.r_start, rec.r_finish, rec.r_batch
     split(engine.group_of, roff, np.asarray(engine.arrival, np.int64), np.asarray(engine.deadline, np.int64),
           engine.model, t_all, d_all, m_all, np.empty(0, np.int64))
     # room for a batch per request, twice over, and one event's worth (untouched room costs no memory; the
@@ -290,11 +295,11 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
         raise RuntimeError(f"{int((gid < 0).sum())} batches left after the replay")
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in res.group_workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in res.group_workers])
-    # the batch table's columns in memory already touched (a fresh page costs more than the writes to it):
-    # the log's unit rows, read by the replay only, and the kernels' arrival, deadline and model columns
-    # where there are no more batches than requests
+    # the batch table's columns in memory already touched as well: the log's unit rows, read by the replay
+    # only, and (where there are no more batches than requests) the request rows' start, finish and batch,
+    # which gather_shared reads before it writes the batches
     cols = [log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb]]
-    cols += [a[:nb] for a in (t_all, d_all, m_all)] if nb <= total else list(np.empty((3, nb), np.int64))
+    cols += [flat[c][:nb] for c in (0, 1, 3)] if nb <= total else list(np.empty((3, nb), np.int64))
     gather_shared(gid, boff, woff, wflat, log, *cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
                   rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
     rec.set_batches(*cols)

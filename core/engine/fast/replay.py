@@ -391,9 +391,23 @@ def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of,
     request's batch in ``rb`` is its column there) and whose request rows lie group after group in request
     order (group ``g``'s from ``roff[g]``): each request's row is found by counting, per group, the requests
     met so far in ``group_of`` — no per-row group or place columns. Local workers map through
-    ``wflat[woff[g] + w]``, batch columns through ``gid``. ``c0`` … ``c5``: the six batch-table columns in
-    global order (worker, model, size, start, end, preempted; none of them may be one of ``log``'s first six
-    rows)."""
+    ``wflat[woff[g] + w]``, batch columns through ``gid``. The requests are written first, then the batch
+    table's six columns in global order (``c0`` … ``c5``: worker, model, size, start, end, preempted), so
+    these may be request rows already read (``rs``, ``rf``, ``rb``) or ``log``'s rows after its sixth, and
+    the request columns may be memory that only the kernels and the replay used."""
+    pos = roff[:-1].copy()
+    for x in range(len(group_of)):
+        g = group_of[x]
+        p = pos[g]
+        pos[g] = p + 1
+        start[x] = rs[p]
+        finish[x] = rf[p]
+        w = rw[p]
+        worker[x] = wflat[woff[g] + w] if w >= 0 else -1
+        b = rb[p]
+        batch[x] = gid[b] if b >= 0 else -1
+        outcome[x] = ro[p]
+        preempt[x] = rp[p]
     nb = len(gid)
     src = np.empty(nb, np.int64)  # per global batch id: its log column, with its group's worker offset above
     for g in range(len(boff) - 1):
@@ -409,19 +423,6 @@ def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of,
         c3[x] = log[3, j]
         c4[x] = log[4, j]
         c5[x] = log[5, j]
-    pos = roff[:-1].copy()
-    for x in range(len(group_of)):
-        g = group_of[x]
-        p = pos[g]
-        pos[g] = p + 1
-        start[x] = rs[p]
-        finish[x] = rf[p]
-        w = rw[p]
-        worker[x] = wflat[woff[g] + w] if w >= 0 else -1
-        b = rb[p]
-        batch[x] = gid[b] if b >= 0 else -1
-        outcome[x] = ro[p]
-        preempt[x] = rp[p]
 
 from shepherd.core.engine import clock  # noqa: E402  (its digest keys this module's JIT cache)
 from shepherd.core.engine.fast import jitcache  # noqa: E402
