@@ -46,6 +46,8 @@ FAST = {
 
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
 LOG_ROOM = 1024
+#: the log shared by several groups' kernels (:func:`_run_shared`): columns per request allocated up front
+SHARED_PER_REQUEST = 2
 
 #: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
 STREAMED = ("clockwork", "flex", "flex-np")
@@ -240,7 +242,10 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     group's end (so a request's batch and a completion's unit key are the batch's column in that log); the
     clock replay numbers them globally and :func:`.replay.gather_shared` writes the recorder's tables.
     Same tables as the merge of separate logs (:func:`shepherd.core.engine.groups.merge`), with less
-    memory touched: no per-group log to concatenate, no per-row group or place columns."""
+    memory touched — on this work a fresh page costs more than the writes to it (issue 18: the merge of a
+    1M-request run on 400 workers was more than half page faults): no per-group log to concatenate, no
+    per-row group or place columns, and the columns that only the kernels or the replay read (arrival,
+    deadline, model; the log's unit rows) in memory already touched that the tables then take over."""
     from shepherd.core.engine.fast.common import B_COLS, B_PRE, B_PUSHED, B_UA, B_UK, ST_NB
     from shepherd.core.engine.fast.replay import gather_shared, replay_ids, split
 
@@ -260,10 +265,10 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     t_all, d_all, m_all = rec.r_start, rec.r_finish, rec.r_batch
     split(engine.group_of, roff, np.asarray(engine.arrival, np.int64), np.asarray(engine.deadline, np.int64),
           engine.model, t_all, d_all, m_all, np.empty(0, np.int64))
-    # room for a batch per request, twice over, and one event's worth (untouched room costs no memory; the
-    # kernel grows it if a run of preemptions needs more)
+    # room for a batch per request, twice over, and one event's worth (untouched room costs no memory; a
+    # kernel grows it — a copy of every group's columns so far — if a run of preemptions needs more)
     most = max(len(ws) for ws in res.group_workers)
-    log = np.empty((B_COLS, 2 * total + LOG_ROOM + most * (max_batch + 1) + 1), np.int64)
+    log = np.empty((B_COLS, SHARED_PER_REQUEST * total + LOG_ROOM + most * (max_batch + 1) + 1), np.int64)
     boff = np.zeros(n_groups + 1, np.int64)
 
     def ignore(*_a):  # pragma: no cover - one chunk per group: the columns are written in place
@@ -299,7 +304,10 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     # only, and (where there are no more batches than requests) the request rows' start, finish and batch,
     # which gather_shared reads before it writes the batches
     cols = [log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb]]
-    cols += [flat[c][:nb] for c in (0, 1, 3)] if nb <= total else list(np.empty((3, nb), np.int64))
+    if nb <= total:
+        cols += [flat[c][:nb] for c in (0, 1, 3)]
+    else:  # pragma: no cover - more batches than requests (preemptions re-batch requests): not met in the tests
+        cols += list(np.empty((3, nb), np.int64))
     gather_shared(gid, boff, woff, wflat, log, *cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
                   rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
     rec.set_batches(*cols)
