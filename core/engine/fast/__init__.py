@@ -47,7 +47,8 @@ FAST = {
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
 LOG_ROOM = 1024
 #: the log shared by several groups' kernels (:func:`_run_shared`): columns per request allocated up front
-SHARED_PER_REQUEST = 2
+#: (address space only until written; more batches than requests — preemptions — grow it)
+SHARED_PER_REQUEST = 1
 
 #: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
 STREAMED = ("clockwork", "flex", "flex-np")
@@ -265,8 +266,8 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     t_all, d_all, m_all = rec.r_start, rec.r_finish, rec.r_batch
     split(engine.group_of, roff, np.asarray(engine.arrival, np.int64), np.asarray(engine.deadline, np.int64),
           engine.model, t_all, d_all, m_all, np.empty(0, np.int64))
-    # room for a batch per request, twice over, and one event's worth (untouched room costs no memory; a
-    # kernel grows it — a copy of every group's columns so far — if a run of preemptions needs more)
+    # room for a batch per request and one event's worth (untouched room costs no memory; a kernel grows it
+    # — a copy of every group's columns so far — if preemptions make more batches than that)
     most = max(len(ws) for ws in res.group_workers)
     log = np.empty((B_COLS, SHARED_PER_REQUEST * total + LOG_ROOM + most * (max_batch + 1) + 1), np.int64)
     boff = np.zeros(n_groups + 1, np.int64)
