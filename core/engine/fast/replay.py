@@ -330,6 +330,29 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
 
 
 @njit(cache=True)
+def group_order(group_of, n_groups):
+    """(order, counts): the request ids group after group, each group's in id order (a stable counting sort
+    of ``group_of``), and each group's request count; a group outside ``[0, n_groups)`` is an error."""
+    counts = np.zeros(n_groups, np.int64)
+    for x in range(len(group_of)):
+        g = group_of[x]
+        if g < 0 or g >= n_groups:
+            raise ValueError("a request routed to no serving group")
+        counts[g] += 1
+    pos = np.empty(n_groups, np.int64)
+    s = 0
+    for g in range(n_groups):
+        pos[g] = s
+        s += counts[g]
+    order = np.empty(len(group_of), np.int64)
+    for x in range(len(group_of)):
+        g = group_of[x]
+        order[pos[g]] = x
+        pos[g] += 1
+    return order, counts
+
+
+@njit(cache=True)
 def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
     """The requests' arrival, deadline and model columns in group order (group ``g``'s requests, in id order,
     at ``roff[g]`` up to ``roff[g + 1]`` of ``t``, ``d``, ``m``) and each request's place there (``inv``): one
