@@ -115,7 +115,8 @@ def _kpop(hk, hp, size):
 
 
 def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None):
-    """Global id of every logged batch (flat, in the logs' order); -1 where the replay could not reach one.
+    """Global id of every logged batch (flat, in the logs' order); a RuntimeError if the replay could not
+    reach every one (a log the clock cannot re-enact).
     A completion's unit key (``uk``) is the completed batch's flat place less ``kb[g]`` — by default
     ``boff[g]``: each group's log numbers its batches from 0; zeros where the groups' kernels numbered them
     in one shared log (:func:`shepherd.core.engine.fast.run_fast`).
@@ -125,18 +126,20 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None):
     n_groups = len(boff) - 1
     total = int(boff[-1])
     kb = boff[:-1] if kb is None else kb
-    gid = np.full(total, -1, np.int64)
+    gid = np.empty(total, np.int64)  # every place is written once the replay reaches every batch
     cap = total + 1
     seq_bits = (total + len(times) + n_groups + 1).bit_length()  # every push takes the next seq
     shift = seq_bits + 2  # then the priority (COMPLETION 0, ARRIVAL 2), then the time
     lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
     hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
     if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
-        _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
-                       np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), boff[:-1].copy(),
-                       toff[:-1].copy(), shift, seq_bits)
-        return gid
-    _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups)
+        reached = _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64),
+                                 np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
+                                 np.empty(n_groups + 1, np.int64), boff[:-1].copy(), toff[:-1].copy(), shift, seq_bits)
+    else:
+        reached = _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups)
+    if reached != total:  # pragma: no cover - a log the clock cannot re-enact
+        raise RuntimeError(f"{total - reached} batches left after the replay")
     return gid
 
 
@@ -146,7 +149,7 @@ _PACKED = True
 
 @njit(cache=True)
 def _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups):
-    _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
+    return _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
             np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
             np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64),
             boff[:-1].copy(), toff[:-1].copy())
@@ -157,7 +160,7 @@ def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak,
     """:func:`replay_ids`' clock, as two heaps of entries (time, priority · 2^58 + seq, group, argument): the
     completions (``c*``, one per running batch) and the arrivals (``a*``, at most one per group), popped
     in the one clock's order — the earlier time, a completion before an arrival at equal times — so that the
-    many arrival events sift through a heap of the groups only."""
+    many arrival events sift through a heap of the groups only. Returns the number of batches numbered."""
     n_groups = len(boff) - 1
     cn = 0
     an = 0
@@ -232,6 +235,7 @@ def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak,
             while p < n and times[p] == tp:
                 p += 1
         pos[g] = p
+    return nxt
 
 
 @njit(cache=True, _nrt=False)
@@ -242,7 +246,8 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
     moves per heap step instead of two and four. A handled arrival run's group stays at the root of the
     arrival heap while the run is handled (the next arrival of another group is the least of the root's
     children) and its next arrival replaces it there: one sift instead of a pop and a push. Keys are unique
-    (``seq``), so any heap pops them in the one order: the ids are :func:`_replay`'s."""
+    (``seq``), so any heap pops them in the one order: the ids are :func:`_replay`'s (and so is the count
+    returned)."""
     ARR = np.int64(ARRIVAL) << sb
     n_groups = len(boff) - 1
     cn = 0
@@ -327,6 +332,7 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
         if not pushed:
             an = _kpop(ak, ap, an)
         pos[g] = p
+    return nxt
 
 
 @njit(cache=True)
