@@ -295,13 +295,14 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     nb = int(boff[-1])
     if nb >= 1 << 32:  # pragma: no cover - gather_shared packs a log column in 32 bits
         raise ValueError("more than 2^32 batches")
+    # the global ids over the pushed ends, which only the replay reads (raises if a batch is left)
     gid = replay_ids(log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb], log[B_PRE, :nb], boff, t_all, roff,
-                     np.zeros(n_groups, np.int64))  # raises if a batch is left
+                     np.zeros(n_groups, np.int64), log[B_PUSHED, :nb])
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in res.group_workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in res.group_workers])
     # the batch table's columns in memory already touched as well: the log's unit rows, read by the replay
-    # only, and (where there are no more batches than requests) the request rows' start, finish and batch,
-    # which gather_shared reads before it writes the batches
+    # only (the last holds the ids, which gather_shared reads before it writes the batches), and (where
+    # there are no more batches than requests) the request rows' start, finish and batch, read before too
     cols = [log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb]]
     if nb <= total:
         cols += [flat[c][:nb] for c in (0, 1, 3)]

@@ -114,9 +114,10 @@ def _kpop(hk, hp, size):
     return size
 
 
-def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None):
-    """Global id of every logged batch (flat, in the logs' order); a RuntimeError if the replay could not
-    reach every one (a log the clock cannot re-enact).
+def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None):
+    """Global id of every logged batch (flat, in the logs' order), in ``out`` if given (it may be ``pe``
+    itself: a batch's pushed end is read before its id is written, and never after); a RuntimeError if the
+    replay could not reach every one (a log the clock cannot re-enact).
     A completion's unit key (``uk``) is the completed batch's flat place less ``kb[g]`` — by default
     ``boff[g]``: each group's log numbers its batches from 0; zeros where the groups' kernels numbered them
     in one shared log (:func:`shepherd.core.engine.fast.run_fast`).
@@ -126,7 +127,7 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None):
     n_groups = len(boff) - 1
     total = int(boff[-1])
     kb = boff[:-1] if kb is None else kb
-    gid = np.empty(total, np.int64)  # every place is written once the replay reaches every batch
+    gid = np.empty(total, np.int64) if out is None else out  # every place written once every batch is reached
     cap = total + 1
     seq_bits = (total + len(times) + n_groups + 1).bit_length()  # every push takes the next seq
     shift = seq_bits + 2  # then the priority (COMPLETION 0, ARRIVAL 2), then the time
@@ -169,10 +170,10 @@ def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak,
     for g in range(n_groups):  # on_start, in group order
         i = ptr[g]
         while i < boff[g + 1] and ua[i] == 2:
-            gid[i] = nxt
-            nxt += 1
             seq += 1
             cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
+            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+            nxt += 1
             i += 1
         ptr[g] = i
     for g in range(n_groups):
@@ -189,10 +190,10 @@ def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak,
             i = ptr[g]
             end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             continue
@@ -226,10 +227,10 @@ def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak,
                 break
             tp = times[p]
             while i < end_b and ua[i] == 1 and uk[i] == tp:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             while p < n and times[p] == tp:
@@ -257,10 +258,10 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
     for g in range(n_groups):
         i = ptr[g]
         while i < boff[g + 1] and ua[i] == 2:
-            gid[i] = nxt
-            nxt += 1
             seq += 1
             cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
+            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+            nxt += 1
             i += 1
         ptr[g] = i
     for g in range(n_groups):
@@ -279,10 +280,10 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
             i = ptr[g]
             end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             continue
@@ -321,10 +322,10 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
                 break
             tp = times[p]
             while i < end_b and ua[i] == 1 and uk[i] == tp:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             while p < n and times[p] == tp:
@@ -422,8 +423,9 @@ def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of,
     met so far in ``group_of`` — no per-row group or place columns. Local workers map through
     ``wflat[woff[g] + w]``, batch columns through ``gid``. The requests are written first, then the batch
     table's six columns in global order (``c0`` … ``c5``: worker, model, size, start, end, preempted), so
-    these may be request rows already read (``rs``, ``rf``, ``rb``) or ``log``'s rows after its sixth, and
-    the request columns may be memory that only the kernels and the replay used."""
+    these may be request rows already read (``rs``, ``rf``, ``rb``), ``log``'s rows after its sixth or
+    ``gid`` itself (read before the first batch is written), and the request columns may be memory that
+    only the kernels and the replay used."""
     pos = roff[:-1].copy()
     for x in range(len(group_of)):
         g = group_of[x]
