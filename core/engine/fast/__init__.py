@@ -8,9 +8,10 @@ configuration without one is a one-line error naming those that have one); ``"re
 artifact is built by the same code either way.
 
 Serving groups (Herd groups, sub-clusters) never interact: each group's requests run through the kernel
-alone, and with several groups the runs are merged by :func:`shepherd.core.engine.groups.merge` — the
-kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
-single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
+alone, and with several groups the runs are merged — the kernels log, per batch, the unit that made it,
+and the compiled clock replay numbers the batches as the single loop would (:func:`_run_shared` where every
+group's requests fit one feed chunk: one batch log shared by the groups' kernels; else
+:func:`shepherd.core.engine.groups.merge` of the groups' own logs). Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
 :mod:`.symphony` and :mod:`.nexus` (one serving group: their timers are not in the clock replay; Nexus plans
 its epochs in Python with the policy's own planner, once per epoch, before its kernel runs), and :mod:`.ppipe`
 (PPipe's data plane with its reserved paths recorded at dispatch, ``EngineConfig(reserved="record")``: the
