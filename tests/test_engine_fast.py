@@ -186,6 +186,39 @@ def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, polic
     assert_same(ref, fed)
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 3), min_size=2, max_size=4),
+       policy=st.sampled_from(["clockwork", "flex", "flex+preemption"]))
+def test_a_batch_log_shared_by_groups_grows(seed, sizes, policy):
+    """Several groups' kernels write one shared batch log (``fast._run_shared``); with no room reserved it
+    grows while some group runs (every earlier group's columns copied): the reference engine's tables."""
+    import shepherd.core.engine.fast as fast
+
+    rng = np.random.default_rng(seed)
+    n = 2 * len(sizes)
+    trace = assemble([poisson(rng, 400.0, 1_500_000) for _ in range(n)], [MODELS[s % len(MODELS)] for s in range(n)],
+                     [int(x) for x in rng.choice([20_000, 90_000], n)])
+    name, cfg = policy, None
+    if policy == "flex+preemption":
+        name, cfg = "flex", {"lam": 1.5, "exit_points": 1}
+    kw = dict(plan=plan_frame(sizes, [s % len(sizes) for s in range(n)]), seed=seed)
+    ref = simulate(trace, PROF, name, cfg, engine=EngineConfig(path="reference"), **kw)
+    room = []  # the shared log's first size: one event's worth of batches
+    run_shared = fast._run_shared
+
+    def shared(engine, *a):
+        room.append(max(len(ws) for ws in engine.res.group_workers) * (a[3] + 1) + 1)  # a[3]: max_batch
+        return run_shared(engine, *a)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fast, "LOG_ROOM", 0)
+        mp.setattr(fast, "SHARED_PER_REQUEST", 0)
+        mp.setattr(fast, "_run_shared", shared)
+        fed = simulate(trace, PROF, name, cfg, engine=EngineConfig(path="fast"), **kw)
+    assert len(room) == 1 and ref.batches_frame().height > room[0]  # the log grew
+    assert_same(ref, fed)
+
+
 SHEDDING = OverheadConfig(base_us=40.0, per_request_us=25.0, arrival_us=300.0, max_lag_us=3_000.0)
 
 

@@ -8,9 +8,10 @@ configuration without one is a one-line error naming those that have one); ``"re
 artifact is built by the same code either way.
 
 Serving groups (Herd groups, sub-clusters) never interact: each group's requests run through the kernel
-alone, and with several groups the runs are merged by :func:`shepherd.core.engine.groups.merge` — the
-kernels log, per batch, the unit that made it, and the compiled clock replay numbers the batches as the
-single loop would. Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
+alone, and with several groups the runs are merged — the kernels log, per batch, the unit that made it,
+and the compiled clock replay numbers the batches as the single loop would (:func:`_run_shared` where every
+group's requests fit one feed chunk: one batch log shared by the groups' kernels; else
+:func:`shepherd.core.engine.groups.merge` of the groups' own logs). Shared kernel parts: :mod:`.common`; the kernels: :mod:`.clockwork`, :mod:`.flex`,
 :mod:`.symphony` and :mod:`.nexus` (one serving group: their timers are not in the clock replay; Nexus plans
 its epochs in Python with the policy's own planner, once per epoch, before its kernel runs), and :mod:`.ppipe`
 (PPipe's data plane with its reserved paths recorded at dispatch, ``EngineConfig(reserved="record")``: the
@@ -46,6 +47,9 @@ FAST = {
 
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
 LOG_ROOM = 1024
+#: the log shared by several groups' kernels (:func:`_run_shared`): columns per request allocated up front
+#: (address space only until written; more batches than requests — preemptions — grow it)
+SHARED_PER_REQUEST = 1
 
 #: the kernels fed a chunk at a time (:func:`_stream`; ``--record summary`` keeps running totals for them)
 STREAMED = ("clockwork", "flex", "flex-np")
@@ -112,7 +116,8 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
 
 
 def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int, flex: bool,
-            on_requests: Any, on_batches: Any, out: tuple | None = None, units: bool = False) -> tuple:
+            on_requests: Any, on_batches: Any, out: tuple | None = None, units: bool = False,
+            log: np.ndarray | None = None) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
     or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
     and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
@@ -121,7 +126,9 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     touched: its columns may be kept as they are); both in id order. When every request fits in one chunk and
     ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
     kernel writes into those directly: no window, no copy. ``units``: the log keeps each batch's unit and
-    pushed end (the clock replay of several groups needs them). Returns (w_busy, w_waste, shed count)."""
+    pushed end (the clock replay of several groups needs them). ``log``: a batch log to write into (whose
+    first ``st[ST_NB]`` columns, other groups' batches, stay: the kernel numbers its batches from there; one
+    chunk only, ``on_batches`` then gets every column). Returns (w_busy, w_waste, shed count)."""
     from shepherd.core.engine.fast.common import (B_COLS, B_PRE, NONE, S_CP, S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N,
                                                   ST_NB, ST_OFF, ST_UNITS, oldest, q_reserve, shift_running)
 
@@ -145,7 +152,9 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     kept = B_COLS if units else B_PRE + 1  # the log rows written (the others' pages are never touched)
     # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
     # costs no memory): no copies while it grows
-    state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
+    if log is not None and n > step:  # pragma: no cover - run_fast shares a log only between one-chunk runs
+        raise ValueError("a shared batch log needs the group's requests in one chunk")
+    state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64) if log is None else log
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
@@ -228,6 +237,83 @@ def _run_whole(engine: Any, policy: str, config: Any, runtime: Any, max_batch: i
     return [stats]
 
 
+def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int, lat: np.ndarray,
+                rids: list[np.ndarray], step: int, flex: bool) -> None:
+    """Several serving groups, each fed its requests in one chunk: the groups' kernels run one after the
+    other and write their batches into one shared log, each numbering its batches from where the previous
+    group's end (so a request's batch and a completion's unit key are the batch's column in that log); the
+    clock replay numbers them globally and :func:`.replay.gather_shared` writes the recorder's tables.
+    Same tables as the merge of separate logs (:func:`shepherd.core.engine.groups.merge`), with less
+    memory touched — on this work a fresh page costs more than the writes to it (issue 18: the merge of a
+    1M-request run on 400 workers was more than half page faults): no per-group log to concatenate, no
+    per-row group or place columns, and the columns that only the kernels or the replay read (arrival,
+    deadline, model; the log's unit rows) in memory already touched that the tables then take over."""
+    from shepherd.core.engine.fast.common import B_COLS, B_PRE, B_PUSHED, B_UA, B_UK, ST_NB
+    from shepherd.core.engine.fast.replay import gather_shared, replay_ids, split
+
+    rec, res = engine.rec, engine.res
+    n_groups = len(rids)
+    roff = np.concatenate([[0], np.cumsum([len(r) for r in rids])]).astype(np.int64)
+    total = int(roff[-1])
+    # every group's request columns in one array each, group after group, in request order
+    flat = (np.full(total, -1, np.int64), np.full(total, -1, np.int64), np.full(total, -1, np.int32),
+            np.full(total, -1, np.int64), np.zeros(total, np.int8), np.zeros(total, np.int16),
+            np.zeros(total, np.bool_))
+    # the kernels' arrival, deadline and model columns, group after group, in the recorder's start, finish
+    # and batch columns: memory already touched (a fresh page costs more than the writes to it) that nothing
+    # reads before gather_shared writes the requests' rows there, after the replay
+    if total != len(rec.r_start):  # pragma: no cover - every request is in a group (Engine routes them all)
+        raise ValueError("a request in no serving group")
+    t_all, d_all, m_all = rec.r_start, rec.r_finish, rec.r_batch
+    split(engine.group_of, roff, np.asarray(engine.arrival, np.int64), np.asarray(engine.deadline, np.int64),
+          engine.model, t_all, d_all, m_all, np.empty(0, np.int64))
+    # room for a batch per request and one event's worth (untouched room costs no memory; a kernel grows it
+    # — a copy of every group's columns so far — if preemptions make more batches than that)
+    most = max(len(ws) for ws in res.group_workers)
+    log = np.empty((B_COLS, SHARED_PER_REQUEST * total + LOG_ROOM + most * (max_batch + 1) + 1), np.int64)
+    boff = np.zeros(n_groups + 1, np.int64)
+
+    def ignore(*_a):  # pragma: no cover - one chunk per group: the columns are written in place
+        raise AssertionError("a one-chunk group run streamed its rows")
+
+    for g in range(n_groups):
+        o, k = int(roff[g]), int(roff[g + 1] - roff[g])
+        out = tuple(col[o:o + k] for col in flat)
+        kernel = _kernel(policy, config, runtime, max_batch, engine.sched[g], engine.config.chunk, lat,
+                         np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
+        state = kernel[2]
+        state[-1][ST_NB] = boff[g]  # this group's batches after the previous groups'
+        w_busy, w_waste, n_shed = _stream(kernel, t_all[o:o + k], d_all[o:o + k], m_all[o:o + k], step, flex,
+                                          ignore, lambda rows, final: None, out, units=True, log=log)
+        log = state[kernel[3] + 5]  # grown, perhaps
+        boff[g + 1] = state[-1][ST_NB]
+        engine.sched[g].shed = n_shed
+        ws = res.group_workers[g]
+        for w, busy, waste in zip(ws, w_busy.tolist(), w_waste.tolist()):
+            rec.w_busy[w] += busy
+            rec.w_waste[w] += waste
+        engine.admission.shed_ids.extend(rids[g][np.flatnonzero(out[6])].tolist())
+    nb = int(boff[-1])
+    if nb >= 1 << 32:  # pragma: no cover - gather_shared packs a log column in 32 bits
+        raise ValueError("more than 2^32 batches")
+    # the global ids over the pushed ends, which only the replay reads (raises if a batch is left)
+    gid = replay_ids(log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb], log[B_PRE, :nb], boff, t_all, roff,
+                     np.zeros(n_groups, np.int64), log[B_PUSHED, :nb])
+    woff = np.concatenate([[0], np.cumsum([len(ws) for ws in res.group_workers])]).astype(np.int64)
+    wflat = np.concatenate([np.asarray(ws, np.int64) for ws in res.group_workers])
+    # the batch table's columns in memory already touched as well: the log's unit rows, read by the replay
+    # only (the last holds the ids, which gather_shared reads before it writes the batches), and (where
+    # there are no more batches than requests) the request rows' start, finish and batch, read before too
+    cols = [log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb]]
+    if nb <= total:
+        cols += [flat[c][:nb] for c in (0, 1, 3)]
+    else:  # pragma: no cover - more batches than requests (preemptions re-batch requests): not met in the tests
+        cols += list(np.empty((3, nb), np.int64))
+    gather_shared(gid, boff, woff, wflat, log, *cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
+                  rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
+    rec.set_batches(*cols)
+
+
 def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int,
              make_policy: Callable[[int], Any] | None = None) -> list[dict] | None:
     """Run the policy's fast path on every serving group and write the tables into ``engine``'s recorder
@@ -295,8 +381,11 @@ def run_fast(engine: Any, policy: str, config: Any, runtime: Any, max_batch: int
         rec.w_waste[:] = w_waste.tolist()
         engine.sched[0].shed = n_shed
         return
-    runs, ids, arrivals = [], [], []
     rids = [np.arange(len(engine.arrival), dtype=np.int64) if r is None else r for r in engine.group_ids]
+    if engine.group_of is not None and max(len(r) for r in rids) <= step:
+        _run_shared(engine, policy, config, runtime, max_batch, lat, rids, step, flex)
+        return None
+    runs, ids, arrivals = [], [], []
     total = sum(len(r) for r in rids)
     # every group's request columns in one array each, group after group (the merge reads them so)
     flat = (np.full(total, -1, np.int64), np.full(total, -1, np.int64), np.full(total, -1, np.int32),

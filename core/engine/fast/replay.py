@@ -114,25 +114,33 @@ def _kpop(hk, hp, size):
     return size
 
 
-def replay_ids(ua, uk, pe, pre, boff, times, toff):
-    """Global id of every logged batch (flat, in the logs' order); -1 where the replay could not reach one.
+def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None):
+    """Global id of every logged batch (flat, in the logs' order), in ``out`` if given (it may be ``pe``
+    itself: a batch's pushed end is read before its id is written, and never after); a RuntimeError if the
+    replay could not reach every one (a log the clock cannot re-enact).
+    A completion's unit key (``uk``) is the completed batch's flat place less ``kb[g]`` — by default
+    ``boff[g]``: each group's log numbers its batches from 0; zeros where the groups' kernels numbered them
+    in one shared log (:func:`shepherd.core.engine.fast.run_fast`).
     The replay itself is :func:`_replay_packed` where every entry's order fits one int64 (times from 0 to
     below ``2**(62 − shift)`` µs: days, for millions of events), else :func:`_replay` (no allocation in either,
     so no reference counting in their loops); both give the same ids (``tests/test_engine_groups.py``)."""
     n_groups = len(boff) - 1
     total = int(boff[-1])
-    gid = np.full(total, -1, np.int64)
+    kb = boff[:-1] if kb is None else kb
+    gid = np.empty(total, np.int64) if out is None else out  # every place written once every batch is reached
     cap = total + 1
     seq_bits = (total + len(times) + n_groups + 1).bit_length()  # every push takes the next seq
     shift = seq_bits + 2  # then the priority (COMPLETION 0, ARRIVAL 2), then the time
     lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
     hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
     if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
-        _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
-                       np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), boff[:-1].copy(),
-                       toff[:-1].copy(), shift, seq_bits)
-        return gid
-    _replay_general(ua, uk, pe, pre, boff, times, toff, gid, cap, n_groups)
+        reached = _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64),
+                                 np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
+                                 np.empty(n_groups + 1, np.int64), boff[:-1].copy(), toff[:-1].copy(), shift, seq_bits)
+    else:
+        reached = _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups)
+    if reached != total:  # pragma: no cover - a log the clock cannot re-enact
+        raise RuntimeError(f"{total - reached} batches left after the replay")
     return gid
 
 
@@ -141,19 +149,19 @@ _PACKED = True
 
 
 @njit(cache=True)
-def _replay_general(ua, uk, pe, pre, boff, times, toff, gid, cap, n_groups):
-    _replay(ua, uk, pe, pre, boff, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
+def _replay_general(ua, uk, pe, pre, boff, kb, times, toff, gid, cap, n_groups):
+    return _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64), np.empty(cap, np.int64),
             np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
             np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64), np.empty(n_groups + 1, np.int64),
             boff[:-1].copy(), toff[:-1].copy())
 
 
 @njit(cache=True, _nrt=False)
-def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag, aa, ptr, pos):
+def _replay(ua, uk, pe, pre, boff, kb, times, toff, gid, ct, ck, cg, ca, at, ak, ag, aa, ptr, pos):
     """:func:`replay_ids`' clock, as two heaps of entries (time, priority · 2^58 + seq, group, argument): the
     completions (``c*``, one per running batch) and the arrivals (``a*``, at most one per group), popped
     in the one clock's order — the earlier time, a completion before an arrival at equal times — so that the
-    many arrival events sift through a heap of the groups only."""
+    many arrival events sift through a heap of the groups only. Returns the number of batches numbered."""
     n_groups = len(boff) - 1
     cn = 0
     an = 0
@@ -162,10 +170,10 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag,
     for g in range(n_groups):  # on_start, in group order
         i = ptr[g]
         while i < boff[g + 1] and ua[i] == 2:
-            gid[i] = nxt
-            nxt += 1
             seq += 1
             cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
+            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+            nxt += 1
             i += 1
         ptr[g] = i
     for g in range(n_groups):
@@ -178,14 +186,14 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag,
             cn = _pop(ct, ck, cg, ca, cn)
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
-            key = arg - boff[g]  # the log keys completions by the group's local batch id
+            key = arg - kb[g]  # the log keys completions by the batch's id in the group's numbering
             i = ptr[g]
             end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             continue
@@ -219,26 +227,28 @@ def _replay(ua, uk, pe, pre, boff, times, toff, gid, ct, ck, cg, ca, at, ak, ag,
                 break
             tp = times[p]
             while i < end_b and ua[i] == 1 and uk[i] == tp:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _push(ct, ck, cg, ca, cn, pe[i], COMPLETION * _PRIO + seq, g, i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             while p < n and times[p] == tp:
                 p += 1
         pos[g] = p
+    return nxt
 
 
 @njit(cache=True, _nrt=False)
-def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr, pos, sh, sb):
+def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, ptr, pos, sh, sb):
     """:func:`_replay`'s clock with each heap entry's order packed in one int64 — ``time << sh | priority << sb
     | seq`` (``seq < 2**sb``, the priority below 4, the time below ``2**(62 − sh)``: :func:`replay_ids` checks) —
     and its group and argument in another (``g << 32 | arg``; an arrival's: ``g``): one comparison and two
     moves per heap step instead of two and four. A handled arrival run's group stays at the root of the
     arrival heap while the run is handled (the next arrival of another group is the least of the root's
     children) and its next arrival replaces it there: one sift instead of a pop and a push. Keys are unique
-    (``seq``), so any heap pops them in the one order: the ids are :func:`_replay`'s."""
+    (``seq``), so any heap pops them in the one order: the ids are :func:`_replay`'s (and so is the count
+    returned)."""
     ARR = np.int64(ARRIVAL) << sb
     n_groups = len(boff) - 1
     cn = 0
@@ -248,10 +258,10 @@ def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr,
     for g in range(n_groups):
         i = ptr[g]
         while i < boff[g + 1] and ua[i] == 2:
-            gid[i] = nxt
-            nxt += 1
             seq += 1
             cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
+            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+            nxt += 1
             i += 1
         ptr[g] = i
     for g in range(n_groups):
@@ -266,14 +276,14 @@ def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr,
             cn = _kpop(ck, cp, cn)
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
-            key = arg - boff[g]  # the log keys completions by the group's local batch id
+            key = arg - kb[g]  # the log keys completions by the batch's id in the group's numbering
             i = ptr[g]
             end_b = boff[g + 1]
             while i < end_b and ua[i] == 0 and uk[i] == key:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             continue
@@ -312,10 +322,10 @@ def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr,
                 break
             tp = times[p]
             while i < end_b and ua[i] == 1 and uk[i] == tp:
-                gid[i] = nxt
-                nxt += 1
                 seq += 1
                 cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
                 i += 1
             ptr[g] = i
             while p < n and times[p] == tp:
@@ -323,6 +333,30 @@ def _replay_packed(ua, uk, pe, pre, boff, times, toff, gid, ck, cp, ak, ap, ptr,
         if not pushed:
             an = _kpop(ak, ap, an)
         pos[g] = p
+    return nxt
+
+
+@njit(cache=True)
+def group_order(group_of, n_groups):
+    """(order, counts): the request ids group after group, each group's in id order (a stable counting sort
+    of ``group_of``), and each group's request count; a group outside ``[0, n_groups)`` is an error."""
+    counts = np.zeros(n_groups, np.int64)
+    for x in range(len(group_of)):
+        g = group_of[x]
+        if g < 0 or g >= n_groups:
+            raise ValueError("a request routed to no serving group")
+        counts[g] += 1
+    pos = np.empty(n_groups, np.int64)
+    s = 0
+    for g in range(n_groups):
+        pos[g] = s
+        s += counts[g]
+    order = np.empty(len(group_of), np.int64)
+    for x in range(len(group_of)):
+        g = group_of[x]
+        order[pos[g]] = x
+        pos[g] += 1
+    return order, counts
 
 
 @njit(cache=True)
@@ -330,8 +364,9 @@ def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
     """The requests' arrival, deadline and model columns in group order (group ``g``'s requests, in id order,
     at ``roff[g]`` up to ``roff[g + 1]`` of ``t``, ``d``, ``m``) and each request's place there (``inv``): one
     pass in request order, each group's part written in order (a gather per group would read every column
-    once per group)."""
+    once per group). An empty ``inv``: not wanted (:func:`gather_shared` finds the places itself)."""
     pos = roff[:-1].copy()
+    keep = len(inv) > 0
     for x in range(len(group_of)):
         g = group_of[x]
         p = pos[g]
@@ -339,7 +374,8 @@ def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
         t[p] = arrival[x]
         d[p] = deadline[x]
         m[p] = model[x]
-        inv[x] = p
+        if keep:
+            inv[x] = p
 
 
 @njit(cache=True)
@@ -375,6 +411,49 @@ def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, col
         batch[x] = gid[boff[g] + b] if b >= 0 else -1
         outcome[x] = ro[p]
         preempt[x] = rp[p]
+
+
+@njit(cache=True)
+def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of, roff, rs, rf, rw, rb, ro, rp, start,
+                  finish, worker, batch, outcome, preempt):
+    """:func:`gather` for group runs that numbered their batches in one shared log (``log``, the kernels'
+    column-major batch log: group ``g``'s batches are its columns ``boff[g]`` up to ``boff[g + 1]``, and a
+    request's batch in ``rb`` is its column there) and whose request rows lie group after group in request
+    order (group ``g``'s from ``roff[g]``): each request's row is found by counting, per group, the requests
+    met so far in ``group_of`` — no per-row group or place columns. Local workers map through
+    ``wflat[woff[g] + w]``, batch columns through ``gid``. The requests are written first, then the batch
+    table's six columns in global order (``c0`` … ``c5``: worker, model, size, start, end, preempted), so
+    these may be request rows already read (``rs``, ``rf``, ``rb``), ``log``'s rows after its sixth or
+    ``gid`` itself (read before the first batch is written), and the request columns may be memory that
+    only the kernels and the replay used."""
+    pos = roff[:-1].copy()
+    for x in range(len(group_of)):
+        g = group_of[x]
+        p = pos[g]
+        pos[g] = p + 1
+        start[x] = rs[p]
+        finish[x] = rf[p]
+        w = rw[p]
+        worker[x] = wflat[woff[g] + w] if w >= 0 else -1
+        b = rb[p]
+        batch[x] = gid[b] if b >= 0 else -1
+        outcome[x] = ro[p]
+        preempt[x] = rp[p]
+    nb = len(gid)
+    src = np.empty(nb, np.int64)  # per global batch id: its log column, with its group's worker offset above
+    for g in range(len(boff) - 1):
+        wo = woff[g] << 32
+        for j in range(boff[g], boff[g + 1]):
+            src[gid[j]] = j | wo
+    for x in range(nb):
+        v = src[x]
+        j = v & 0xFFFFFFFF
+        c0[x] = wflat[(v >> 32) + log[0, j]]
+        c1[x] = log[1, j]
+        c2[x] = log[2, j]
+        c3[x] = log[3, j]
+        c4[x] = log[4, j]
+        c5[x] = log[5, j]
 
 from shepherd.core.engine import clock  # noqa: E402  (its digest keys this module's JIT cache)
 from shepherd.core.engine.fast import jitcache  # noqa: E402
