@@ -252,27 +252,34 @@ def q_take(qh, qe, qd, qr, m, i0, b):
 @njit(cache=True, inline='always')
 def largest_feasible(qh, qe, qd, m, now, lat, hw, maxb):
     """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
-    first (``DeadlineQueues.largest_feasible``, line for line); ``ℓ(b)`` is ``lat[hw, m, b]`` (indexed, not
-    sliced: a slice is a reference-counted view)."""
+    first (``DeadlineQueues.largest_feasible``: the same tries, in the same order); ``ℓ(b)`` is
+    ``lat[hw, m, b]`` (indexed, not sliced: a slice is a reference-counted view).
+
+    The reference asks, per try, whether ``n − bisect_left(qd, x) ≥ b`` (at least b queued deadlines
+    ≥ x). The live part ``[h, n)`` is sorted, so for 1 ≤ b ≤ n − h that holds exactly when
+    ``qd[n − b] ≥ x``: one load instead of a bisection. Only the answer's slot needs one — the first
+    deadline ≥ x, which lies in ``[h, n − b]``: ``h`` itself when the head qualifies (the usual case), else
+    a bisection over that range. The same (b, i0) as the reference for any latency table, monotone or not."""
     h, n = qh[m], qe[m]
     top = n - h
     if top <= 0:
         return 0, h
     if top > maxb:
         top = maxb
-    i = bisect_left(qd, now + lat[hw, m, top], h, n)
-    if n - i >= top:
-        return top, i
+    x = now + lat[hw, m, top]
+    if qd[n - top] >= x:
+        return top, (h if qd[h] >= x else bisect_left(qd, x, h, n - top))
     lo, hi = 0, top - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if n - bisect_left(qd, now + lat[hw, m, mid], h, n) >= mid:
+        if qd[n - mid] >= now + lat[hw, m, mid]:
             lo = mid
         else:
             hi = mid - 1
     if lo == 0:
         return 0, h
-    return lo, bisect_left(qd, now + lat[hw, m, lo], h, n)
+    x = now + lat[hw, m, lo]
+    return lo, (h if qd[h] >= x else bisect_left(qd, x, h, n - lo))
 
 
 # ---------------------------------------------------------------------- the scheduler clock

@@ -39,9 +39,15 @@ from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz):
-    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan visits
-    only the non-empty queues (``nz``, lowest model first), which are the ones BATCHGEN does not skip."""
+def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, need):
+    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``) — exactly, whenever
+    that batch has ``b ≥ need``; else some (model, b, i0) with ``b < need``. The scan visits only the
+    non-empty queues (``nz``, lowest model first), which are the ones BATCHGEN does not skip, and drops the
+    expired requests of each, as BATCHGEN does. ``need`` = 1 is BATCHGEN itself (a non-empty queue holds one
+    request). The preemption check passes its ``need``, and only asks whether ``b ≥ need``: BATCHGEN's
+    choice is the greatest (b, then earliest first deadline, then lowest model), an order that does not
+    depend on the scan's, and a queue of fewer than ``need`` requests has b < need, so it can neither be
+    that choice when b ≥ need nor matter when b < need — its (bisecting) largest feasible batch is skipped."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
     for wi in range(len(nz)):
         x = nz[wi]
@@ -54,6 +60,8 @@ def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz):
                 if qh[m] == qe[m]:
                     nz_clear(nz, m)
                     continue
+            if qe[m] - qh[m] < need:
+                continue
             b, i0 = largest_feasible(qh, qe, qd, m, now, lat, hw, maxb)
             if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
@@ -152,7 +160,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             w_size[k] = 0
             n_run -= 1
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
+            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, 1)
             if b > 0:
                 nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
                             Q, d, W, R, st, nz, units)
@@ -180,7 +188,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             while n_idle > 0:
                 w = bit_lowest(idle_bits)
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
+                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, 1)
                 if b == 0:
                     break
                 nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
@@ -219,7 +227,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 t_eff = now + delay if now + delay > ready else ready
                 hk = w_hw[kk]
                 if full:
-                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
+                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, need)
                 else:
                     m = m_arr
                     b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
