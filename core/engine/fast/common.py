@@ -46,11 +46,11 @@ S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
 #: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
 #: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
-#: (global ids), the group's request count, whether the window holds its last request, requests queued,
-#: whether the batch log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay
-#: of several groups reads them; one group's run leaves those rows untouched, their pages never written)
-ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ, ST_UNITS = range(12)
-ST_LEN = 12
+#: (global ids), the group's request count, whether the window holds its last request, whether the batch
+#: log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay of several
+#: groups reads them; one group's run leaves those rows untouched, their pages never written)
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_UNITS = range(11)
+ST_LEN = 11
 
 #: what a kernel's allocation-free loop returns: the window is used up, the batch log needs room, the run is done
 PAUSE, GROW, DONE = range(3)

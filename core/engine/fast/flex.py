@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY,
-                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF,
+                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF,
                                               ST_UNITS, ST_THRESH, arrive, at_chunk_end, bit_fill, bit_lowest, cttz,
                                               decide, finish, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
                                               nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
@@ -39,7 +39,7 @@ from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, need):
+def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, nz, need):
     """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``) — exactly, whenever
     that batch has ``b ≥ need``; else some (model, b, i0) with ``b < need``. The scan visits only the
     non-empty queues (``nz``, lowest model first), which are the ones BATCHGEN does not skip, and drops the
@@ -54,12 +54,9 @@ def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, need)
         while x != 0:
             m = (wi << 6) + cttz(x)
             x &= x - 1
-            dropped = q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
-            if dropped:
-                st[ST_NQ] -= dropped
-                if qh[m] == qe[m]:
-                    nz_clear(nz, m)
-                    continue
+            if q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED) and qh[m] == qe[m]:
+                nz_clear(nz, m)
+                continue
             if qe[m] - qh[m] < need:
                 continue
             b, i0 = largest_feasible(qh, qe, qd, m, now, lat, hw, maxb)
@@ -160,10 +157,10 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             w_size[k] = 0
             n_run -= 1
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, 1)
+            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, nz, 1)
             if b > 0:
                 nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz, units)
+                            Q, d, W, R, nz, units)
                 n_run = run_insert(order, n_run, w_end, k, w_end[k])
             else:
                 idle[k] = True
@@ -182,17 +179,16 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
         m_arr = model[i]
         q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
         nz_set(nz, m_arr)
-        st[ST_NQ] += 1
         i += 1
         if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
             while n_idle > 0:
                 w = bit_lowest(idle_bits)
                 ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, 1)
+                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, nz, 1)
                 if b == 0:
                     break
                 nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz, units)
+                            Q, d, W, R, nz, units)
                 n_run = run_insert(order, n_run, w_end, w, w_end[w])
                 idle[w] = False
                 nz_clear(idle_bits, w)
@@ -214,9 +210,9 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 if need > maxb:
                     thresh = INF
                     break
-                if full and st[ST_NQ] < need:  # BATCHGEN cannot find `need` queued requests: thresh = need
+                if full:  # a BATCHGEN that can neither find `need` nor drop anything: thresh = need
                     ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                    if not _expires(nz, qh, qd, lat1, w_end[kk] if w_end[kk] > ready else ready):
+                    if not _may_batch(nz, qh, qe, qd, lat1, w_end[kk] if w_end[kk] > ready else ready, need):
                         thresh = need
                         break
                 delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
@@ -227,7 +223,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 t_eff = now + delay if now + delay > ready else ready
                 hk = w_hw[kk]
                 if full:
-                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz, need)
+                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, nz, need)
                 else:
                     m = m_arr
                     b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
@@ -255,7 +251,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 w_free[kk] = stop
                 n_run = run_remove(order, n_run, kk)
                 nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz, units)
+                            Q, d, W, R, nz, units)
                 n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
                 for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
                     r = victims[x]
@@ -263,7 +259,6 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                     if d[r] >= stop + lat1[mr]:
                         q_push(base, qh, qe, qd, qr, mr, d[r], r)
                         nz_set(nz, mr)
-                        st[ST_NQ] += 1
                     else:
                         r_outcome[r] = DROPPED
                 full = True
@@ -274,18 +269,21 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
 
 
 @njit(cache=True, inline='always')
-def _expires(nz, qh, qd, lat1, upto):
-    """Whether BATCHGEN at some time ≤ ``upto`` may drop a request (a queue head due before ``upto + ℓ(1)``).
-    The preemption check's BATCHGEN runs at ``max(now + delay, ready)`` ≤ max(the batch's end, ready); when
-    it cannot find the batch it needs and drops nothing, it changes nothing but the threshold, so the check
-    skips it (and the exit-point arithmetic): the same outcome, exactly. (``ready_us`` only charges arrivals
-    a later decision would charge first anyway.)"""
+def _may_batch(nz, qh, qe, qd, lat1, upto, need):
+    """Whether the preemption check's BATCHGEN may matter: some queue holds ``need`` requests, or BATCHGEN at
+    some time ≤ ``upto`` may drop a request (a queue head due before ``upto + ℓ(1)``). That BATCHGEN runs at
+    ``max(now + delay, ready)`` ≤ max(the batch's end, ready) (the next exit point precedes the end, and a
+    running batch ends after ``now``); when every queue holds fewer than ``need`` requests it cannot find
+    the batch it needs (expiry only shortens them), and when it drops nothing it changes nothing but the
+    threshold — so the check skips it (and the exit-point arithmetic): the same outcome, exactly.
+    (``ready_us`` only charges arrivals a later decision would charge first anyway.)"""
     for wi in range(len(nz)):
         x = nz[wi]
         while x != 0:
             m = (wi << 6) + cttz(x)
             x &= x - 1
-            if qd[qh[m]] < upto + lat1[m]:
+            h = qh[m]
+            if qe[m] - h >= need or qd[h] < upto + lat1[m]:
                 return True
     return False
 
@@ -305,7 +303,7 @@ def _delay(start, end, e, now):
 
 
 @njit(cache=True, inline='always')
-def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st, nz, units):
+def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, nz, units):
     """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
     arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
     arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
@@ -334,7 +332,6 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_
     q_take(qh, qe, qd, qr, m, i0, b)
     if qh[m] == qe[m]:
         nz_clear(nz, m)
-    st[ST_NQ] -= b
     log_row(blog, nb - boff, w, m, b, start, end, ua, uk, units)
     w_bid[w] = nb
     w_start[w] = start
