@@ -503,6 +503,37 @@ def shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, dropped
 
 
 @njit(cache=True, inline='always')
+def first_chunk_end(i, off, chunk):
+    """For a loop that handles its requests one at a time from ``i`` (local; ``off`` the window's first global
+    id): the first ``j > i`` after which :func:`at_chunk_end` closes a feed chunk by its size, i.e. with
+    ``(j + off) % chunk == 0`` — what :func:`chunk_end` keeps, one division per loop entry instead of one
+    per request."""
+    return ((i + off) // chunk + 1) * chunk - off
+
+
+@njit(cache=True, inline='always')
+def chunk_end(s, i, cend, off, chunk, n_total, arrival_ns):
+    """:func:`at_chunk_end` after request ``i − 1``, where ``i`` has grown by one since the last call
+    (:func:`first_chunk_end` at the loop's entry): ``(i + off) % chunk == 0`` exactly when ``i == cend``,
+    the next multiple. Returns the next ``cend``."""
+    if i == cend:
+        chunk_done(s, i, arrival_ns)
+        return cend + chunk
+    if i + off == n_total:
+        chunk_done(s, i, arrival_ns)
+    return cend
+
+
+@njit(cache=True, inline='always')
+def shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, dropped):
+    """:func:`shed_arrival` with :func:`chunk_end`: returns the next request and ``cend``."""
+    shed[i] = True
+    r_outcome[i] = dropped
+    i += 1
+    return i, chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
+
+
+@njit(cache=True, inline='always')
 def serve_rows(qr, i0, b, start, end, worker, bid, d, r_start, r_finish, r_worker, r_batch, r_outcome):
     """The request rows of a batch of the ``b`` queued requests from slot ``i0`` (``Recorder``)."""
     for x in range(i0, i0 + b):

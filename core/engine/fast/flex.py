@@ -30,11 +30,11 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY,
-                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF,
-                                              ST_UNITS, ST_THRESH, arrive, at_chunk_end, bit_fill, bit_lowest, cttz,
-                                              decide, finish, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
+                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH,
+                                              ST_UNITS, arrive, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
+                                              first_chunk_end, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
                                               nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
-                                              run_order, run_remove, save_loop, shed_arrival)
+                                              run_order, run_remove, save_loop, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
@@ -137,6 +137,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
+    cend = first_chunk_end(i, off, chunk)
     while True:
         k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
@@ -174,7 +175,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
         # ---- an arrival (Flex.on_arrivals)
         now = t[i]
         if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-            i = shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, DROPPED)
+            i, cend = shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, DROPPED)
             continue
         m_arr = model[i]
         q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
@@ -262,7 +263,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                     else:
                         r_outcome[r] = DROPPED
                 full = True
-        at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
+        cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
     st[ST_THRESH] = thresh
     save_loop(st, i, -1, n_idle, nb)
     return DONE
