@@ -216,57 +216,82 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                     if not _may_batch(nz, qh, qe, qd, lat1, w_end[kk] if w_end[kk] > ready else ready, need):
                         thresh = need
                         break
-                delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
-                if delay < 0:  # past its last exit point: it finishes shortly
+                nb, n_run = _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb, lat1,
+                                     base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model, w_size,
+                                     w_reqs, w_waste, s, t, d, model, shed, r_start, r_finish, r_worker, r_batch,
+                                     r_outcome, r_preempt, nz, order, victims, active, decision_ns, per_request_ns,
+                                     arrival_ns, units)
+                if n_run < 0:
+                    n_run = -1 - n_run
                     thresh = need
                     break
-                ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                t_eff = now + delay if now + delay > ready else ready
-                hk = w_hw[kk]
-                if full:
-                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, nz, need)
-                else:
-                    m = m_arr
-                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
-                if b < need:
-                    thresh = need
-                    break
-                # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste
-                st0 = w_start[kk]
-                stop = st0 if st0 >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
-                bid = w_bid[kk] - boff
-                blog[B_END, bid] = stop
-                blog[B_PRE, bid] = 1
-                w_waste[kk] += stop - st0
-                nv = w_size[kk]
-                for x in range(nv):
-                    r = w_reqs[kk, x]
-                    victims[x] = r
-                    r_start[r] = -1
-                    r_finish[r] = -1
-                    r_worker[r] = -1
-                    r_batch[r] = -1
-                    r_outcome[r] = 0
-                    r_preempt[r] += 1
-                w_bid[kk] = NONE
-                w_free[kk] = stop
-                n_run = run_remove(order, n_run, kk)
-                nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, nz, units)
-                n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
-                for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
-                    r = victims[x]
-                    mr = model[r]
-                    if d[r] >= stop + lat1[mr]:
-                        q_push(base, qh, qe, qd, qr, mr, d[r], r)
-                        nz_set(nz, mr)
-                    else:
-                        r_outcome[r] = DROPPED
                 full = True
         cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
     st[ST_THRESH] = thresh
     save_loop(st, i, -1, n_idle, nb)
     return DONE
+
+
+@njit(cache=True, _nrt=False)
+def _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb, lat1, base, qh, qe, qd, qr,
+             blog, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs, w_waste, s, t, d, model, shed, r_start,
+             r_finish, r_worker, r_batch, r_outcome, r_preempt, nz, order, victims, active, decision_ns,
+             per_request_ns, arrival_ns, units):
+    """The preemption check's rest, once ``need`` is known and the check may matter (:func:`_may_batch`):
+    BATCHGEN at the worker ``kk``'s next exit point (all queues if ``full``, else the arrived model's) and,
+    if it finds ``need``, the preemption (``Resources.preempt``, line 19). Returns (next batch id, running
+    count), the count as ``−1 − count`` when there is no preemption (the check ends: ``thresh = need``).
+    Apart from the loop (not inlined, no reference counting): it runs for a few arrivals in a thousand, and
+    the loop's hot paths keep their registers."""
+    ovh = (active, decision_ns, per_request_ns, arrival_ns)
+    Q = (qh, qe, qd, qr)
+    W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
+    R = (r_start, r_finish, r_worker, r_batch, r_outcome)
+    delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
+    if delay < 0:  # past its last exit point: it finishes shortly
+        return nb, -1 - n_run
+    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+    t_eff = now + delay if now + delay > ready else ready
+    hk = w_hw[kk]
+    if full:
+        m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, nz, need)
+    else:
+        m = m_arr
+        b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
+    if b < need:
+        return nb, -1 - n_run
+    # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste
+    st0 = w_start[kk]
+    stop = st0 if st0 >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
+    bid = w_bid[kk] - boff
+    blog[B_END, bid] = stop
+    blog[B_PRE, bid] = 1
+    w_waste[kk] += stop - st0
+    nv = w_size[kk]
+    for x in range(nv):
+        r = w_reqs[kk, x]
+        victims[x] = r
+        r_start[r] = -1
+        r_finish[r] = -1
+        r_worker[r] = -1
+        r_batch[r] = -1
+        r_outcome[r] = 0
+        r_preempt[r] += 1
+    w_bid[kk] = NONE
+    w_free[kk] = stop
+    n_run = run_remove(order, n_run, kk)
+    nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                Q, d, W, R, nz, units)
+    n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
+    for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
+        r = victims[x]
+        mr = model[r]
+        if d[r] >= stop + lat1[mr]:
+            q_push(base, qh, qe, qd, qr, mr, d[r], r)
+            nz_set(nz, mr)
+        else:
+            r_outcome[r] = DROPPED
+    return nb, n_run
 
 
 @njit(cache=True, inline='always')
