@@ -149,7 +149,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             save_loop(st, i, k, n_idle, nb)
             return GROW
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
-            # ---- a completion (Flex.on_completion)
+            # ---- a completion (Flex.on_completion): the freed worker's BATCHGEN batch, or it idles
             now = w_end[k]
             w_busy[k] += now - w_start[k]
             unit = w_bid[k]
@@ -157,76 +157,83 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             w_free[k] = now
             w_size[k] = 0
             n_run -= 1
+            worker = k
+            arriving = False
+        else:
+            if i >= n:
+                break
+            # ---- an arrival (Flex.on_arrivals)
+            now = t[i]
+            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
+                i, cend = shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, DROPPED)
+                continue
+            m_arr = model[i]
+            q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
+            nz_set(nz, m_arr)
+            i += 1
+            if n_idle == 0:
+                if qe[m_arr] - qh[m_arr] >= thresh:  # _check_preempt
+                    full = thresh == 0
+                    while True:
+                        kk = 0
+                        for w in range(1, n_workers):
+                            if w_size[w] < w_size[kk]:
+                                kk = w
+                        small = w_size[kk]
+                        if small == 0:
+                            thresh = 0
+                            break
+                        need = np.int64(math.ceil(lam * small - 1e-9))
+                        if need > maxb:
+                            thresh = INF
+                            break
+                        if full:  # a BATCHGEN that can neither find `need` nor drop anything: thresh = need
+                            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+                            upto = w_end[kk] if w_end[kk] > ready else ready
+                            if not _may_batch(nz, qh, qe, qd, lat1, upto, need):
+                                thresh = need
+                                break
+                        nb, n_run = _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb,
+                                             lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model,
+                                             w_size, w_reqs, w_waste, s, t, d, model, shed, r_start, r_finish,
+                                             r_worker, r_batch, r_outcome, r_preempt, nz, order, victims, active,
+                                             decision_ns, per_request_ns, arrival_ns, units)
+                        if n_run < 0:
+                            n_run = -1 - n_run
+                            thresh = need
+                            break
+                        full = True
+                cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
+                continue
+            worker = -1
+            unit = now
+            arriving = True
+        # decisions (one BATCHGEN a worker): the freed worker, or the idle workers lowest first (_fill_idle)
+        while True:
+            if arriving:
+                if n_idle == 0:
+                    break
+                worker = bit_lowest(idle_bits)
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, nz, 1)
-            if b > 0:
-                nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, nz, units)
-                n_run = run_insert(order, n_run, w_end, k, w_end[k])
-            else:
-                idle[k] = True
-                nz_set(idle_bits, k)
-                n_idle += 1
-            if preemption:
-                thresh = 0
-            continue
-        if i >= n:
-            break
-        # ---- an arrival (Flex.on_arrivals)
-        now = t[i]
-        if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-            i, cend = shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, DROPPED)
-            continue
-        m_arr = model[i]
-        q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
-        nz_set(nz, m_arr)
-        i += 1
-        if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
-            while n_idle > 0:
-                w = bit_lowest(idle_bits)
-                ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, nz, 1)
-                if b == 0:
-                    break
-                nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, nz, units)
-                n_run = run_insert(order, n_run, w_end, w, w_end[w])
-                idle[w] = False
-                nz_clear(idle_bits, w)
-                n_idle -= 1
-            if preemption:
-                thresh = 0
-        elif qe[m_arr] - qh[m_arr] >= thresh:  # _check_preempt
-            full = thresh == 0
-            while True:
-                kk = 0
-                for w in range(1, n_workers):
-                    if w_size[w] < w_size[kk]:
-                        kk = w
-                small = w_size[kk]
-                if small == 0:
-                    thresh = 0
-                    break
-                need = np.int64(math.ceil(lam * small - 1e-9))
-                if need > maxb:
-                    thresh = INF
-                    break
-                if full:  # a BATCHGEN that can neither find `need` nor drop anything: thresh = need
-                    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                    if not _may_batch(nz, qh, qe, qd, lat1, w_end[kk] if w_end[kk] > ready else ready, need):
-                        thresh = need
-                        break
-                nb, n_run = _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb, lat1,
-                                     base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model, w_size,
-                                     w_reqs, w_waste, s, t, d, model, shed, r_start, r_finish, r_worker, r_batch,
-                                     r_outcome, r_preempt, nz, order, victims, active, decision_ns, per_request_ns,
-                                     arrival_ns, units)
-                if n_run < 0:
-                    n_run = -1 - n_run
-                    thresh = need
-                    break
-                full = True
-        cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
+            m, b, i0 = _batchgen(ready, lat, w_hw[worker], lat1, maxb, qh, qe, qd, qr, r_outcome, nz, 1)
+            if b == 0:
+                if not arriving:
+                    idle[worker] = True
+                    nz_set(idle_bits, worker)
+                    n_idle += 1
+                break
+            nb = _start(worker, m, i0, b, now, 1 if arriving else 0, unit, blog, nb, boff, s, t, shed, i, ovh,
+                        lat, w_hw, Q, d, W, R, nz, units)
+            n_run = run_insert(order, n_run, w_end, worker, w_end[worker])
+            if not arriving:
+                break
+            idle[worker] = False
+            nz_clear(idle_bits, worker)
+            n_idle -= 1
+        if preemption:
+            thresh = 0  # the running set changed: the next arrival's check rescans every queue
+        if arriving:
+            cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
     st[ST_THRESH] = thresh
     save_loop(st, i, -1, n_idle, nb)
     return DONE
