@@ -30,10 +30,10 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
                                               ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_UNITS, arrive,
-                                              at_chunk_end, bisect_right, bit_fill, bit_lowest, cttz, decide, finish,
-                                              grow_log, log_row, nz_clear, nz_fill, nz_set, q_empty, q_expire, q_push,
-                                              q_take, ready_us, run_insert, run_order, save_loop, serve_rows,
-                                              shed_arrival)
+                                              bisect_right, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
+                                              first_chunk_end, grow_log, log_row, nz_clear, nz_fill, nz_set, q_empty,
+                                              q_expire, q_push, q_take, ready_us, run_insert, run_order, save_loop,
+                                              serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
 
 
@@ -108,6 +108,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
+    cend = first_chunk_end(i, off, chunk)
     while True:
         k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
@@ -128,7 +129,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
         elif i < n:
             now = t[i]
             if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-                i = shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, DROPPED)
+                i, cend = shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, DROPPED)
                 continue
             q_push(base, qh, qe, qd, qr, model[i], d[i], i)
             nz_set(nz, model[i])
@@ -176,7 +177,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
             if not arriving:
                 break
         if arriving:
-            at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
+            cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
     save_loop(st, i, -1, n_idle, nb)
     return DONE
 

@@ -46,11 +46,11 @@ S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
 #: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
 #: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
-#: (global ids), the group's request count, whether the window holds its last request, requests queued,
-#: whether the batch log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay
-#: of several groups reads them; one group's run leaves those rows untouched, their pages never written)
-ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_NQ, ST_UNITS = range(12)
-ST_LEN = 12
+#: (global ids), the group's request count, whether the window holds its last request, whether the batch
+#: log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay of several
+#: groups reads them; one group's run leaves those rows untouched, their pages never written)
+ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_UNITS = range(11)
+ST_LEN = 11
 
 #: what a kernel's allocation-free loop returns: the window is used up, the batch log needs room, the run is done
 PAUSE, GROW, DONE = range(3)
@@ -192,12 +192,24 @@ def nz_clear(nz, m):
     nz[m >> 6] &= ~(np.int64(1) << (m & 63))
 
 
+#: slots of a model's region a queue's live part walks through before :func:`q_push` moves it back to the
+#: region's start (when no longer than the part already consumed)
+Q_WALK = 128
+
+
 @njit(cache=True, inline='always')
 def q_push(base, qh, qe, qd, qr, m, dl, r):
-    """Queue request ``r`` of model ``m`` with deadline ``dl`` after the equal deadlines (``DeadlineQueues.push``)."""
+    """Queue request ``r`` of model ``m`` with deadline ``dl`` after the equal deadlines (``DeadlineQueues.push``).
+
+    The live part moves back to the region's start at the region's end (a request is queued once, so
+    there is room then), and already after ``Q_WALK`` slots when what was consumed before it is at least as
+    long (a move copies no more requests than were consumed since the last one): a short queue stays within its
+    region's first ``Q_WALK`` slots — a few cache lines — instead of walking through all of them, a cache
+    miss per line and a page fault per page. Where the live part sits changes nothing else: every reader
+    takes ``qh``/``qe`` afresh, and no slot is held across a push."""
     h, e = qh[m], qe[m]
-    if e == base[m + 1]:  # the region's end: move the live part to its start (a request is queued once)
-        lo = base[m]
+    lo = base[m]
+    if e == base[m + 1] or (e - lo >= Q_WALK and h - lo >= e - h):
         for j in range(e - h):
             qd[lo + j] = qd[h + j]
             qr[lo + j] = qr[h + j]
@@ -252,27 +264,34 @@ def q_take(qh, qe, qd, qr, m, i0, b):
 @njit(cache=True, inline='always')
 def largest_feasible(qh, qe, qd, m, now, lat, hw, maxb):
     """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
-    first (``DeadlineQueues.largest_feasible``, line for line); ``ℓ(b)`` is ``lat[hw, m, b]`` (indexed, not
-    sliced: a slice is a reference-counted view)."""
+    first (``DeadlineQueues.largest_feasible``: the same tries, in the same order); ``ℓ(b)`` is
+    ``lat[hw, m, b]`` (indexed, not sliced: a slice is a reference-counted view).
+
+    The reference asks, per try, whether ``n − bisect_left(qd, x) ≥ b`` (at least b queued deadlines
+    ≥ x). The live part ``[h, n)`` is sorted, so for 1 ≤ b ≤ n − h that holds exactly when
+    ``qd[n − b] ≥ x``: one load instead of a bisection. Only the answer's slot needs one — the first
+    deadline ≥ x, which lies in ``[h, n − b]``: ``h`` itself when the head qualifies (the usual case), else
+    a bisection over that range. The same (b, i0) as the reference for any latency table, monotone or not."""
     h, n = qh[m], qe[m]
     top = n - h
     if top <= 0:
         return 0, h
     if top > maxb:
         top = maxb
-    i = bisect_left(qd, now + lat[hw, m, top], h, n)
-    if n - i >= top:
-        return top, i
+    x = now + lat[hw, m, top]
+    if qd[n - top] >= x:
+        return top, (h if qd[h] >= x else bisect_left(qd, x, h, n - top))
     lo, hi = 0, top - 1
     while lo < hi:
         mid = (lo + hi + 1) >> 1
-        if n - bisect_left(qd, now + lat[hw, m, mid], h, n) >= mid:
+        if qd[n - mid] >= now + lat[hw, m, mid]:
             lo = mid
         else:
             hi = mid - 1
     if lo == 0:
         return 0, h
-    return lo, bisect_left(qd, now + lat[hw, m, lo], h, n)
+    x = now + lat[hw, m, lo]
+    return lo, (h if qd[h] >= x else bisect_left(qd, x, h, n - lo))
 
 
 # ---------------------------------------------------------------------- the scheduler clock
@@ -481,6 +500,37 @@ def shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, dropped
     i += 1
     at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
     return i
+
+
+@njit(cache=True, inline='always')
+def first_chunk_end(i, off, chunk):
+    """For a loop that handles its requests one at a time from ``i`` (local; ``off`` the window's first global
+    id): the first ``j > i`` after which :func:`at_chunk_end` closes a feed chunk by its size, i.e. with
+    ``(j + off) % chunk == 0`` — what :func:`chunk_end` keeps, one division per loop entry instead of one
+    per request."""
+    return ((i + off) // chunk + 1) * chunk - off
+
+
+@njit(cache=True, inline='always')
+def chunk_end(s, i, cend, off, chunk, n_total, arrival_ns):
+    """:func:`at_chunk_end` after request ``i − 1``, where ``i`` has grown by one since the last call
+    (:func:`first_chunk_end` at the loop's entry): ``(i + off) % chunk == 0`` exactly when ``i == cend``,
+    the next multiple. Returns the next ``cend``."""
+    if i == cend:
+        chunk_done(s, i, arrival_ns)
+        return cend + chunk
+    if i + off == n_total:
+        chunk_done(s, i, arrival_ns)
+    return cend
+
+
+@njit(cache=True, inline='always')
+def shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, dropped):
+    """:func:`shed_arrival` with :func:`chunk_end`: returns the next request and ``cend``."""
+    shed[i] = True
+    r_outcome[i] = dropped
+    i += 1
+    return i, chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
 
 
 @njit(cache=True, inline='always')

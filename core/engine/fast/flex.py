@@ -30,30 +30,35 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY,
-                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_NQ, ST_OFF,
-                                              ST_UNITS, ST_THRESH, arrive, at_chunk_end, bit_fill, bit_lowest, cttz,
-                                              decide, finish, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
+                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH,
+                                              ST_UNITS, arrive, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
+                                              first_chunk_end, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
                                               nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
-                                              run_order, run_remove, save_loop, shed_arrival)
+                                              run_order, run_remove, save_loop, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 
 @njit(cache=True, inline='always')
-def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz):
-    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``). The scan visits
-    only the non-empty queues (``nz``, lowest model first), which are the ones BATCHGEN does not skip."""
+def _batchgen(now, lat, hw, lat1, maxb, qh, qe, qd, qr, r_outcome, nz, need):
+    """(model, b, i0) of the largest feasible batch across all queues (``Flex.batchgen``) — exactly, whenever
+    that batch has ``b ≥ need``; else some (model, b, i0) with ``b < need``. The scan visits only the
+    non-empty queues (``nz``, lowest model first), which are the ones BATCHGEN does not skip, and drops the
+    expired requests of each, as BATCHGEN does. ``need`` = 1 is BATCHGEN itself (a non-empty queue holds one
+    request). The preemption check passes its ``need``, and only asks whether ``b ≥ need``: BATCHGEN's
+    choice is the greatest (b, then earliest first deadline, then lowest model), an order that does not
+    depend on the scan's, and a queue of fewer than ``need`` requests has b < need, so it can neither be
+    that choice when b ≥ need nor matter when b < need — its (bisecting) largest feasible batch is skipped."""
     best_m, best_b, best_i, best_d = -1, 0, 0, INF
     for wi in range(len(nz)):
         x = nz[wi]
         while x != 0:
             m = (wi << 6) + cttz(x)
             x &= x - 1
-            dropped = q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED)
-            if dropped:
-                st[ST_NQ] -= dropped
-                if qh[m] == qe[m]:
-                    nz_clear(nz, m)
-                    continue
+            if q_expire(qh, qe, qd, qr, m, now + lat1[m], r_outcome, DROPPED) and qh[m] == qe[m]:
+                nz_clear(nz, m)
+                continue
+            if qe[m] - qh[m] < need:
+                continue
             b, i0 = largest_feasible(qh, qe, qd, m, now, lat, hw, maxb)
             if b > best_b or (b == best_b and b > 0 and qd[i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd[i0]
@@ -132,6 +137,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
+    cend = first_chunk_end(i, off, chunk)
     while True:
         k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
@@ -143,7 +149,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             save_loop(st, i, k, n_idle, nb)
             return GROW
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
-            # ---- a completion (Flex.on_completion)
+            # ---- a completion (Flex.on_completion): the freed worker's BATCHGEN batch, or it idles
             now = w_end[k]
             w_busy[k] += now - w_start[k]
             unit = w_bid[k]
@@ -151,133 +157,166 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
             w_free[k] = now
             w_size[k] = 0
             n_run -= 1
+            worker = k
+            arriving = False
+        else:
+            if i >= n:
+                break
+            # ---- an arrival (Flex.on_arrivals)
+            now = t[i]
+            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
+                i, cend = shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, DROPPED)
+                continue
+            m_arr = model[i]
+            q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
+            nz_set(nz, m_arr)
+            i += 1
+            if n_idle == 0:
+                if qe[m_arr] - qh[m_arr] >= thresh:  # _check_preempt
+                    full = thresh == 0
+                    while True:
+                        kk = 0
+                        for w in range(1, n_workers):
+                            if w_size[w] < w_size[kk]:
+                                kk = w
+                        small = w_size[kk]
+                        if small == 0:
+                            thresh = 0
+                            break
+                        need = np.int64(math.ceil(lam * small - 1e-9))
+                        if need > maxb:
+                            thresh = INF
+                            break
+                        if full:  # a BATCHGEN that can neither find `need` nor drop anything: thresh = need
+                            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+                            upto = w_end[kk] if w_end[kk] > ready else ready
+                            if not _may_batch(nz, qh, qe, qd, lat1, upto, need):
+                                thresh = need
+                                break
+                        nb, n_run = _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb,
+                                             lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model,
+                                             w_size, w_reqs, w_waste, s, t, d, model, shed, r_start, r_finish,
+                                             r_worker, r_batch, r_outcome, r_preempt, nz, order, victims, active,
+                                             decision_ns, per_request_ns, arrival_ns, units)
+                        if n_run < 0:
+                            n_run = -1 - n_run
+                            thresh = need
+                            break
+                        full = True
+                cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
+                continue
+            worker = -1
+            unit = now
+            arriving = True
+        # decisions (one BATCHGEN a worker): the freed worker, or the idle workers lowest first (_fill_idle)
+        while True:
+            if arriving:
+                if n_idle == 0:
+                    break
+                worker = bit_lowest(idle_bits)
             ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            m, b, i0 = _batchgen(ready, lat, w_hw[k], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
-            if b > 0:
-                nb = _start(k, m, i0, b, now, 0, unit, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz, units)
-                n_run = run_insert(order, n_run, w_end, k, w_end[k])
-            else:
-                idle[k] = True
-                nz_set(idle_bits, k)
-                n_idle += 1
-            if preemption:
-                thresh = 0
-            continue
-        if i >= n:
-            break
-        # ---- an arrival (Flex.on_arrivals)
-        now = t[i]
-        if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-            i = shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, DROPPED)
-            continue
-        m_arr = model[i]
-        q_push(base, qh, qe, qd, qr, m_arr, d[i], i)
-        nz_set(nz, m_arr)
-        st[ST_NQ] += 1
-        i += 1
-        if n_idle > 0:  # _fill_idle: the idle workers, lowest first, while BATCHGEN finds a batch
-            while n_idle > 0:
-                w = bit_lowest(idle_bits)
-                ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                m, b, i0 = _batchgen(ready, lat, w_hw[w], lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
-                if b == 0:
-                    break
-                nb = _start(w, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz, units)
-                n_run = run_insert(order, n_run, w_end, w, w_end[w])
-                idle[w] = False
-                nz_clear(idle_bits, w)
-                n_idle -= 1
-            if preemption:
-                thresh = 0
-        elif qe[m_arr] - qh[m_arr] >= thresh:  # _check_preempt
-            full = thresh == 0
-            while True:
-                kk = 0
-                for w in range(1, n_workers):
-                    if w_size[w] < w_size[kk]:
-                        kk = w
-                small = w_size[kk]
-                if small == 0:
-                    thresh = 0
-                    break
-                need = np.int64(math.ceil(lam * small - 1e-9))
-                if need > maxb:
-                    thresh = INF
-                    break
-                if full and st[ST_NQ] < need:  # BATCHGEN cannot find `need` queued requests: thresh = need
-                    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                    if not _expires(nz, qh, qd, lat1, w_end[kk] if w_end[kk] > ready else ready):
-                        thresh = need
-                        break
-                delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
-                if delay < 0:  # past its last exit point: it finishes shortly
-                    thresh = need
-                    break
-                ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-                t_eff = now + delay if now + delay > ready else ready
-                hk = w_hw[kk]
-                if full:
-                    m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, st, nz)
-                else:
-                    m = m_arr
-                    b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
-                if b < need:
-                    thresh = need
-                    break
-                # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste
-                st0 = w_start[kk]
-                stop = st0 if st0 >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
-                bid = w_bid[kk] - boff
-                blog[B_END, bid] = stop
-                blog[B_PRE, bid] = 1
-                w_waste[kk] += stop - st0
-                nv = w_size[kk]
-                for x in range(nv):
-                    r = w_reqs[kk, x]
-                    victims[x] = r
-                    r_start[r] = -1
-                    r_finish[r] = -1
-                    r_worker[r] = -1
-                    r_batch[r] = -1
-                    r_outcome[r] = 0
-                    r_preempt[r] += 1
-                w_bid[kk] = NONE
-                w_free[kk] = stop
-                n_run = run_remove(order, n_run, kk)
-                nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                            Q, d, W, R, st, nz, units)
-                n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
-                for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
-                    r = victims[x]
-                    mr = model[r]
-                    if d[r] >= stop + lat1[mr]:
-                        q_push(base, qh, qe, qd, qr, mr, d[r], r)
-                        nz_set(nz, mr)
-                        st[ST_NQ] += 1
-                    else:
-                        r_outcome[r] = DROPPED
-                full = True
-        at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
+            m, b, i0 = _batchgen(ready, lat, w_hw[worker], lat1, maxb, qh, qe, qd, qr, r_outcome, nz, 1)
+            if b == 0:
+                if not arriving:
+                    idle[worker] = True
+                    nz_set(idle_bits, worker)
+                    n_idle += 1
+                break
+            nb = _start(worker, m, i0, b, now, 1 if arriving else 0, unit, blog, nb, boff, s, t, shed, i, ovh,
+                        lat, w_hw, Q, d, W, R, nz, units)
+            n_run = run_insert(order, n_run, w_end, worker, w_end[worker])
+            if not arriving:
+                break
+            idle[worker] = False
+            nz_clear(idle_bits, worker)
+            n_idle -= 1
+        if preemption:
+            thresh = 0  # the running set changed: the next arrival's check rescans every queue
+        if arriving:
+            cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
     st[ST_THRESH] = thresh
     save_loop(st, i, -1, n_idle, nb)
     return DONE
 
 
+@njit(cache=True, _nrt=False)
+def _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb, lat1, base, qh, qe, qd, qr,
+             blog, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs, w_waste, s, t, d, model, shed, r_start,
+             r_finish, r_worker, r_batch, r_outcome, r_preempt, nz, order, victims, active, decision_ns,
+             per_request_ns, arrival_ns, units):
+    """The preemption check's rest, once ``need`` is known and the check may matter (:func:`_may_batch`):
+    BATCHGEN at the worker ``kk``'s next exit point (all queues if ``full``, else the arrived model's) and,
+    if it finds ``need``, the preemption (``Resources.preempt``, line 19). Returns (next batch id, running
+    count), the count as ``−1 − count`` when there is no preemption (the check ends: ``thresh = need``).
+    Apart from the loop (not inlined, no reference counting): it runs for a few arrivals in a thousand, and
+    the loop's hot paths keep their registers."""
+    ovh = (active, decision_ns, per_request_ns, arrival_ns)
+    Q = (qh, qe, qd, qr)
+    W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
+    R = (r_start, r_finish, r_worker, r_batch, r_outcome)
+    delay = _delay(w_start[kk], w_end[kk], exits[w_model[kk]], now)
+    if delay < 0:  # past its last exit point: it finishes shortly
+        return nb, -1 - n_run
+    ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
+    t_eff = now + delay if now + delay > ready else ready
+    hk = w_hw[kk]
+    if full:
+        m, b, i0 = _batchgen(t_eff, lat, hk, lat1, maxb, qh, qe, qd, qr, r_outcome, nz, need)
+    else:
+        m = m_arr
+        b, i0 = largest_feasible(qh, qe, qd, m, t_eff, lat, hk, maxb)
+    if b < need:
+        return nb, -1 - n_run
+    # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste
+    st0 = w_start[kk]
+    stop = st0 if st0 >= now else (now + delay if now + delay < w_end[kk] else w_end[kk])
+    bid = w_bid[kk] - boff
+    blog[B_END, bid] = stop
+    blog[B_PRE, bid] = 1
+    w_waste[kk] += stop - st0
+    nv = w_size[kk]
+    for x in range(nv):
+        r = w_reqs[kk, x]
+        victims[x] = r
+        r_start[r] = -1
+        r_finish[r] = -1
+        r_worker[r] = -1
+        r_batch[r] = -1
+        r_outcome[r] = 0
+        r_preempt[r] += 1
+    w_bid[kk] = NONE
+    w_free[kk] = stop
+    n_run = run_remove(order, n_run, kk)
+    nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                Q, d, W, R, nz, units)
+    n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
+    for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
+        r = victims[x]
+        mr = model[r]
+        if d[r] >= stop + lat1[mr]:
+            q_push(base, qh, qe, qd, qr, mr, d[r], r)
+            nz_set(nz, mr)
+        else:
+            r_outcome[r] = DROPPED
+    return nb, n_run
+
+
 @njit(cache=True, inline='always')
-def _expires(nz, qh, qd, lat1, upto):
-    """Whether BATCHGEN at some time ≤ ``upto`` may drop a request (a queue head due before ``upto + ℓ(1)``).
-    The preemption check's BATCHGEN runs at ``max(now + delay, ready)`` ≤ max(the batch's end, ready); when
-    it cannot find the batch it needs and drops nothing, it changes nothing but the threshold, so the check
-    skips it (and the exit-point arithmetic): the same outcome, exactly. (``ready_us`` only charges arrivals
-    a later decision would charge first anyway.)"""
+def _may_batch(nz, qh, qe, qd, lat1, upto, need):
+    """Whether the preemption check's BATCHGEN may matter: some queue holds ``need`` requests, or BATCHGEN at
+    some time ≤ ``upto`` may drop a request (a queue head due before ``upto + ℓ(1)``). That BATCHGEN runs at
+    ``max(now + delay, ready)`` ≤ max(the batch's end, ready) (the next exit point precedes the end, and a
+    running batch ends after ``now``); when every queue holds fewer than ``need`` requests it cannot find
+    the batch it needs (expiry only shortens them), and when it drops nothing it changes nothing but the
+    threshold — so the check skips it (and the exit-point arithmetic): the same outcome, exactly.
+    (``ready_us`` only charges arrivals a later decision would charge first anyway.)"""
     for wi in range(len(nz)):
         x = nz[wi]
         while x != 0:
             m = (wi << 6) + cttz(x)
             x &= x - 1
-            if qd[qh[m]] < upto + lat1[m]:
+            h = qh[m]
+            if qe[m] - h >= need or qd[h] < upto + lat1[m]:
                 return True
     return False
 
@@ -297,7 +336,7 @@ def _delay(start, end, e, now):
 
 
 @njit(cache=True, inline='always')
-def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, st, nz, units):
+def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, nz, units):
     """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
     arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
     arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
@@ -326,7 +365,6 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_
     q_take(qh, qe, qd, qr, m, i0, b)
     if qh[m] == qe[m]:
         nz_clear(nz, m)
-    st[ST_NQ] -= b
     log_row(blog, nb - boff, w, m, b, start, end, ua, uk, units)
     w_bid[w] = nb
     w_start[w] = start
