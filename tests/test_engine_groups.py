@@ -82,24 +82,30 @@ def test_groups_apart_with_overhead_ties_and_preemption():
     assert one.shed == apart.shed
 
 
-@pytest.mark.parametrize("packed", [True, False])
-def test_both_clock_replays_equal_one_loop(monkeypatch, packed):
-    """The clock replay packs each heap entry's order in one int64 where it fits, else runs its general form
-    (:func:`shepherd.core.engine.fast.replay.replay_ids`): both give the one loop's tables, here with
-    preemptions (stale completions) and equal-time arrivals across groups, for the reference's groups apart
-    and the fast path."""
+@pytest.mark.parametrize("packed,walk", [(True, True), (True, False), (False, False)])
+def test_both_clock_replays_equal_one_loop(monkeypatch, packed, walk):
+    """The clock replay walks the sorted trace instead of a heap of arrivals where it is given it, packs
+    each heap entry's order in one int64 where it fits, else runs its general form
+    (:func:`shepherd.core.engine.fast.replay.replay_ids`): all give the one loop's tables, here with
+    preemptions (stale completions) and equal-time arrivals across groups (the walk's tie rule: the group
+    pushed first), for the reference's groups apart and the fast path."""
     from shepherd.core.engine.fast import replay
 
-    general = []
-    run_general = replay._replay_general
+    general, walked = [], []
+    run_general, run_walk = replay._replay_general, replay._replay_walk
     monkeypatch.setattr(replay, "_PACKED", packed)
+    monkeypatch.setattr(replay, "_WALK", walk)
     monkeypatch.setattr(replay, "_replay_general", lambda *a: general.append(1) or run_general(*a))
+    monkeypatch.setattr(replay, "_replay_walk", lambda *a: walked.append(1) or run_walk(*a))
     trace, plan = workload(7, [2, 3, 1, 2], 11, 1_000_000, 4000.0)
+    arrival = trace["arrival_us"].to_numpy()
+    assert (arrival[1:] >= arrival[:-1]).all() and (arrival[1:] == arrival[:-1]).any()  # sorted, with ties
     one = simulate(trace, PROF, "flex", plan=plan, seed=0, engine=REF)
     assert int((one.requests_frame()["preemptions"] > 0).sum()) > 0
     for eng in (APART, EngineConfig(path="fast")):
         assert_same(one, simulate(trace, PROF, "flex", plan=plan, seed=0, engine=eng))
     assert len(general) == (0 if packed else 2)
+    assert len(walked) == (1 if walk else 0)  # the fast path's shared log: the walk where allowed
 
 
 @pytest.mark.parametrize("policy", ["flex", "clockwork"])

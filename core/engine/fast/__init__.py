@@ -297,8 +297,11 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     if nb >= 1 << 32:  # pragma: no cover - gather_shared packs a log column in 32 bits
         raise ValueError("more than 2^32 batches")
     # the global ids over the pushed ends, which only the replay reads (raises if a batch is left)
+    # the trace's own arrival column where it is sorted (a cursor over it replaces the replay's arrival heap)
+    arr, grp = np.asarray(engine.arrival, np.int64), np.asarray(engine.group_of, np.int64)
+    walk = len(arr) < 2 or bool((arr[1:] >= arr[:-1]).all())
     gid = replay_ids(log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb], log[B_PRE, :nb], boff, t_all, roff,
-                     np.zeros(n_groups, np.int64), log[B_PUSHED, :nb])
+                     np.zeros(n_groups, np.int64), log[B_PUSHED, :nb], arr if walk else None, grp if walk else None)
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in res.group_workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in res.group_workers])
     # the batch table's columns in memory already touched as well: the log's unit rows, read by the replay

@@ -114,7 +114,7 @@ def _kpop(hk, hp, size):
     return size
 
 
-def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None):
+def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None, arr=None, grp=None):
     """Global id of every logged batch (flat, in the logs' order), in ``out`` if given (it may be ``pe``
     itself: a batch's pushed end is read before its id is written, and never after); a RuntimeError if the
     replay could not reach every one (a log the clock cannot re-enact).
@@ -123,7 +123,9 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None):
     in one shared log (:func:`shepherd.core.engine.fast.run_fast`).
     The replay itself is :func:`_replay_packed` where every entry's order fits one int64 (times from 0 to
     below ``2**(62 − shift)`` µs: days, for millions of events), else :func:`_replay` (no allocation in either,
-    so no reference counting in their loops); both give the same ids (``tests/test_engine_groups.py``)."""
+    so no reference counting in their loops), or :func:`_replay_walk` — no heap of arrivals — where the
+    caller also gives every request's arrival in one column sorted by time (``arr``) and its group (``grp``);
+    all give the same ids (``tests/test_engine_groups.py``)."""
     n_groups = len(boff) - 1
     total = int(boff[-1])
     kb = boff[:-1] if kb is None else kb
@@ -133,7 +135,11 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None):
     shift = seq_bits + 2  # then the priority (COMPLETION 0, ARRIVAL 2), then the time
     lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
     hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
-    if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
+    if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED and arr is not None and _WALK:
+        reached = _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64),
+                               np.empty(cap, np.int64), np.zeros(max(n_groups, 1), np.int64), boff[:-1].copy(),
+                               toff[:-1].copy(), arr, grp, shift, seq_bits)
+    elif lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
         reached = _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64),
                                  np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
                                  np.empty(n_groups + 1, np.int64), boff[:-1].copy(), toff[:-1].copy(), shift, seq_bits)
@@ -146,6 +152,8 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None):
 
 #: whether :func:`replay_ids` may use :func:`_replay_packed` (tests turn it off to run the general replay)
 _PACKED = True
+#: whether it may use :func:`_replay_walk` where it is given the sorted arrivals (tests turn it off)
+_WALK = True
 
 
 @njit(cache=True)
@@ -332,6 +340,122 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
                 p += 1
         if not pushed:
             an = _kpop(ak, ap, an)
+        pos[g] = p
+    return nxt
+
+
+@njit(cache=True, _nrt=False)
+def _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, aseq, ptr, pos, arr, grp, sh, sb):
+    """:func:`_replay_packed` without the heap of arrivals: every group's pending arrival is its earliest
+    unhandled request, so the least of them is the first unhandled request of the whole trace in arrival
+    order (``arr``, sorted; ``grp`` each request's group; a request of group ``h`` is unhandled iff its time
+    is at least ``times[pos[h]]``, as a group handles all its requests of one time together) — found by a
+    cursor that only moves forward, instead of a sift per arrival run. Where several groups' pending
+    arrivals share that time, the one pushed first (least ``aseq``, the push order :func:`_replay_packed`
+    keys them by) goes first; a run's end (the next event of another group) is the first unhandled request
+    of another group after the cursor, scanned only as far as the run may go. Same ids and count as
+    :func:`_replay_packed` (``tests/test_engine_groups.py``)."""
+    n_groups = len(boff) - 1
+    n_req = len(arr)
+    cn = 0
+    seq = 0
+    nxt = 0
+    for g in range(n_groups):
+        i = ptr[g]
+        while i < boff[g + 1] and ua[i] == 2:
+            seq += 1
+            cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
+            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+            nxt += 1
+            i += 1
+        ptr[g] = i
+    for g in range(n_groups):
+        if toff[g] < toff[g + 1]:
+            seq += 1
+            aseq[g] = seq
+    c = 0
+    while True:
+        while c < n_req:  # the cursor past handled requests
+            h = grp[c]
+            ph = pos[h]
+            if ph < toff[h + 1] and arr[c] >= times[ph]:
+                break
+            c += 1
+        ta = arr[c] if c < n_req else NEVER
+        if cn > 0 and (ck[0] >> sh) <= ta:  # a completion (before an arrival at its time)
+            p = cp[0]
+            g = p >> 32
+            arg = p & 0xFFFFFFFF
+            cn = _kpop(ck, cp, cn)
+            if pre[arg]:  # a preempted batch's completion is stale: no handler
+                continue
+            key = arg - kb[g]
+            i = ptr[g]
+            end_b = boff[g + 1]
+            while i < end_b and ua[i] == 0 and uk[i] == key:
+                seq += 1
+                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
+                i += 1
+            ptr[g] = i
+            continue
+        if c >= n_req:
+            break
+        g = grp[c]  # the group whose arrival at ta was pushed first
+        x = c + 1
+        while x < n_req and arr[x] == ta:
+            h = grp[x]
+            if h != g and aseq[h] < aseq[g]:
+                ph = pos[h]
+                if ph < toff[h + 1] and times[ph] == ta:
+                    g = h
+            x += 1
+        end_b = boff[g + 1]
+        p, n = pos[g], toff[g + 1]
+        x = c  # the scan for the next pending arrival of another group (every request before c is handled)
+        other = NEVER
+        found = False
+        while p < n:
+            pe0 = (ck[0] >> sh) if cn > 0 else NEVER
+            i = ptr[g]
+            due = uk[i] if i < end_b and ua[i] == 1 else NEVER
+            bound = pe0 if pe0 < due else due
+            while not found and x < n_req and arr[x] < bound:
+                h = grp[x]
+                if h != g:
+                    ph = pos[h]
+                    if ph < toff[h + 1] and arr[x] >= times[ph]:
+                        other = arr[x]
+                        found = True
+                        break
+                x += 1
+            until = pe0
+            if found and other + 1 < until:
+                until = other + 1
+            if times[p] >= until:
+                seq += 1
+                aseq[g] = seq
+                break
+            stop = until if until < due else due
+            while p < n and times[p] < stop:
+                p += 1
+            if p >= n:
+                break
+            if times[p] >= until:
+                seq += 1
+                aseq[g] = seq
+                break
+            tp = times[p]
+            while i < end_b and ua[i] == 1 and uk[i] == tp:
+                seq += 1
+                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
+                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+                nxt += 1
+                i += 1
+            ptr[g] = i
+            while p < n and times[p] == tp:
+                p += 1
         pos[g] = p
     return nxt
 
