@@ -114,6 +114,21 @@ def _kpop(hk, hp, size):
     return size
 
 
+@njit(cache=True, inline='always')
+def _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, i, end, kind, key, sh, sb):
+    """The packed clocks' numbering of one unit's batches: group ``g``'s logged rows from ``i`` (before
+    ``end``) made by a unit of ``kind`` (0 a completion, 1 arrivals, 2 the start) with key ``key`` (any
+    key for the start), each given the next global id and its completion pushed; returns (the next row,
+    cn, seq, nxt)."""
+    while i < end and ua[i] == kind and (kind == 2 or uk[i] == key):
+        seq += 1
+        cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
+        gid[i] = nxt  # after pe[i] is read: gid may be pe itself
+        nxt += 1
+        i += 1
+    return i, cn, seq, nxt
+
+
 def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None, arr=None, grp=None):
     """Global id of every logged batch (flat, in the logs' order), in ``out`` if given (it may be ``pe``
     itself: a batch's pushed end is read before its id is written, and never after); a RuntimeError if the
@@ -264,14 +279,7 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
     seq = 0
     nxt = 0
     for g in range(n_groups):
-        i = ptr[g]
-        while i < boff[g + 1] and ua[i] == 2:
-            seq += 1
-            cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
-            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
-            nxt += 1
-            i += 1
-        ptr[g] = i
+        ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 2, 0, sh, sb)
     for g in range(n_groups):
         if toff[g] < toff[g + 1]:
             seq += 1
@@ -285,15 +293,8 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
             key = arg - kb[g]  # the log keys completions by the batch's id in the group's numbering
-            i = ptr[g]
-            end_b = boff[g + 1]
-            while i < end_b and ua[i] == 0 and uk[i] == key:
-                seq += 1
-                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
-                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
-                nxt += 1
-                i += 1
-            ptr[g] = i
+            ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 0, key,
+                                           sh, sb)
             continue
         g = ap[0]
         # the group's entry stays at the root while its run is handled (the docstring)
@@ -329,13 +330,7 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
                 pushed = True
                 break
             tp = times[p]
-            while i < end_b and ua[i] == 1 and uk[i] == tp:
-                seq += 1
-                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
-                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
-                nxt += 1
-                i += 1
-            ptr[g] = i
+            ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, i, end_b, 1, tp, sh, sb)
             while p < n and times[p] == tp:
                 p += 1
         if not pushed:
@@ -361,14 +356,7 @@ def _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, aseq, ptr,
     seq = 0
     nxt = 0
     for g in range(n_groups):
-        i = ptr[g]
-        while i < boff[g + 1] and ua[i] == 2:
-            seq += 1
-            cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (np.int64(g) << 32) | i)
-            gid[i] = nxt  # after pe[i] is read: gid may be pe itself
-            nxt += 1
-            i += 1
-        ptr[g] = i
+        ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 2, 0, sh, sb)
     for g in range(n_groups):
         if toff[g] < toff[g + 1]:
             seq += 1
@@ -390,15 +378,8 @@ def _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, aseq, ptr,
             if pre[arg]:  # a preempted batch's completion is stale: no handler
                 continue
             key = arg - kb[g]
-            i = ptr[g]
-            end_b = boff[g + 1]
-            while i < end_b and ua[i] == 0 and uk[i] == key:
-                seq += 1
-                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
-                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
-                nxt += 1
-                i += 1
-            ptr[g] = i
+            ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 0, key,
+                                           sh, sb)
             continue
         if c >= n_req:
             break
@@ -447,13 +428,7 @@ def _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, aseq, ptr,
                 aseq[g] = seq
                 break
             tp = times[p]
-            while i < end_b and ua[i] == 1 and uk[i] == tp:
-                seq += 1
-                cn = _kpush(ck, cp, cn, (pe[i] << sh) | (COMPLETION << sb) | seq, (g << 32) | i)
-                gid[i] = nxt  # after pe[i] is read: gid may be pe itself
-                nxt += 1
-                i += 1
-            ptr[g] = i
+            ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, i, end_b, 1, tp, sh, sb)
             while p < n and times[p] == tp:
                 p += 1
         pos[g] = p
