@@ -129,6 +129,21 @@ def _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, i, end, kind, key, sh, sb)
     return i, cn, seq, nxt
 
 
+@njit(cache=True, inline='always')
+def _complete(ua, uk, pe, pre, boff, kb, gid, ck, cp, ptr, cn, seq, nxt, sh, sb):
+    """The packed clocks' next event when it is the completion at the heap's root: popped and, unless its
+    batch was preempted (a stale completion: no handler), the batches it made numbered (:func:`_number`; the
+    log keys a completion by the batch's id in its group's numbering). Returns (cn, seq, nxt)."""
+    p = cp[0]
+    g = p >> 32
+    arg = p & 0xFFFFFFFF
+    cn = _kpop(ck, cp, cn)
+    if not pre[arg]:
+        ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 0, arg - kb[g],
+                                       sh, sb)
+    return cn, seq, nxt
+
+
 def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None, arr=None, grp=None):
     """Global id of every logged batch (flat, in the logs' order), in ``out`` if given (it may be ``pe``
     itself: a batch's pushed end is read before its id is written, and never after); a RuntimeError if the
@@ -286,15 +301,7 @@ def _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, ak, ap, 
             an = _kpush(ak, ap, an, (times[toff[g]] << sh) | ARR | seq, g)
     while cn > 0 or an > 0:
         if cn > 0 and (an == 0 or ck[0] < ak[0]):
-            p = cp[0]
-            g = p >> 32
-            arg = p & 0xFFFFFFFF
-            cn = _kpop(ck, cp, cn)
-            if pre[arg]:  # a preempted batch's completion is stale: no handler
-                continue
-            key = arg - kb[g]  # the log keys completions by the batch's id in the group's numbering
-            ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 0, key,
-                                           sh, sb)
+            cn, seq, nxt = _complete(ua, uk, pe, pre, boff, kb, gid, ck, cp, ptr, cn, seq, nxt, sh, sb)
             continue
         g = ap[0]
         # the group's entry stays at the root while its run is handled (the docstring)
@@ -371,15 +378,7 @@ def _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, aseq, ptr,
             c += 1
         ta = arr[c] if c < n_req else NEVER
         if cn > 0 and (ck[0] >> sh) <= ta:  # a completion (before an arrival at its time)
-            p = cp[0]
-            g = p >> 32
-            arg = p & 0xFFFFFFFF
-            cn = _kpop(ck, cp, cn)
-            if pre[arg]:  # a preempted batch's completion is stale: no handler
-                continue
-            key = arg - kb[g]
-            ptr[g], cn, seq, nxt = _number(ua, uk, pe, gid, ck, cp, cn, seq, nxt, g, ptr[g], boff[g + 1], 0, key,
-                                           sh, sb)
+            cn, seq, nxt = _complete(ua, uk, pe, pre, boff, kb, gid, ck, cp, ptr, cn, seq, nxt, sh, sb)
             continue
         if c >= n_req:
             break
