@@ -198,6 +198,16 @@ def test_fast_ppipe_equals_reference_on_100k_requests(g1_plan, lf):
 
 # --------------------------------------------------------------------------- the common slot of both links
 
+def _seeded_profile(rng, name: str, block_us: tuple[int, int], maxb: int, cut_bytes: tuple[int, int]):
+    """A block profile on GPU kinds A and B drawn from ``rng``: each block's batch-1 latency in ``block_us``,
+    +60 % per extra request up to batch ``maxb``; cut sizes in ``cut_bytes``."""
+    lat = {}
+    for kind in (("A", 1), ("B", 1)):
+        base = rng.integers(*block_us, BLOCKS)
+        lat[kind] = np.array([[int(b * (1 + 0.6 * (n - 1))) for n in range(1, maxb + 1)] for b in base], np.int64)
+    return BlockProfile(name, BLOCKS, lat, rng.integers(*cut_bytes, BLOCKS - 1).astype(np.float64), 1000.0)
+
+
 def _link_heavy(seed: int, per_server: int):
     """Three DNNs, three two-stage pipelines each (A then B), ``per_server`` GPUs of a type per server and
     0.5 Gbit/s links: transfers of 10–60 kB take longer than the stages, so pipelines queue on shared uplinks
@@ -206,12 +216,7 @@ def _link_heavy(seed: int, per_server: int):
     names = ["m0", "m1", "m2"]
     profs, pipes = {}, []
     for name in names:
-        lat = {}
-        for kind in (("A", 1), ("B", 1)):
-            base = rng.integers(100, 600, BLOCKS)
-            lat[kind] = np.array([[int(b * (1 + 0.6 * (n - 1))) for n in range(1, MAXB + 1)] for b in base], np.int64)
-        profs[name] = BlockProfile(name, BLOCKS, lat, rng.integers(10_000, 60_000, BLOCKS - 1).astype(np.float64),
-                                   1000.0)
+        profs[name] = _seeded_profile(rng, name, (100, 600), MAXB, (10_000, 60_000))
         for _ in range(3):
             cut = int(rng.integers(1, BLOCKS))
             pipes.append(Pipeline(name, int(rng.integers(1, MAXB + 1)),
@@ -259,12 +264,8 @@ def _large_batches(seed: int):
     names = ["m0", "m1"]
     profs, pipes, slos = {}, [], []
     for name in names:
-        lat = {}
-        for kind in (("A", 1), ("B", 1)):
-            base = rng.integers(100, 300, BLOCKS)
-            lat[kind] = np.array([[int(b * (1 + 0.6 * (n - 1))) for n in range(1, big + 1)] for b in base], np.int64)
-        profs[name] = BlockProfile(name, BLOCKS, lat, rng.integers(1_000, 5_000, BLOCKS - 1).astype(np.float64),
-                                   1000.0)
+        profs[name] = _seeded_profile(rng, name, (100, 300), big, (1_000, 5_000))
+        lat = profs[name].lat
         batches = [int(x) for x in rng.integers(16, big + 1, 2)]
         for bs in batches:
             cut = int(rng.integers(1, BLOCKS))
