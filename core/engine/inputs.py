@@ -119,8 +119,31 @@ def whole_model_runtime(inputs: Inputs) -> Runtime:
     return Runtime(cluster, hw_names, lat, _exit_points(profiles, models))
 
 
-def model_index(trace: pl.DataFrame, models: list[str]) -> np.ndarray:
-    """Each request's model index (the Enum's physical code; no per-row hashing copies)."""
+#: rows whose models are read first: their distinct models, when they are every model of the trace, make
+#: the whole column's index in one pass (:func:`trace_models`)
+MODEL_PROBE_ROWS = 4096
+
+
+def trace_models(trace: pl.DataFrame) -> tuple[list[str], pl.Series]:
+    """The trace's models, sorted, and each request's model as an Enum over them (its physical codes are the
+    model indices; no per-row hashing copies).
+
+    One pass over the column where its first :data:`MODEL_PROBE_ROWS` rows name every model (the usual trace:
+    each stream starts early): their models, sorted, are the Enum's categories and the strict cast of the
+    whole column succeeds only if no other model occurs — every probed model occurs, so they are then
+    exactly the trace's models. Otherwise (or with a null model) the distinct models of the whole column
+    first, then the cast: two passes, the same answer."""
+    col = trace["model"]
     if not trace.height:
-        return np.empty(0, np.int32)
-    return trace["model"].cast(pl.Enum(models)).to_physical().to_numpy()
+        return [], col.cast(pl.Enum([]))
+    probe = col.head(MODEL_PROBE_ROWS)
+    if probe.null_count() == 0:
+        models = sorted(probe.unique().to_list())
+        try:
+            codes = col.cast(pl.Enum(models))
+        except pl.exceptions.InvalidOperationError:  # a model the first rows do not name
+            codes = None
+        if codes is not None and codes.null_count() == 0:
+            return models, codes
+    models = sorted(col.unique().to_list())
+    return models, col.cast(pl.Enum(models))

@@ -19,7 +19,7 @@ import polars as pl
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.cluster import Cluster
 from shepherd.core.engine.config import EngineConfig
-from shepherd.core.engine.inputs import Inputs, classify, model_index
+from shepherd.core.engine.inputs import Inputs, classify, trace_models
 from shepherd.core.engine.loop import Engine
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.engine.result import SimulationResult
@@ -102,7 +102,7 @@ def simulate(
         raise UserError(f"max batch must be ≥ 1, got {max_batch}")
     eng_cfg = engine if engine is not None else EngineConfig()
     trace = prepare_trace(trace, load, slo_ms)
-    models = sorted(trace["model"].unique().to_list()) if trace.height else []
+    models, model_enum = trace_models(trace)
     inputs = Inputs(trace, models, classify(profiles, plan) | dict(artifacts or {}), gpus, cluster, hardware,
                     max_batch, eng_cfg)
     if "pipeline_plan" in inputs.kinds() and "pipeline_plan" not in spec.cls.requires:
@@ -137,13 +137,13 @@ def simulate(
                     and not routed)  # one group: several are merged whole
     if summary_only:  # the fast path reads the trace's columns a chunk at a time (.fast): no whole copies
         arrival, deadline, stream = trace["arrival_us"], trace["deadline_us"], trace["stream"]
-        model_idx = trace["model"].cast(pl.Enum(models))
+        model_idx = model_enum
         group_of = None
     else:
         arrival = trace["arrival_us"].to_numpy().astype(np.int64, copy=False)
         deadline = trace["deadline_us"].to_numpy().astype(np.int64, copy=False)
         stream = trace["stream"].to_numpy()
-        model_idx = model_index(trace, models)
+        model_idx = model_enum.to_physical().to_numpy()
         group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
     eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
                  [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg, summary_only=summary_only)
