@@ -91,8 +91,11 @@ def test_both_clock_replays_equal_one_loop(monkeypatch, packed, walk):
     pushed first), for the reference's groups apart and the fast path."""
     from shepherd.core.engine.fast import replay
 
+    from shepherd.core.engine.fast import unit_merge
+
     general, walked = [], []
     run_general, run_walk = replay._replay_general, replay._replay_walk
+    monkeypatch.setattr(unit_merge, "ENABLED", False)  # the fast path's merge of units: its own test below
     monkeypatch.setattr(replay, "_PACKED", packed)
     monkeypatch.setattr(replay, "_WALK", walk)
     monkeypatch.setattr(replay, "_replay_general", lambda *a: general.append(1) or run_general(*a))
@@ -106,6 +109,45 @@ def test_both_clock_replays_equal_one_loop(monkeypatch, packed, walk):
         assert_same(one, simulate(trace, PROF, "flex", plan=plan, seed=0, engine=eng))
     assert len(general) == (0 if packed else 2)
     assert len(walked) == (1 if walk else 0)  # the fast path's shared log: the walk where allowed
+
+
+@pytest.mark.parametrize("case", ["poisson", "ties", "everywhere"])
+def test_unit_merge_equals_walk(monkeypatch, case):
+    """The fast path's replay merges the groups' batch-making units (:mod:`shepherd.core.engine.fast.unit_merge`)
+    and falls back to the walk where a tie's order is beyond its rules: the reference's tables either way,
+    the log left as it was when it gives up; merging where arrivals rarely tie, on equal-time arrivals across
+    groups too (the ``ties`` workload), giving up (at least once) where every arrival time occurs in every
+    group."""
+    from shepherd.core.engine.fast import unit_merge
+
+    outcomes = []
+    merge = unit_merge.merge_ids
+
+    def spy(ua, *rest):
+        before = ua.copy()
+        got = merge(ua, *rest)
+        outcomes.append(got is not None)
+        if got is None:
+            assert np.array_equal(ua, before)
+        else:
+            assert got[0] is ua and sorted(ua.tolist()) == list(range(len(ua)))
+        return got
+
+    monkeypatch.setattr(unit_merge, "merge_ids", spy)
+    if case == "everywhere":
+        base = np.sort(np.random.default_rng(4).integers(0, 300_000, 400)).astype(np.int64)
+        base = np.sort(np.concatenate([base, base[::3]]))  # equal times inside a group as well
+        trace = assemble([base, base, base, base[::2], base[1::2]], ["ResNet18"] * 5, [30_000] * 5)
+        plan = plan_frame([1, 2, 1], [0, 1, 2, 0, 1])
+    else:
+        trace, plan = workload(3 if case == "poisson" else 11, [2, 3, 1, 2], 9, 600_000, 1500.0)
+        if case == "poisson":  # no stream shares another's arrival times
+            trace = assemble([poisson(np.random.default_rng(s), 300.0, 600_000) for s in range(9)],
+                             [MODELS[s % len(MODELS)] for s in range(9)], [40_000] * 9)
+    for policy in ("flex", "clockwork"):
+        one = simulate(trace, PROF, policy, plan=plan, seed=0, engine=REF)
+        assert_same(one, simulate(trace, PROF, policy, plan=plan, seed=0, engine=EngineConfig(path="fast")))
+    assert len(outcomes) == 2 and (False in outcomes if case == "everywhere" else all(outcomes))
 
 
 @pytest.mark.parametrize("policy", ["flex", "clockwork"])

@@ -249,7 +249,8 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     per-row group or place columns, and the columns that only the kernels or the replay read (arrival,
     deadline, model; the log's unit rows) in memory already touched that the tables then take over."""
     from shepherd.core.engine.fast.common import B_COLS, B_PRE, B_PUSHED, B_UA, B_UK, ST_NB
-    from shepherd.core.engine.fast.replay import gather_shared, replay_ids, split
+    from shepherd.core.engine.fast import unit_merge
+    from shepherd.core.engine.fast.replay import gather_shared, packing, replay_ids, split
 
     rec, res = engine.rec, engine.res
     n_groups = len(rids)
@@ -296,12 +297,21 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
     nb = int(boff[-1])
     if nb >= 1 << 32:  # pragma: no cover - gather_shared packs a log column in 32 bits
         raise ValueError("more than 2^32 batches")
-    # the global ids over the pushed ends, which only the replay reads (raises if a batch is left)
     # the trace's own arrival column where it is sorted (a cursor over it replaces the replay's arrival heap)
     arr, grp = np.asarray(engine.arrival, np.int64), np.asarray(engine.group_of, np.int64)
     walk = len(arr) < 2 or bool((arr[1:] >= arr[:-1]).all())
-    gid = replay_ids(log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb], log[B_PRE, :nb], boff, t_all, roff,
-                     np.zeros(n_groups, np.int64), log[B_PUSHED, :nb], arr if walk else None, grp if walk else None)
+    # the merge of the groups' units where it decides every tie (unit_merge: the ids in the log's unit-kind
+    # row), else the walk or a heap replay (the ids over the pushed ends, which only the replay reads)
+    kb = np.zeros(n_groups, np.int64)
+    shift, seq_bits, fits = packing(log[B_PUSHED, :nb], t_all, n_groups)
+    merged = (unit_merge.merge_ids(log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb], boff, kb, t_all, roff, arr,
+                                   grp, shift, seq_bits) if walk and fits and unit_merge.ENABLED else None)
+    if merged is None:
+        gid = replay_ids(log[B_UA, :nb], log[B_UK, :nb], log[B_PUSHED, :nb], log[B_PRE, :nb], boff, t_all, roff, kb,
+                         log[B_PUSHED, :nb], arr if walk else None, grp if walk else None)
+        src = np.empty(0, np.int64)
+    else:
+        gid, src = merged
     woff = np.concatenate([[0], np.cumsum([len(ws) for ws in res.group_workers])]).astype(np.int64)
     wflat = np.concatenate([np.asarray(ws, np.int64) for ws in res.group_workers])
     # the batch table's columns in memory already touched as well: the log's unit rows, read by the replay
@@ -312,7 +322,7 @@ def _run_shared(engine: Any, policy: str, config: Any, runtime: Any, max_batch: 
         cols += [flat[c][:nb] for c in (0, 1, 3)]
     else:  # pragma: no cover - more batches than requests (preemptions re-batch requests): not met in the tests
         cols += list(np.empty((3, nb), np.int64))
-    gather_shared(gid, boff, woff, wflat, log, *cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
+    gather_shared(gid, src, boff, woff, wflat, log, *cols, engine.group_of, roff, *flat[:6], rec.r_start, rec.r_finish,
                   rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt)
     rec.set_batches(*cols)
 

@@ -161,15 +161,12 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None, arr=None, 
     kb = boff[:-1] if kb is None else kb
     gid = np.empty(total, np.int64) if out is None else out  # every place written once every batch is reached
     cap = total + 1
-    seq_bits = (total + len(times) + n_groups + 1).bit_length()  # every push takes the next seq
-    shift = seq_bits + 2  # then the priority (COMPLETION 0, ARRIVAL 2), then the time
-    lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
-    hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
-    if lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED and arr is not None and _WALK:
+    shift, seq_bits, fits = packing(pe, times, n_groups)
+    if fits and _PACKED and arr is not None and _WALK:
         reached = _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64),
                                np.empty(cap, np.int64), np.zeros(max(n_groups, 1), np.int64), boff[:-1].copy(),
                                toff[:-1].copy(), arr, grp, shift, seq_bits)
-    elif lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32) and _PACKED:
+    elif fits and _PACKED:
         reached = _replay_packed(ua, uk, pe, pre, boff, kb, times, toff, gid, np.empty(cap, np.int64),
                                  np.empty(cap, np.int64), np.empty(n_groups + 1, np.int64),
                                  np.empty(n_groups + 1, np.int64), boff[:-1].copy(), toff[:-1].copy(), shift, seq_bits)
@@ -178,6 +175,19 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None, arr=None, 
     if reached != total:  # pragma: no cover - a log the clock cannot re-enact
         raise RuntimeError(f"{total - reached} batches left after the replay")
     return gid
+
+
+def packing(pe, times, n_groups: int) -> tuple[int, int, bool]:
+    """(shift, seq_bits, fits): a packed heap key is ``time << shift | priority << seq_bits | seq`` — room
+    for a seq per push (every batch's completion, every arrival run, one per group) below the priority
+    (COMPLETION 0, ARRIVAL 2), then the time; ``fits`` where every time (the batches' pushed ends ``pe``, the
+    arrivals ``times``) lies in ``[0, 2**(62 − shift) − 1)`` and the batches are fewer than ``2**32``."""
+    total = len(pe)
+    seq_bits = (total + len(times) + n_groups + 1).bit_length()
+    shift = seq_bits + 2
+    lo = min(int(pe.min()) if total else 0, int(times.min()) if len(times) else 0)
+    hi = max(int(pe.max()) if total else 0, int(times.max()) if len(times) else 0)
+    return shift, seq_bits, lo >= 0 and hi < (1 << (62 - shift)) - 1 and total < (1 << 32)
 
 
 #: whether :func:`replay_ids` may use :func:`_replay_packed` (tests turn it off to run the general replay)
@@ -512,14 +522,16 @@ def gather(gid, bgrp, inv, rgrp, woff, wflat, boff, lw, lm, ls, lst, le, lp, col
 
 
 @njit(cache=True)
-def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of, roff, rs, rf, rw, rb, ro, rp, start,
-                  finish, worker, batch, outcome, preempt):
+def gather_shared(gid, src, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of, roff, rs, rf, rw, rb, ro, rp,
+                  start, finish, worker, batch, outcome, preempt):
     """:func:`gather` for group runs that numbered their batches in one shared log (``log``, the kernels'
     column-major batch log: group ``g``'s batches are its columns ``boff[g]`` up to ``boff[g + 1]``, and a
     request's batch in ``rb`` is its column there) and whose request rows lie group after group in request
     order (group ``g``'s from ``roff[g]``): each request's row is found by counting, per group, the requests
     met so far in ``group_of`` — no per-row group or place columns. Local workers map through
-    ``wflat[woff[g] + w]``, batch columns through ``gid``. The requests are written first, then the batch
+    ``wflat[woff[g] + w]``, batch columns through ``gid``; ``src``, per global id its log column and group
+    (``column | group << 34``, as :func:`shepherd.core.engine.fast.unit_merge.merge_ids` gives it; its bits
+    32–33 are ignored), or empty: found here from ``gid``. The requests are written first, then the batch
     table's six columns in global order (``c0`` … ``c5``: worker, model, size, start, end, preempted), so
     these may be request rows already read (``rs``, ``rf``, ``rb``), ``log``'s rows after its sixth or
     ``gid`` itself (read before the first batch is written), and the request columns may be memory that
@@ -538,15 +550,15 @@ def gather_shared(gid, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, group_of,
         outcome[x] = ro[p]
         preempt[x] = rp[p]
     nb = len(gid)
-    src = np.empty(nb, np.int64)  # per global batch id: its log column, with its group's worker offset above
-    for g in range(len(boff) - 1):
-        wo = woff[g] << 32
-        for j in range(boff[g], boff[g + 1]):
-            src[gid[j]] = j | wo
+    if len(src) != nb:
+        src = np.empty(nb, np.int64)  # per global batch id: its log column, with its group above
+        for g in range(len(boff) - 1):
+            for j in range(boff[g], boff[g + 1]):
+                src[gid[j]] = j | (g << 34)
     for x in range(nb):
         v = src[x]
         j = v & 0xFFFFFFFF
-        c0[x] = wflat[(v >> 32) + log[0, j]]
+        c0[x] = wflat[woff[v >> 34] + log[0, j]]
         c1[x] = log[1, j]
         c2[x] = log[2, j]
         c3[x] = log[3, j]
