@@ -4,7 +4,7 @@
 arrival run of every group (about one per request on many groups) and every completion, through a heap of
 the running batches. But the global ids depend only on the order of the *units that make batches*, and that
 order is almost entirely fixed by their event times — so this replay merges the groups' logs by unit, with
-a heap of one entry per group:
+a loser tree of one leaf per group:
 
 * a group's log is in its own clock's order, and the one clock keeps each group's order;
 * a unit made by a completion at ``t`` comes before one made by arrivals at ``t`` (the clock's priority);
@@ -33,7 +33,6 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.clock import ARRIVAL, COMPLETION
-from shepherd.core.engine.fast.replay import _kpush
 
 #: a heap key after every unit of a group (larger than any packed key)
 DONE = np.int64(np.iinfo(np.int64).max)
@@ -46,28 +45,36 @@ ENABLED = True
 
 
 @njit(cache=True, inline='always')
-def _sift_from(hk, hp, size, i, key, p):
-    """Put (``key``, ``p``) at place ``i`` of a 4-ary heap of packed keys — no smaller than the key it
-    replaces — and sift it down."""
-    while True:
-        c = 4 * i + 1
-        if c >= size:
-            break
-        if c + 3 < size:  # the least of four children without branches (their order is a coin flip)
-            x = c + (hk[c + 1] < hk[c])
-            y = c + 2 + (hk[c + 3] < hk[c + 2])
-            best = y if hk[y] < hk[x] else x
+def _build(key, tree, win, size):
+    """A loser tree over the ``size`` (a power of two) entries of ``key``: ``tree[node]`` the loser at each
+    inner node (``1 … size − 1``), ``tree[0]`` the winner (the least key; the left one at equal keys);
+    ``win`` scratch space of ``2 · size``."""
+    for x in range(size):
+        win[size + x] = x
+    for node in range(size - 1, 0, -1):
+        a, b = win[2 * node], win[2 * node + 1]
+        if key[b] < key[a]:
+            win[node], tree[node] = b, a
         else:
-            best = c
-            for d in range(c + 1, size):
-                if hk[d] < hk[best]:
-                    best = d
-        if hk[best] < key:
-            hk[i], hp[i] = hk[best], hp[best]
-            i = best
-        else:
-            break
-    hk[i], hp[i] = key, p
+            win[node], tree[node] = a, b
+    tree[0] = win[1]
+
+
+@njit(cache=True, inline='always')
+def _replay_winner(key, tree, size):
+    """After the winner's key grew: its way up to the root played again (one comparison per level)."""
+    w = tree[0]
+    kw = key[w]
+    node = (w + size) >> 1
+    while node > 0:  # without branches (who wins is a coin flip to a branch predictor)
+        other = tree[node]
+        ko = key[other]
+        m = -np.int64(ko < kw)  # all ones where the other wins
+        tree[node] = other ^ ((other ^ w) & m)
+        w ^= (w ^ other) & m
+        kw ^= (kw ^ ko) & m
+        node >>= 1
+    tree[0] = w
 
 
 @njit(cache=True, inline='always')
@@ -172,12 +179,14 @@ def _first(g, h, t, times, toff, arr, grp, pe, uk, kb, src, nxt, maxlat):
 
 
 @njit(cache=True)
-def _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, hk, hp, ptr, sh, sb):
+def _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, key, tree, win, ptr, sh, sb):
     """The merge (module docstring): numbers every logged batch in the one clock's order, writing its global
     id into ``ua`` (its kind then lives in ``src``) and, per global id, its row, kind and group into
-    ``src`` (``row | kind << 32 | group << 34``). Returns the number of batches numbered, or −1 − that
+    ``src`` (``row | kind << 32 | group << 34``). The groups' next units in a loser tree (``key`` per group,
+    padded with :data:`DONE` to the tree's size). Returns the number of batches numbered, or −1 − that
     number where it gave up (:func:`merge_ids` restores their ``ua``)."""
     n_groups = len(boff) - 1
+    size = len(key)
     nxt = 0
     maxlat = np.int64(0)
     for g in range(n_groups):  # the start's batches, in group order
@@ -190,28 +199,30 @@ def _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, hk, hp, ptr, sh, sb
             nxt += 1
             i += 1
         ptr[g] = i
-    hn = 0
-    for g in range(n_groups):
-        hn = _kpush(hk, hp, hn, _head(ua, uk, pe, kb, boff, g, ptr[g], sh, sb), g)
-    while hn > 0 and hk[0] != DONE:
-        key = hk[0]
-        at = 0
-        if (key >> sb) & 3 == ARRIVAL:
-            tied = False
-            for c in range(1, min(hn, 5)):
-                if hk[c] == key:
+    for g in range(size):
+        key[g] = _head(ua, uk, pe, kb, boff, g, ptr[g], sh, sb) if g < n_groups else DONE
+    _build(key, tree, win, size)
+    while key[tree[0]] != DONE:
+        g = tree[0]
+        k = key[g]
+        rebuild = False
+        if (k >> sb) & 3 == ARRIVAL:
+            tied = False  # another group's unit at this key is among the winner's losers (the runner-up is)
+            node = (g + size) >> 1
+            while node > 0:
+                if key[tree[node]] == k:
                     tied = True
+                node >>= 1
             if tied:  # groups' units made by arrivals at one time: the clock's order of their events
-                for c in range(1, hn):
-                    if hk[c] == key:
-                        r = _first(hp[c], hp[at], key >> sh, times, toff, arr, grp, pe, uk, kb, src, nxt,
-                                   maxlat)
+                for c in range(n_groups):
+                    if c != g and key[c] == k:
+                        r = _first(c, g, k >> sh, times, toff, arr, grp, pe, uk, kb, src, nxt, maxlat)
                         if r < 0:
                             return -1 - nxt
                         if r:
-                            at = c
-        g = hp[at]
-        t = key >> sh
+                            g = c
+                rebuild = g != tree[0]
+        t = k >> sh
         i = ptr[g]
         kind = ua[i]
         unit = uk[i]
@@ -226,7 +237,11 @@ def _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, hk, hp, ptr, sh, sb
             nxt += 1
             i += 1
         ptr[g] = i
-        _sift_from(hk, hp, hn, at, _head(ua, uk, pe, kb, boff, g, i, sh, sb), g)
+        key[g] = _head(ua, uk, pe, kb, boff, g, i, sh, sb)
+        if rebuild:  # not the winner's key that grew: the tree played anew (rare)
+            _build(key, tree, win, size)
+        else:
+            _replay_winner(key, tree, size)
     return nxt
 
 
@@ -237,8 +252,10 @@ def merge_ids(ua, uk, pe, boff, kb, times, toff, arr, grp, sh, sb):
     n_groups = len(boff) - 1
     total = int(boff[-1])
     src = np.empty(total, np.int64)
-    n = _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, np.empty(max(n_groups, 1), np.int64),
-               np.empty(max(n_groups, 1), np.int64), boff[:-1].copy(), sh, sb)
+    size = 1 << max(1, (n_groups - 1).bit_length())  # the loser tree's leaves: a power of two, at least 2
+    ptr = np.concatenate([boff[:-1], np.full(size - n_groups, boff[-1], np.int64)])
+    n = _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, np.empty(size, np.int64), np.empty(size, np.int64),
+               np.empty(2 * size, np.int64), ptr, sh, sb)
     if n < 0:
         restore(ua, src, -1 - n)
         return None
