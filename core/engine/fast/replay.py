@@ -12,8 +12,11 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.clock import ARRIVAL, COMPLETION, NEVER
+from shepherd.core.engine.fast.prefetch import prefetch
 
 
+#: how many rows ahead the merge's passes prefetch a group's rows (:mod:`.prefetch`; two 64-byte lines of int64)
+AHEAD = 16
 #: a heap entry's order after its time: priority, then push order (``seq``, unique), as one number
 _PRIO = np.int64(1) << 58
 
@@ -479,6 +482,9 @@ def split(group_of, roff, arrival, deadline, model, t, d, m, inv):
         g = group_of[x]
         p = pos[g]
         pos[g] = p + 1
+        prefetch(t, p + AHEAD)  # the group's rows a few lines ahead (one stream per group and column)
+        prefetch(d, p + AHEAD)
+        prefetch(m, p + AHEAD)
         t[p] = arrival[x]
         d[p] = deadline[x]
         m[p] = model[x]
@@ -541,6 +547,13 @@ def gather_shared(gid, src, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, grou
         g = group_of[x]
         p = pos[g]
         pos[g] = p + 1
+        ahead = p + AHEAD  # the group's rows a few lines ahead (one stream per group and column)
+        prefetch(rs, ahead)
+        prefetch(rf, ahead)
+        prefetch(rw, ahead)
+        prefetch(rb, ahead)
+        prefetch(ro, ahead)
+        prefetch(rp, ahead)
         start[x] = rs[p]
         finish[x] = rf[p]
         w = rw[p]
@@ -555,7 +568,15 @@ def gather_shared(gid, src, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, grou
         for g in range(len(boff) - 1):
             for j in range(boff[g], boff[g + 1]):
                 src[gid[j]] = j | (g << 34)
+    l0, l1, l2, l3, l4, l5 = log[0], log[1], log[2], log[3], log[4], log[5]
     for x in range(nb):
+        ahead = src[min(x + AHEAD, nb - 1)] & 0xFFFFFFFF  # a later batch's log column: its rows requested now
+        prefetch(l0, ahead)
+        prefetch(l1, ahead)
+        prefetch(l2, ahead)
+        prefetch(l3, ahead)
+        prefetch(l4, ahead)
+        prefetch(l5, ahead)
         v = src[x]
         j = v & 0xFFFFFFFF
         c0[x] = wflat[woff[v >> 34] + log[0, j]]

@@ -33,6 +33,8 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.clock import ARRIVAL, COMPLETION
+from shepherd.core.engine.fast.prefetch import prefetch
+from shepherd.core.engine.fast.replay import AHEAD
 
 #: a heap key after every unit of a group (larger than any packed key)
 DONE = np.int64(np.iinfo(np.int64).max)
@@ -224,6 +226,10 @@ def _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, key, tree, win, ptr
                 rebuild = g != tree[0]
         t = k >> sh
         i = ptr[g]
+        # the group's rows a few lines ahead: a stream among dozens, each read a row at a time (.prefetch)
+        prefetch(ua, i + AHEAD)
+        prefetch(uk, i + AHEAD)
+        prefetch(pe, i + AHEAD)
         kind = ua[i]
         unit = uk[i]
         tag = (kind << 32) | (np.int64(g) << 34)
