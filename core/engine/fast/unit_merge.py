@@ -48,9 +48,10 @@ ENABLED = True
 
 @njit(cache=True, inline='always')
 def _build(key, tree, win, size):
-    """A loser tree over the ``size`` (a power of two) entries of ``key``: ``tree[node]`` the loser at each
-    inner node (``1 … size − 1``), ``tree[0]`` the winner (the least key; the left one at equal keys);
-    ``win`` scratch space of ``2 · size``."""
+    """A loser tree over the ``size`` entries of ``key`` (entry ``x`` the leaf at node ``size + x``, node
+    ``n``'s children ``2n`` and ``2n + 1``: any size, no padding): ``tree[node]`` the loser at each inner node
+    (``1 … size − 1``), ``tree[0]`` the winner (the least key; the left one at equal keys); ``win`` scratch
+    space of ``2 · size``."""
     for x in range(size):
         win[size + x] = x
     for node in range(size - 1, 0, -1):
@@ -184,8 +185,8 @@ def _first(g, h, t, times, toff, arr, grp, pe, uk, kb, src, nxt, maxlat):
 def _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, key, tree, win, ptr, sh, sb):
     """The merge (module docstring): numbers every logged batch in the one clock's order, writing its global
     id into ``ua`` (its kind then lives in ``src``) and, per global id, its row, kind and group into
-    ``src`` (``row | kind << 32 | group << 34``). The groups' next units in a loser tree (``key`` per group,
-    padded with :data:`DONE` to the tree's size). Returns the number of batches numbered, or −1 − that
+    ``src`` (``row | kind << 32 | group << 34``). The groups' next units in a loser tree (``key`` per group;
+    a second leaf, :data:`DONE`, where there is one group). Returns the number of batches numbered, or −1 − that
     number where it gave up (:func:`merge_ids` restores their ``ua``)."""
     n_groups = len(boff) - 1
     size = len(key)
@@ -258,7 +259,7 @@ def merge_ids(ua, uk, pe, boff, kb, times, toff, arr, grp, sh, sb):
     n_groups = len(boff) - 1
     total = int(boff[-1])
     src = np.empty(total, np.int64)
-    size = 1 << max(1, (n_groups - 1).bit_length())  # the loser tree's leaves: a power of two, at least 2
+    size = max(2, n_groups)  # the loser tree's leaves (any count: leaf x at node size + x)
     ptr = np.concatenate([boff[:-1], np.full(size - n_groups, boff[-1], np.int64)])
     n = _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, np.empty(size, np.int64), np.empty(size, np.int64),
                np.empty(2 * size, np.int64), ptr, sh, sb)
