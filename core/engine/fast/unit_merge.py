@@ -36,7 +36,7 @@ from shepherd.core.engine.clock import ARRIVAL, COMPLETION
 from shepherd.core.engine.fast.prefetch import prefetch
 from shepherd.core.engine.fast.replay import AHEAD
 
-#: a heap key after every unit of a group (larger than any packed key)
+#: a group's key after its last unit (larger than any packed key)
 DONE = np.int64(np.iinfo(np.int64).max)
 #: the most steps a tie's resolution may take (runs followed back, levels of equal run starts) before the
 #: merge leaves the replay to the walk
@@ -82,7 +82,7 @@ def _replay_winner(key, tree, size):
 
 @njit(cache=True, inline='always')
 def _head(ua, uk, pe, kb, boff, g, i, sh, sb):
-    """Group ``g``'s next unit (its log row ``i``) as a heap key: time, then priority, then — for a
+    """Group ``g``'s next unit (its log row ``i``) as a tree key: time, then priority, then — for a
     completion — its batch's global id (held in ``ua`` once numbered); :data:`DONE` past its last row."""
     if i >= boff[g + 1]:
         return DONE
