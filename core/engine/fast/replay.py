@@ -587,6 +587,6 @@ def gather_shared(gid, src, boff, woff, wflat, log, c0, c1, c2, c3, c4, c5, grou
         c5[x] = log[5, j]
 
 from shepherd.core.engine import clock  # noqa: E402  (its digest keys this module's JIT cache)
-from shepherd.core.engine.fast import jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache, prefetch as prefetch_module  # noqa: E402
 
-jitcache.refresh(__name__, clock)
+jitcache.refresh(__name__, clock, prefetch_module)

@@ -278,6 +278,6 @@ def restore(ua, src, n):
 
 
 from shepherd.core.engine import clock  # noqa: E402  (its digest keys this module's JIT cache)
-from shepherd.core.engine.fast import jitcache, replay  # noqa: E402
+from shepherd.core.engine.fast import jitcache, prefetch as prefetch_module, replay  # noqa: E402
 
-jitcache.refresh(__name__, clock, replay)
+jitcache.refresh(__name__, clock, prefetch_module, replay)
