@@ -260,9 +260,8 @@ def merge_ids(ua, uk, pe, boff, kb, times, toff, arr, grp, sh, sb):
     total = int(boff[-1])
     src = np.empty(total, np.int64)
     size = max(2, n_groups)  # the loser tree's leaves (any count: leaf x at node size + x)
-    ptr = np.concatenate([boff[:-1], np.full(size - n_groups, boff[-1], np.int64)])
     n = _merge(ua, uk, pe, boff, kb, times, toff, arr, grp, src, np.empty(size, np.int64), np.empty(size, np.int64),
-               np.empty(2 * size, np.int64), ptr, sh, sb)
+               np.empty(2 * size, np.int64), boff[:-1].copy(), sh, sb)
     if n < 0:
         restore(ua, src, -1 - n)
         return None
