@@ -56,8 +56,11 @@ PROVENANCE_KEY = b"shepherd.provenance"
 EXTRA_KEY = b"shepherd.extra"
 
 #: Keys of ``extra`` (at any depth) that hold wall-clock measurements: kept out
-#: of the artifact's bytes, recorded in ``NAME.run.json`` instead.
-WALL_CLOCK_KEYS = frozenset({"solve_s"})
+#: of the artifact's bytes, recorded in ``NAME.run.json`` instead. ``solve_s``: any
+#: solver's time; ``knapsack_s``: PPipe's knapsack warm start (solvers/ppipe_milp.py);
+#: ``start_s``: Symphony's start partition (solvers/symphony_partition.py).
+#: tests/test_plan_bytes.py re-plans with every planner and compares the bytes.
+WALL_CLOCK_KEYS = frozenset({"solve_s", "knapsack_s", "start_s"})
 RUN_RECORD_SUFFIX = ".run.json"
 
 SemanticCheck = Callable[[pl.DataFrame], "str | None"]
