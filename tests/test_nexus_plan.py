@@ -72,3 +72,41 @@ def test_every_planned_gpu_fits_its_duty_cycle(sessions, slo_us):
                                        "peak_rps": pl.Float64}, orient="row")
     for a in plan_epoch(frame, tables):
         assert sum(tables[m][b] for _, m, b, _ in a["streams"]) <= a["duty_us"] + 1e-6
+
+
+# --------------------------------------------------------------------------- plan → simulate (issue 33 item 6)
+
+def _split_plan(cli, tmp_path):
+    """A 5 s Zipf trace whose Nexus plan splits BERT's stream over two GPUs (groups 1 and 3)."""
+    trace, plan = tmp_path / "t.parquet", tmp_path / "p.parquet"
+    assert cli("traces", "generate", "--rate", "3000", "--duration-s", "5", "--zipf", "1.0", "-o", trace).code == 0
+    assert cli("plan", "--trace", trace, "--planner", "nexus", "--gpus", "8", "-o", plan).code == 0
+    frame = pl.read_parquet(plan)
+    split = frame.filter(pl.col("role") == "stream").group_by("name").agg(pl.col("group").n_unique())
+    assert split["group"].max() > 1, "the workload no longer splits a stream: pick another"
+    return trace, plan, frame
+
+
+def test_nexus_plan_simulates_with_the_nexus_policy_on_both_engines(cli, tmp_path):
+    """``plan --planner nexus`` → ``simulate --policy nexus`` on the same trace: the policy owns the split
+    and runs on the plan's peak worker count, the same run as ``--gpus`` that count, on either engine."""
+    trace, plan, frame = _split_plan(cli, tmp_path)
+    peak = frame.filter(pl.col("role") == "worker").group_by("epoch").len()["len"].max()
+    summaries = []
+    for name, args in [("ref", ["--plan", plan, "--engine", "reference"]), ("auto", ["--plan", plan]),
+                       ("gpus", ["--gpus", str(peak)])]:
+        r = cli("simulate", "--trace", trace, "--policy", "nexus", *args, "-o", tmp_path / name)
+        assert r.code == 0, r.err
+        summaries.append(pl.read_parquet(tmp_path / name / "summary.parquet").select("requests", "good", "dropped"))
+    assert summaries[0].equals(summaries[1]) and summaries[0].equals(summaries[2])
+    assert summaries[0]["good"][0] > 0
+
+
+def test_a_split_nexus_plan_is_refused_by_other_policies_in_one_line(cli, tmp_path):
+    from conftest import assert_user_error
+
+    trace, plan, _ = _split_plan(cli, tmp_path)
+    out = tmp_path / "flex"
+    assert_user_error(cli("simulate", "--trace", trace, "--policy", "flex", "--plan", plan, "-o", out),
+                      "splits stream", "--policy nexus", "--planner herd")
+    assert not out.exists()

@@ -53,11 +53,40 @@ def uniform_cluster(gpus: int, hardware: str) -> Cluster:
     return Cluster(workers, (0,))
 
 
+#: what a policy other than Nexus is told about a Nexus plan (``plan --planner nexus``)
+NEXUS_PLAN_HINT = ("only --policy nexus serves it (it re-plans every epoch with the same squishy bin packing); "
+                   "for this policy plan with --planner herd or single-group")
+
+
+def is_nexus_plan(plan: pl.DataFrame) -> bool:
+    """A plan written by the Nexus planner: per-epoch allocations whose streams carry the ``share`` of
+    their requests each group serves (a session may be split over several GPUs, Nexus §6.1)."""
+    return "share" in plan.columns and "epoch" in plan.columns
+
+
+def nexus_plan_gpus(plan: pl.DataFrame) -> tuple[int, str | None]:
+    """(The most workers any epoch of a Nexus plan uses, their hardware): the cluster a Nexus run of it needs."""
+    workers = plan.filter(pl.col("role") == "worker")
+    if workers.height == 0:
+        raise UserError("plan has no worker rows: every group needs at least one worker")
+    peak = int(workers.group_by("epoch").agg(pl.col("name").n_unique())["name"].max())
+    kinds = workers["hardware"].drop_nulls().unique().to_list() if "hardware" in workers.columns else []
+    return peak, (kinds[0] if len(kinds) == 1 else None)
+
+
+def _split_stream_message(plan: pl.DataFrame, stream: int) -> str:
+    rows = plan.filter((pl.col("role") == "stream") & (pl.col("name") == str(stream)))
+    groups = rows["group"].to_list()
+    where = ", ".join(str(g) for g in groups)
+    if "share" in plan.columns and rows["share"].null_count() == 0:
+        where += " (shares " + "/".join(f"{x:.2f}" for x in rows["share"].to_list()) + ")"
+    return f"plan splits stream {stream} over groups {where}"
+
+
 def cluster_from_plan(plan: pl.DataFrame, default_hardware: str | None) -> Cluster:
     """Build the cluster of a plan artifact frame (see module docstring)."""
     if "epoch" in plan.columns and plan["epoch"].drop_nulls().n_unique() > 1:
-        raise UserError("this plan changes per epoch (a Nexus plan); the nexus policy provisions itself — "
-                        "run --policy nexus with --gpus instead of --plan")
+        raise UserError(f"this plan changes per epoch (a Nexus plan): {NEXUS_PLAN_HINT}")
     roles = set(plan["role"].unique().to_list())
     unknown = roles - {"stream", "model", "worker"}
     if unknown:
@@ -91,6 +120,8 @@ def cluster_from_plan(plan: pl.DataFrame, default_hardware: str | None) -> Clust
             except ValueError:
                 raise UserError(f"plan stream name '{name}' is not an integer stream id") from None
             if s in stream_group and stream_group[s] != g:
+                if is_nexus_plan(plan):
+                    raise UserError(f"{_split_stream_message(plan, s)} (a Nexus plan): {NEXUS_PLAN_HINT}")
                 raise UserError(f"plan assigns stream {s} to two groups")
             stream_group[s] = int(g)
     model_rows = plan.filter(pl.col("role") == "model")

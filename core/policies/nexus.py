@@ -82,13 +82,15 @@ import math
 import random
 from bisect import bisect_left
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.cluster import is_nexus_plan, nexus_plan_gpus
+from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -197,6 +199,21 @@ class Nexus(Policy):
 
     #: per-GPU backends decide locally: a constant cost, no per-worker term; frontends route arrivals
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.0, arrival_us=0.5)
+
+    @classmethod
+    def prepare(cls, inputs: Inputs, config: NexusConfig) -> Runtime:
+        """As every whole-model policy, except on a plan of the Nexus planner (``plan --planner nexus``):
+        that plan's groups are this policy's own per-epoch allocations, a session possibly split over
+        several GPUs (Nexus §6.1), which no fixed stream → group routing can express. The policy owns the
+        split: it runs on one group of the plan's peak worker count and re-plans each epoch with the
+        same squishy bin packing (:func:`shepherd.solvers.nexus.plan_epoch`)."""
+        plan = inputs.get("plan")
+        if plan is None or inputs.cluster is not None or not is_nexus_plan(plan):
+            return super().prepare(inputs, config)
+        gpus, hardware = nexus_plan_gpus(plan)
+        artifacts = {k: v for k, v in inputs.artifacts.items() if k != "plan"}
+        own = replace(inputs, artifacts=artifacts, gpus=gpus, hardware=inputs.hardware or hardware)
+        return super().prepare(own, config)
 
     def __init__(self, act: Actions, config: NexusConfig) -> None:
         super().__init__(act, config)
