@@ -22,7 +22,7 @@ from shepherd.cli import runs as runs_cmd
 from shepherd.cli import simulate as simulate_cmd
 from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
-from shepherd.core.errors import UserError
+from shepherd.core.errors import UserError, environment_error
 
 app = typer.Typer(
     name="shepherd",
@@ -91,7 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 130
     except Exception as exc:  # noqa: BLE001 - last resort: never a bare traceback
         kinds = {cls.__name__ for cls in type(exc).__mro__}
-        if "NoArgsIsHelpError" in kinds:
+        refused = environment_error(exc)  # a full disk, a file-size limit, a read-only folder: exit 2
+        if refused is not None:
+            if verbose:
+                traceback.print_exc()
+            sys.stderr.write(f"error: {refused}\n")
+            code = refused.exit_code
+        elif "NoArgsIsHelpError" in kinds:
             # A group called bare: show its help (click's convention), exit 2.
             sys.stderr.write(exc.format_message() + "\n")  # type: ignore[attr-defined]
             code = 2

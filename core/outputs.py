@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from shepherd.core.errors import UserError
+from shepherd.core.errors import UserError, environment_error
 
 STALE_AGE_S = 24 * 3600.0  # a temp of another host is stale after a day
 
@@ -214,8 +214,11 @@ def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
     except PermissionError as exc:
         tmp.unlink(missing_ok=True)
         raise UserError(f"cannot write to {parent}: {exc.strerror}") from None
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        refused = environment_error(exc) if isinstance(exc, Exception) else None
+        if refused is not None:  # a full disk or a file-size limit, named with the file meant
+            raise UserError(str(refused).replace("an output file", str(dest), 1)) from exc
         raise
 
 
