@@ -9,6 +9,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from shepherd.cli.common import progress, summary_table
+from shepherd.core import bounds
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
 from shepherd.core.checks import number
@@ -19,7 +20,7 @@ from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
 from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
 from shepherd.traces.resolve import load_trace
 
-MAX_GPUS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000); bounds the ILP's size
+MAX_GPUS = bounds.MAX_WORKERS  # core/bounds.py: bounds the ILP's size too
 
 
 def plan(

@@ -12,6 +12,7 @@ import typer
 
 from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.cli.deprecated import renamed
+from shepherd.core import bounds
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import artifact_kind, make_provenance, write_artifact
 from shepherd.core.artifacts import artifact_dir, check_output_dir
@@ -26,7 +27,7 @@ from shepherd.traces.resolve import load_trace
 
 RECORD_LEVELS = ("summary", "batches", "requests")
 DEFAULT_PROFILES = prof.DEFAULT_TABLE
-MAX_WORKERS = 100_000  # far above any paper's cluster (Shepherd Fig. 10: 1,000 GPUs)
+MAX_WORKERS = bounds.MAX_WORKERS  # core/bounds.py
 
 
 def parse_options(policy: str, pairs: list[str]) -> dict:

@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from shepherd.core.bounds import MAX_BATCH
 from shepherd.core.errors import UserError
 
 DEFAULT_MAX_BATCH = 128
 DEFAULT_TABLE = "shepherd-v100"  # the built-in profiles when none are given (Shepherd Table 4)
-MAX_BATCH_LIMIT = 4096  # largest --max-batch accepted: latency tables are dense up to it
+MAX_BATCH_LIMIT = MAX_BATCH  # largest --max-batch accepted (core/bounds.py): latency tables are dense up to it
 MEASURED_COLUMNS = ("model", "hardware", "batch", "latency_ms")
 
 

@@ -93,6 +93,8 @@ def _broken(edit):
     (lambda p: p[0]["pipelines"][0]["partitions"][1].update(num_gpu=40.0), "P4 GPUs"),
     (lambda p: p[0]["pipelines"][0]["partitions"][1].update(layers=[5, 9]), "partitions end at layer 9"),
     (lambda p: p[0]["pipelines"][0]["partitions"][0].update(mps="one"), "partitions[0].mps"),
+    (lambda p: p[0]["pipelines"][0]["partitions"][0].update(mps=999999999), "partitions[0].mps must be ≤"),
+    (lambda p: p[0]["pipelines"][0]["partitions"][0].update(bs=1e12), "partitions[0].bs must be ≤"),
 ])
 def test_malformed_or_inconsistent_plan_is_exit_2_naming_the_field(cli, files, tmp_path, edit, field):
     path, bp, _ = files

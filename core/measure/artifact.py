@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from shepherd.core import profiles as prof
+from shepherd.core.bounds import check_bound
 from shepherd.core.errors import UserError
 from shepherd.core.measure.timing import environment, measure_model, setup
 
@@ -20,6 +21,7 @@ def parse_batches(text: str | None) -> list[int]:
         raise UserError(f"--batch takes comma-separated integers, got '{text}'") from None
     if not out or min(out) < 1:
         raise UserError(f"--batch sizes must be ≥ 1, got '{text}'")
+    check_bound("measure_batch", max(out), "--batch sizes")
     return sorted(set(out))
 
 

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from shepherd.core.bounds import MAX_BATCH, MAX_MPS_LEVEL
 from shepherd.core.errors import UserError
 from shepherd.core.pipelines.blocks import BlockProfile
 from shepherd.core.pipelines.cluster import ClusterSpec, GpuPool, make_cluster
@@ -59,10 +60,12 @@ def _num(obj: Any, key: str, where: str, low: float = 0.0, low_open: bool = Fals
     return v
 
 
-def _int(obj: Any, key: str, where: str, low: int) -> int:
+def _int(obj: Any, key: str, where: str, low: int, high: int | None = None) -> int:
     v = _num(obj, key, where, low)
     if v != int(v):
         raise UserError(f"plan file: {where}.{key} must be a whole number, got {v:g}")
+    if high is not None and v > high:
+        raise UserError(f"plan file: {where}.{key} must be ≤ {high:,} (core/bounds.py), got {v:g}")
     return int(v)
 
 
@@ -77,6 +80,8 @@ def read_plan(path: str | Path, cluster: str | None = None, weights: list[float]
         raise UserError(f"plan file not found: {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"plan file {path.name} is not JSON ({_first_line(e)})") from None
+    except RecursionError:
+        raise UserError(f"plan file {path.name} is nested too deeply to be a PPipe plan") from None
     if not isinstance(data, list) or not data:
         raise UserError("plan file: the top level must be a non-empty list (one object per DNN)")
     types: list[str] | None = None
@@ -141,8 +146,8 @@ def read_plan(path: str | Path, cluster: str | None = None, weights: list[float]
                 if "num_gpu_per_server" in part and _int(part, "num_gpu_per_server", sw, 1) != per_server[gpu]:
                     raise UserError(f"plan file: {sw}.num_gpu_per_server {part['num_gpu_per_server']} differs "
                                     f"from {cw}.num_gpu_per_server_arr ({per_server[gpu]} for {gpu})")
-                k = _int(part, "mps", sw, 0) + 1
-                bs = _int(part, "bs", sw, 1)
+                k = _int(part, "mps", sw, 0, MAX_MPS_LEVEL) + 1
+                bs = _int(part, "bs", sw, 1, MAX_BATCH)
                 if batch is not None and bs != batch:
                     raise UserError(f"plan file: {sw}.bs {bs} differs from partition 0's {batch} "
                                     "(one batch size per pipeline)")

@@ -92,6 +92,7 @@ from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.cluster import is_nexus_plan, nexus_plan_gpus
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
+from shepherd.core.bounds import check_bound
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
@@ -133,6 +134,7 @@ class NexusConfig:
             raise UserError(f"nexus provision must be 'previous' or 'oracle', got '{self.provision}'")
         if not (isinstance(self.frontends, int) and self.frontends >= 1):
             raise UserError(f"nexus frontends must be an integer ≥ 1, got {self.frontends}")
+        check_bound("frontends", self.frontends, "nexus frontends")
         if self.spare not in ("idle", "spread"):
             raise UserError(f"nexus spare must be 'idle' or 'spread', got '{self.spare}'")
 
