@@ -91,6 +91,12 @@ def generate(
     checks.out_file(out)
     config = dict(process=process, rate=rate, duration_s=duration, slo_ms=slo_ms, seed=seed)
     if process == "two-stream":
+        ignored = [name for name, given in (("--rate", rate != 1000.0), ("--models", models is not None),
+                                            ("--models-from", models_from is not None), ("--zipf", zipf != 0.0))
+                   if given]
+        if ignored:
+            raise UserError(f"two-stream is Shepherd §7.2's fixed two-stream workload: {', '.join(ignored)} "
+                            "does not apply to it (use --process poisson|gamma|mmpp for your own rates and models)")
         frame = synthetic.two_stream(duration_s=duration, slo_ms=slo_ms)
     elif process == "accordion-stream":
         frame = accordion.stream(stream, slo_target, duration_s=duration, seed=seed)
@@ -109,6 +115,9 @@ def generate(
         with progress() as bar:
             task = bar.add_task("drawing arrivals", total=n_streams)
             frame = synthetic.generate(spec, rng, on_stream=lambda _: bar.advance(task))
+    if frame.height == 0:
+        raise UserError(f"the trace would hold no requests ({process}, {rate:g} req/s for {duration:g} s): "
+                        "raise --rate or --duration-s")
     inputs = [models_from] if models_from else []
     write_artifact(frame, out, "trace", make_provenance(config, seed, inputs))
     span_s = duration

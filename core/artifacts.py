@@ -111,6 +111,10 @@ def schema_for(kind: str) -> ArtifactSchema:
 def _check_trace(df: pl.DataFrame) -> str | None:
     if df.height == 0:
         return None
+    for col in ("arrival_us", "stream", "model", "slo_us", "deadline_us"):
+        missing = df[col].null_count()
+        if missing:
+            return f"column '{col}' has {missing:,} empty cells (every request needs one)"
     if df["arrival_us"].min() < 0:
         return "column 'arrival_us' has negative arrival times"
     if not df["arrival_us"].is_sorted():

@@ -212,7 +212,16 @@ def read_measurements(path: str | Path) -> pl.DataFrame:
 
 
 def fit_measurements(measured: pl.DataFrame, source: str) -> pl.DataFrame:
-    """Per model × hardware, fit α, β, R²; keep the mean measured latency per batch."""
+    """Per model × hardware, fit α, β, R²; keep the mean measured latency per batch.
+
+    A model × hardware measured at one batch size only is refused: its slope α (the per-request cost
+    every batching policy reads) cannot be fitted, and a constant "fit" with R² = 1 would pass for one."""
+    sizes = measured.group_by(["model", "hardware"], maintain_order=True).agg(pl.col("batch").n_unique())
+    one = sizes.filter(pl.col("batch") < 2)
+    if one.height:
+        model, hardware = one.row(0)[:2]
+        raise UserError(f"'{model}' on {hardware} is measured at one batch size only: α cannot be fitted "
+                        "(give ≥ 2 batch sizes per model and hardware)")
     per_batch = measured.group_by(["model", "hardware", "batch"], maintain_order=True).agg(
         pl.col("latency_ms").mean()
     )

@@ -161,3 +161,47 @@ def test_cut_csv_helper_really_cuts_a_row(tmp_path):
     """The cut-file case must be a real truncation: every row but the last is whole."""
     lines = _cut_csv(tmp_path).read_text().splitlines()
     assert len(lines) == 4 and lines[-1].count(",") < lines[0].count(",") == lines[1].count(",")
+
+
+# --------------------------------------------------------------------------- issue 33 item 9 (weak cases)
+
+def test_an_empty_trace_is_refused(cli, tmp_path):
+    """``--rate 0`` or a duration too short for one request wrote an empty trace with exit 0."""
+    from conftest import assert_user_error
+
+    for args in (["--rate", "0"], ["--duration-s", "0.000001"]):
+        out = tmp_path / "t.parquet"
+        assert_user_error(cli("traces", "generate", *args, "-o", out), "no requests")
+        assert not out.exists()
+
+
+def test_two_stream_refuses_the_options_it_ignores(cli, tmp_path):
+    from conftest import assert_user_error
+
+    out = tmp_path / "t.parquet"
+    assert_user_error(cli("traces", "generate", "--process", "two-stream", "--rate", "5", "--models", "ResNet50",
+                          "-o", out), "--rate, --models", "does not apply")
+    assert not out.exists()
+    assert cli("traces", "generate", "--process", "two-stream", "--duration-s", "1", "-o", out).code == 0
+
+
+def test_a_trace_with_an_all_null_model_column_is_refused(cli, tmp_path):
+    import polars as pl
+
+    from conftest import assert_user_error
+
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({"arrival_us": [0, 5], "stream": [0, 0], "model": pl.Series([None, None], dtype=pl.String),
+                  "slo_us": [10, 10], "deadline_us": [10, 15]}).write_parquet(bad)
+    assert_user_error(cli("simulate", "--trace", bad, "--gpus", "1", "-o", tmp_path / "o"), "model", "empty cells")
+
+
+def test_a_one_batch_size_profile_fit_is_refused(cli, tmp_path):
+    """One batch size cannot give α; the fit used to report R² = 1 on one point."""
+    from conftest import assert_user_error
+
+    csv = tmp_path / "one.csv"
+    csv.write_text("model,hardware,batch,latency_ms\nResNet50,V100,1,5\nResNet50,V100,1,5.2\n")
+    out = tmp_path / "p.parquet"
+    assert_user_error(cli("profile", "--from", csv, "-o", out), "one batch size")
+    assert not out.exists()
