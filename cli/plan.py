@@ -24,6 +24,7 @@ MAX_GPUS = bounds.MAX_WORKERS  # core/bounds.py: bounds the ILP's size too
 
 
 def plan(
+    ctx: typer.Context,
     show: Annotated[Optional[List[str]], typer.Argument(metavar="[show PLAN]", show_default=False, help="`shepherd plan show PLAN`: print a plan artifact (groups, solver, status, objective and its meaning) instead of planning.")] = None,
     trace: Annotated[Optional[str], typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).", rich_help_panel="Inputs and output")] = None,
     planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.", rich_help_panel="Inputs and output")] = "herd",
@@ -73,6 +74,7 @@ def plan(
         raise UserError("missing option --trace (or `shepherd plan show PLAN` to show a plan)")
     check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
+    _refuse_options_that_do_not_apply(ctx, planner)
     solver_cfg = SolverConfig(solver, time_limit, gap, max_solutions=max_solutions).validate()
     number("--gpus", gpus, low=1, high=MAX_GPUS)
     number("--group-limit", group_limit, low=1)
@@ -109,6 +111,11 @@ def plan(
     missing = sorted(set(loaded.frame["model"].unique().to_list()) - set(prof_frame["model"].unique().to_list()))
     if missing:
         raise UserError(f"profiles have no model '{missing[0]}' (the trace uses {len(missing)} unprofiled model(s))")
+    hardware_given = getattr(ctx.get_parameter_source("hardware"), "name", "") == "COMMANDLINE"
+    if hardware_given and "hardware" in prof_frame.columns:
+        kinds = sorted(prof_frame["hardware"].drop_nulls().unique().to_list())
+        if kinds and hardware not in kinds:
+            raise UserError(f"--hardware {hardware}: the profiles cover {', '.join(kinds)} only")
     req = PlanRequest(loaded.frame, prof_frame, gpus, solver_cfg, group_limit, affinity_k, gpu_memory_mb,
                       reserve_mb, hardware=hardware, epoch_s=epoch_s, time_step_ms=time_step_ms, cluster=cluster,
                       bandwidth_gbps=bandwidth_gbps, slo_margin=slo_margin, slo_scale=slo_scale,
@@ -212,6 +219,27 @@ def show_plan(path: Path) -> None:
                     pipelines=frame["pipeline"].n_unique() if frame.height else 0)
         summary_table(f"plan {path.name}", rows)
         frame_table("pipelines", frame.head(30))
+
+
+#: options that only some planners read → those planners (the help panels say the same); any other planner
+#: given one refuses it in one line instead of ignoring it (issue 33 item 9)
+OPTION_PLANNERS: dict[str, tuple[str, ...]] = {
+    "group_limit": ("herd",), "affinity_k": ("herd",), "epoch_s": ("nexus",), "time_step_ms": ("offline-optimal",),
+    **{name: PPIPE_PLANNERS for name in ("cluster", "bandwidth_gbps", "slo_margin", "slo_scale", "rules")},
+    "milp_formulation": ("ppipe", "np"),
+    **{name: ("symphony-partition",) for name in ("partitions", "rate_cap", "balance_weight", "previous",
+                                                   "max_move_cost")},
+    "hardware": tuple(p for p in PLANNERS if p not in PPIPE_PLANNERS),  # PPipe's cluster names its GPU types
+}
+
+
+def _refuse_options_that_do_not_apply(ctx: typer.Context, planner: str) -> None:
+    """One ``error:`` line for an option given on the command line that ``planner`` would ignore."""
+    for name, planners in OPTION_PLANNERS.items():
+        source = ctx.get_parameter_source(name)
+        if planner not in planners and source is not None and source.name == "COMMANDLINE":
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"{flag} does not apply to --planner {planner} (only to {', '.join(planners)})")
 
 
 def plan_import(

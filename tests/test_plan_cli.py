@@ -137,3 +137,23 @@ def test_missing_trace(cli, tmp_path):
     out = tmp_path / "p.parquet"
     r = cli("plan", "--trace", tmp_path / "nope.parquet", "-o", out)
     assert r.code == 2 and not out.exists()
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--planner", "herd", "--cluster", "HC1-S"], "--cluster does not apply to --planner herd"),
+    (["--planner", "nexus", "--milp-formulation", "counts"], "--milp-formulation does not apply"),
+    (["--planner", "single-group", "--partitions", "2"], "--partitions does not apply"),
+    (["--planner", "herd", "--epoch-s", "30"], "--epoch-s does not apply"),
+    (["--planner", "herd", "--hardware", "nope"], "--hardware nope: the profiles cover V100"),
+])
+def test_options_that_do_not_apply_are_refused_not_ignored(cli, small_trace, tmp_path, args, text):
+    """Issue 33 item 9: these were silently ignored."""
+    out = tmp_path / "p.parquet"
+    _assert_user_error(cli("plan", "--trace", small_trace, "--gpus", "8", *args, "-o", out), out, text)
+
+
+def test_an_option_at_its_default_spelled_out_for_its_planner_is_fine(cli, small_trace, tmp_path):
+    out = tmp_path / "p.parquet"
+    r = cli("plan", "--trace", small_trace, "--planner", "herd", "--gpus", "8", "--group-limit", "4",
+            "--hardware", "V100", "-o", out)
+    assert r.code == 0, r.err
