@@ -52,10 +52,11 @@ def reproduce(
     chosen = registry.resolve(experiments)
     scale = Scale.default(quick, seeds)
     runner.check_executor(executor, address)
+    # the experiments' planners solve with HiGHS: a broken build fails here, before anything is written
+    preflight("highs")
     runner.check_writable(results)
     prepared = [line for e in chosen if (line := e.prepare(results, scale))]  # inputs a grid needs (measured profiles)
     grids = runner.validate_grid(chosen, scale, results)  # the whole grid and every output, before any cell
-    preflight("highs")  # the experiments' planners solve with HiGHS: a broken build fails here, not after minutes
     totals = {"cells": 0, "skipped": 0, "ran": 0, "recomputed": 0}
     grand = sum(len(cells) for cells in grids.values())
     done = 0

@@ -119,9 +119,11 @@ def preflight(name: str) -> None:
         model += 2 * x <= 9
         model.objective = mip.maximize(x)
         result = solve(model, config)
-    except UserError as exc:
-        hint = "" if "pip install" in str(exc) else f"; fix: {FIXES[name]}"
-        raise UserError(f"{exc}{hint}") from None
+    except UserError as exc:  # python-mip's own hint (a bare pip install) would not take the lock: ours replaces it
+        cause = str(exc).split(" Please install")[0]
+        raise UserError(f"{cause}; fix: {FIXES[name]}") from None
+    except FileNotFoundError:  # python-mip found no library for it (its text suggests a bare pip install)
+        raise UserError(f"solver backend '{name}' cannot load its native library; fix: {FIXES[name]}") from None
     except Exception as exc:  # noqa: BLE001 - a broken native library raises anything
         raise UserError(f"solver backend '{name}' failed a one-variable test solve ({_first_line(exc)}); "
                         f"fix: {FIXES[name]}") from None

@@ -62,4 +62,21 @@ def test_reproduce_stops_before_the_first_cell_when_the_solver_is_broken(cli, tm
     monkeypatch.setattr(backend.mip, "Model", _broken_model)
     res = cli("reproduce", "shepherd-theorem", "--quick", "--results", tmp_path / "r", "--no-report")
     assert_user_error(res, "solver backend 'highs'", "fix:")
-    assert not list((tmp_path / "r").glob("cells/**/*.parquet"))
+    assert not (tmp_path / "r").exists()  # not even an empty results folder
+
+
+def test_an_unloadable_highs_library_is_one_line_naming_the_lock_fix(tmp_path):
+    """python-mip logs two lines and suggests a bare ``pip install mip[highs]`` (which ignores the lock)
+    when its HiGHS library cannot load: only our line, with the lock's fix, reaches stderr."""
+    import os
+    import subprocess
+    import sys
+
+    env = os.environ | {"PMIP_HIGHS_LIBRARY": str(tmp_path / "missing" / "libhighs.so")}
+    code = "import sys; from shepherd.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    r = subprocess.run([sys.executable, "-c", code, "plan", "--trace", "maf-synthetic", "-o",
+                        str(tmp_path / "p.parquet")], env=env, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: solver backend 'highs'") and "requirements.lock" in lines[0]
+    assert "mip[highs]" not in lines[0]
