@@ -108,13 +108,13 @@ def cells(config: SweepConfig) -> list[Cell]:
             trace_spec = point.get("trace", config.trace.get("name") or config.trace.get("path"))
             trace_opts = {k: v for k, v in config.trace.items() if k not in ("name", "path")}
             trace_opts.update({k.split(".", 1)[1]: v for k, v in point.items() if k.startswith("trace.")})
-            if "load" in trace_opts:
-                raise UserError("trace.load: a trace's rate in req/s is trace.rate (the load multiplier is "
-                                "run.load or grid.load)")
             if "rate" in trace_opts:  # --rate of `traces maf`: the trace options call it load (req/s)
                 trace_opts["load"] = trace_opts.pop("rate")
             if traces.lookup(str(trace_spec)) is not None and not (config.base_dir / str(trace_spec)).is_file():
                 trace = {"name": trace_spec, "sha256": None, "path": None}
+                if "redraw_window_s" in trace_opts:
+                    raise UserError(f"trace.redraw_window_s re-draws a trace FILE per seed; '{trace_spec}' is a "
+                                    "named trace, already drawn afresh from each seed: drop the option")
                 key = repr(sorted(trace_opts.items()))
                 if key not in files:  # a bad trace option fails here, before any cell runs
                     traces.TraceOptions.from_kwargs(**trace_opts).validate()
@@ -146,7 +146,27 @@ def cells(config: SweepConfig) -> list[Cell]:
     keys = [c.key() for c in out]
     if len(set(keys)) != len(keys):
         raise UserError("the grid repeats a cell (two policies with the same name and options?)")
+    check_replicas(out)
+    from shepherd.experiments.sweep_checks import check
+
+    check(out)
     return out
+
+
+def check_replicas(grid: list[Cell]) -> None:
+    """Refuse seeds that would replicate nothing: a seed axis over a trace FILE without ``trace.redraw_window_s``
+    gives the same arrivals under every seed (see :mod:`shepherd.traces.redraw`)."""
+    seeds: dict[str, set] = {}
+    for cell in grid:
+        p = cell.params
+        if p["trace_sha256"] is None or "redraw_window_s" in p["trace_options"]:
+            continue
+        rest = repr(sorted((k, v) for k, v in p.items() if k != "seed" and not k.startswith("_")))
+        seeds.setdefault(rest, set()).add(p["seed"])
+        if len(seeds[rest]) > 1:
+            raise UserError(f"seeds over the trace file {p['_trace_name']} would be identical replicas: set "
+                            "trace.redraw_window_s = 60 (each seed re-draws every arrival within its stream's "
+                            "minute, counts, models and SLOs kept) or use one seed")
 
 
 def _config_cls(policy: str) -> type:
@@ -180,10 +200,15 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     max_batch = p["max_batch"] or prof.DEFAULT_MAX_BATCH
     builtin = "profiles" in spec.cls.requires
     profiles_path = Path(p["_profiles_path"]) if p["_profiles_path"] else None
+    other_table = builtin and profiles_path is None and p["_profiles_name"] != DEFAULT_PROFILES
     prof_obj, plan_obj, extra = read_simulation_inputs(profiles_path, Path(p["_plan_path"]) if p["_plan_path"] else None,
-                                             loaded.frame, builtin)
-    if prof_obj is not None and profiles_path is None and p["_profiles_name"] != DEFAULT_PROFILES:
+                                             loaded.frame, builtin and not other_table)
+    if other_table:  # a built-in table other than the default: the trace's models are checked against it
+        from shepherd.experiments.sweep_checks import check_models
+
         prof_obj = prof.load_builtin(p["_profiles_name"], max_batch)
+        check_models(loaded.frame["model"].unique().to_list(), prof_obj["model"].unique().to_list(),
+                     p["_profiles_name"])
     ovh = spec.cls.default_overhead
     if p["overhead"]:
         ovh = dataclasses.replace(ovh, mode=p["overhead"])
