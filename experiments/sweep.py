@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import polars as pl
 
@@ -182,8 +182,18 @@ def swept(config: SweepConfig) -> list[str]:
 
 # --------------------------------------------------------------------------- one cell
 
-def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
-    """Simulate one cell from its parameters alone; the one-row summary with its run columns."""
+@dataclasses.dataclass
+class Prepared:
+    """A cell's inputs, read once (trace, profiles, plan, policy config): :meth:`run` simulates at any load."""
+
+    params: Mapping[str, Any]
+    loaded: Any
+    run: Callable[[float], Any]
+    config: Any
+
+
+def prepare(p: Mapping[str, Any]) -> Prepared:
+    """Read a cell's inputs from its parameters alone; ``.run(load)`` simulates them at ``load``."""
     from shepherd.core import profiles as prof
     from shepherd.core.engine import simulate as run_simulation
     from shepherd.core.policies import registry
@@ -213,15 +223,24 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     if p["overhead"]:
         ovh = dataclasses.replace(ovh, mode=p["overhead"])
         ovh.validate()
-    result = run_simulation(loaded.frame, prof_obj, p["policy_name"], config, gpus=p["gpus"], plan=plan_obj,
-                            artifacts=extra, seed=int(p["seed"]), load=float(p["load"]), slo_ms=p["slo_ms"],
-                            overhead=ovh, max_batch=max_batch, hardware=p["hardware"])
-    summary = result.summary_frame()
+
+    def run(load: float) -> Any:
+        return run_simulation(loaded.frame, prof_obj, p["policy_name"], config, gpus=p["gpus"], plan=plan_obj,
+                              artifacts=extra, seed=int(p["seed"]), load=float(load), slo_ms=p["slo_ms"],
+                              overhead=ovh, max_batch=max_batch, hardware=p["hardware"])
+
+    return Prepared(p, loaded, run, config)
+
+
+def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
+    """Simulate one cell from its parameters alone; the one-row summary with its run columns."""
     from shepherd.core.runinfo import with_run_columns
 
-    return with_run_columns(summary, policy=p["policy"], trace=loaded.name, load=p["load"], slo_ms=p["slo_ms"],
-                            seed=p["seed"], gpus=p["gpus"], plan=p["_plan_name"], config=dataclasses.asdict(config),
-                            synthetic=loaded.synthetic)
+    prepared = prepare(p)
+    summary = prepared.run(float(p["load"])).summary_frame()
+    return with_run_columns(summary, policy=p["policy"], trace=prepared.loaded.name, load=p["load"],
+                            slo_ms=p["slo_ms"], seed=p["seed"], gpus=p["gpus"], plan=p["_plan_name"],
+                            config=dataclasses.asdict(prepared.config), synthetic=prepared.loaded.synthetic)
 
 
 class SweepExperiment(Experiment):
