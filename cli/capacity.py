@@ -199,12 +199,13 @@ def _print(frame, swept: list[str], folder: Path, name: str, done) -> None:  # n
     shown = table.select(
         pl.col("target_spec").alias("target"), "policy", *axes,
         pl.format("{} ± {}", pl.col("capacity").round_sig_figs(4), pl.col("capacity_hw").round_sig_figs(2))
-        .alias("capacity (× native)"),
+        .alias("capacity"),
         pl.col("capacity_rps").round(1).alias("req/s"),
-        pl.format("{} ({})", "binding_model", "binding_seeds").alias("binding model (seeds)"),
-        (pl.col("binding_attainment") * 100).round(2).alias("its attainment %"),
-        pl.col("non_monotone").alias("non-monotone"))
-    frame_table(f"capacity {name}: mean ± 95 % over seeds", shown)
+        pl.format("{} ({})", "binding_model", "binding_seeds").alias("binding"),
+        (pl.col("binding_attainment") * 100).round(2).alias("its %"),
+        pl.col("non_monotone").alias("¬mono"))
+    frame_table(f"capacity {name} (× native rate; mean ± 95 % over seeds; binding: the model that fails "
+                "first, its % = its attainment at the capacity; ¬mono: seeds not monotone in load)", shown)
     for message in sorted(set(w for w in frame["warning"].to_list() if w)):
         warn(message)
     report, section = rep.write_report(folder, frame, swept, name, MARKER)

@@ -200,6 +200,8 @@ class Capacity:
 
     target: Target
     brackets: dict[int, Bracket]
+    #: per seed, the whole search (:class:`shepherd.core.capacity_search.Search`) when it was kept
+    searches: dict = field(default_factory=dict)
 
     @property
     def per_seed(self) -> dict[int, float]:
