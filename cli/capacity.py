@@ -196,16 +196,22 @@ def _print(frame, swept: list[str], folder: Path, name: str, done) -> None:  # n
         raise UserError(f"capacity {name}: no search finished")
     table = rep.summary(frame, swept)
     axes = rep.grid_columns(table)
+    targets = table["target_spec"].unique(maintain_order=True).to_list()
+    monotone = int(table["non_monotone"].sum()) == 0
     shown = table.select(
-        pl.col("target_spec").alias("target"), "policy", *axes,
+        *(["target_spec"] if len(targets) > 1 else []), "policy",
+        *[pl.col(a).map_elements(lambda v: f"{v:g}" if isinstance(v, float) else str(v), return_dtype=pl.String)
+          for a in axes],
         pl.format("{} ± {}", pl.col("capacity").round_sig_figs(4), pl.col("capacity_hw").round_sig_figs(2))
         .alias("capacity"),
-        pl.col("capacity_rps").round(1).alias("req/s"),
-        pl.format("{} ({})", "binding_model", "binding_seeds").alias("binding"),
+        pl.col("capacity_rps").round(0).cast(pl.Int64).alias("req/s"),
+        pl.format("{} {}", "binding_model", "binding_seeds").alias("binding (seeds)"),
         (pl.col("binding_attainment") * 100).round(2).alias("its %"),
-        pl.col("non_monotone").alias("¬mono"))
-    frame_table(f"capacity {name} (× native rate; mean ± 95 % over seeds; binding: the model that fails "
-                "first, its % = its attainment at the capacity; ¬mono: seeds not monotone in load)", shown)
+        *([] if monotone else [pl.col("non_monotone").alias("¬mono")]))
+    what = targets[0] if len(targets) == 1 else "per target"
+    frame_table(f"capacity {name}, {what}: × native rate, mean ± 95 % over seeds; binding: the model that fails "
+                f"first, its % its attainment at the capacity" + ("" if monotone else "; ¬mono: seeds not "
+                                                                  "monotone in load (see the warnings)"), shown)
     for message in sorted(set(w for w in frame["warning"].to_list() if w)):
         warn(message)
     report, section = rep.write_report(folder, frame, swept, name, MARKER)

@@ -136,3 +136,34 @@ def write_report(folder: Path, results: pl.DataFrame, swept: list[str], name: st
         lines += ["## Not monotone in load", ""] + [f"* {w}" for w in warnings] + [""]
     lines += [f"Config: see {marker}."]
     return write_bytes_atomic(folder / "REPORT.md", ("\n".join(lines) + "\n").encode()), section
+
+
+def is_capacity_folder(path: Path) -> bool:
+    """A folder written by ``shepherd capacity`` (its resolved config marks it)."""
+    from shepherd.experiments.capacity_sweep import MARKER
+
+    return Path(path).is_dir() and (Path(path) / MARKER).is_file()
+
+
+def report_folder(folder: Path) -> tuple[Path, Section, int]:
+    """``shepherd report FOLDER`` on a capacity grid's results: the figure and REPORT.md drawn again."""
+    import json
+
+    from shepherd.core.artifacts import read_artifact
+    from shepherd.core.errors import UserError
+    from shepherd.experiments.capacity_sweep import MARKER, RESULTS_NAME
+
+    folder = Path(folder)
+    path = folder / RESULTS_NAME
+    if not path.is_file():
+        raise UserError(f"{folder} holds a capacity config but no {RESULTS_NAME}: run `shepherd capacity` to the end")
+    frame = read_artifact(path, "results").frame
+    if frame.height == 0:
+        raise UserError(f"{path} has no finished searches")
+    try:
+        meta = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{folder / MARKER} is damaged ({type(exc).__name__}): rerun `shepherd capacity`") from None
+    name = str(meta.get("config", {}).get("name", folder.name))
+    report, section = write_report(folder, frame, list(meta.get("swept", [])), name, MARKER)
+    return report, section, frame.height
