@@ -7,6 +7,7 @@ policies with their options, fixed run settings and a grid::
     [trace]                     # a named trace and its options, or path = "trace.parquet"
     name = "maf-synthetic"
     duration_min = 1
+    models = "ResNet50,BERT"    # streams → models round-robin (a list, or one comma-separated string)
     [cluster]
     gpus = 32                   # or plan = "plan.parquet"
     [[policies]]                # or policies = ["flex", "clockwork"]
@@ -20,9 +21,28 @@ policies with their options, fixed run settings and a grid::
     "policy.lam" = [2.0, 3.0]   # a policy option (for the policies that have it)
     "trace.synthetic_rate" = [1000, 3000]   # trace options as in `shepherd traces maf` (rate = --rate, req/s)
 
+    [capacity]                  # optional: `shepherd capacity CONFIG.toml` (experiments/capacity_sweep.py)
+    target = "attainment=0.99"  # or "goodput=0.95" (per request) or "p99-slo" (Symphony); or a list
+    [capacity.grid]             # any axis but load (default: [grid] without load)
+    slo_ms = [100, 150, 250]
+    seed = [0, 1, 2]
+
 Grid keys: ``load``, ``slo_ms``, ``seed``, ``gpus``, ``max_batch``,
 ``trace`` (trace names or files), ``profiles``, ``plan``, ``policy`` (labels of
 the listed policies), ``trace.<option>`` and ``policy.<option>``.
+
+The schema is :class:`shepherd.experiments.sweep_config.SweepFile` (``shepherd
+sweep --schema`` prints it as JSON schema): ``trace.models`` is a list or one
+comma-separated string; ``policies`` likewise. Everything a run would reject —
+the trace's models against the *chosen* profile table, each policy's options,
+the overhead mode, each input file's artifact kind — is checked before any cell
+runs or any folder is made (:mod:`shepherd.experiments.sweep_checks`).
+
+Seeds are real replicas. A named trace is rebuilt from each seed. A trace
+*file* is fixed data, so a seed axis over it is refused unless
+``trace.redraw_window_s`` is set: each seed then re-draws every arrival
+uniformly within its stream's window of that many seconds (60: per-minute
+counts kept; models and SLOs kept; :mod:`shepherd.traces.redraw`).
 
 Each cell is one simulation; its key is the content hash of every parameter
 that changes results — input *files* enter by the SHA-256 of their contents,
