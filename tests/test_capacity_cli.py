@@ -33,7 +33,7 @@ def test_cli_finds_the_md_c_capacity_within_3_percent(cli, tmp_path):
     assert row["capacity"] == pytest.approx(4.0, rel=0.03)
     assert row["capacity"] < row["bracket_hi"] <= row["capacity"] * 1.0101
     assert row["binding_model"] == "m" and row["binding_attainment"] >= 0.99 > row["binding_attainment_above"]
-    assert "m (1/1)" in r.out  # the binding model, on 1 of 1 seeds
+    assert "m 1/1" in r.out  # the binding model, on 1 of 1 seeds
     report = (out / "REPORT.md").read_text()
     assert "| m (1/1) |" in report and "figures/capacity-capacity.png" in report
 
