@@ -19,7 +19,8 @@ SWEEPS = Path("results/sweeps")
 def sweep(
     config: Annotated[Optional[Path], typer.Argument(help="Sweep config (TOML; see examples/*.toml and --schema).")] = None,
     overrides: Annotated[Optional[List[str]], typer.Option("--set", help="Override a config key: key=value, dotted keys and TOML values (e.g. --set cluster.gpus=64 --set 'grid.load=[1,2]'). Repeatable.")] = None,
-    results: Annotated[Optional[Path], typer.Option("--out", "-o", "--results", help="Results folder (default: results/sweeps/<name>).")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder (default: results/sweeps/<name>).")] = None,
+    results: Annotated[Optional[Path], typer.Option("--results", hidden=True, help="Deprecated: -o/--out.")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help=seed_opts.SEED_HELP + " Replaces the config's seeds.")] = None,
     replicas: Annotated[Optional[int], typer.Option("--replicas", help=seed_opts.REPLICAS_HELP)] = None,
     seeds: Annotated[Optional[str], typer.Option("--seeds", help=seed_opts.SEEDS_HELP)] = None,
@@ -50,6 +51,9 @@ def sweep(
         return
     if config is None:
         raise UserError("give a sweep config (CONFIG.toml), or --schema")
+    from shepherd.cli.deprecated import renamed
+
+    results = renamed(out_dir, results, "-o/--out", "--results")
     workers = default_jobs(jobs)
     address = ray_address(ray_addr, address)
     chosen = seed_opts.seed_list(seed, replicas, seeds)

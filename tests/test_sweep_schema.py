@@ -120,3 +120,5 @@ def test_schema_for_editors_and_seed_options(cli, tmp_path):
     assert_user_error(cli("sweep", path, "--seeds", "1,2", "--seed", "3", "--dry-run"), "--seeds", "--seed")
     r = cli("sweep", path, "--address", "auto", "--dry-run")
     assert r.code == 0 and "--address is deprecated" in r.err and "--ray-address" in r.err
+    r = cli("sweep", path, "--results", tmp_path / "x", "--dry-run")
+    assert r.code == 0 and "--results is deprecated" in r.err and str(tmp_path / "x") in r.out
