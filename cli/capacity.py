@@ -21,7 +21,7 @@ FLAG_PANEL = "Without CONFIG (or overriding it)"
 
 
 def capacity(
-    config: Annotated[Optional[Path], typer.Argument(help="A sweep config with a [capacity] table (see examples/own-study.toml); or give --trace and --policy.")] = None,
+    config: Annotated[Optional[Path], typer.Argument(help="A sweep config with a \\[capacity] table (see examples/own-study.toml); or give --trace and --policy.")] = None,
     trace: Annotated[Optional[str], typer.Option("--trace", help="Trace artifact path or a named trace (rebuilt per seed; options with --set trace.KEY=V).", rich_help_panel=FLAG_PANEL)] = None,
     policy: Annotated[Optional[List[str]], typer.Option("--policy", help="Online policy; repeatable or comma-separated (a line per policy).", rich_help_panel=FLAG_PANEL)] = None,
     target: Annotated[Optional[List[str]], typer.Option("--target", help=TARGET_HELP)] = None,

@@ -80,12 +80,20 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
         "policy": p["policy"], "trace": prepared.loaded.name, "target": goal.describe(),
         "capacity": found.capacity, "capacity_rps": found.capacity * native_rps,
         "bracket_hi": found.bracket.hi, "native_rps": native_rps, "simulations": len(found.probes),
-        **found.binding(), "monotone": found.monotone, "warning": found.warning(),
+        **found.binding(), "monotone": found.monotone,
+        "warning": None if found.monotone else f"{_where(p)}: {found.warning()}",
         "probes": json.dumps([[pr.load, pr.holds] for pr in found.probes]),
         "synthetic": bool(prepared.loaded.synthetic),
     }], schema_overrides={"binding_model": pl.String, "binding_attainment": pl.Float64,
                           "binding_value": pl.Float64, "binding_attainment_above": pl.Float64,
                           "warning": pl.String})
+
+
+def _where(p: Mapping[str, Any]) -> str:
+    """The point a search ran at, for its warning: policy, the run's settings that are set, and the seed."""
+    keep = ("policy", "slo_ms", "gpus", "max_batch", "plan", "seed")
+    named = {**{k: p.get(k) for k in keep}, "plan": p.get("_plan_name")}
+    return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in named.items() if v is not None)
 
 
 class CapacityExperiment(Experiment):

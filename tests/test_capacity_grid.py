@@ -51,6 +51,8 @@ def test_a_capacity_grid_runs_caches_reports_and_is_listed(cli, tmp_path):
     for row in table.group_by("policy", "slo_ms").agg(pl.col("binding_model").mode().first()).iter_rows():
         assert f"| {row[0]} | {row[1]:g} |" in report
     assert "binding model" in report
+    (out / "REPORT.md").unlink()
+    assert cli("report", out).code == 0 and (out / "REPORT.md").read_text() == report  # drawn again, the same
     r = cli("runs", "list", "--results", tmp_path / "runs")
     assert r.code == 0 and "capacity" in r.out and "8 searches" in r.out
 
