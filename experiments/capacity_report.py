@@ -7,7 +7,7 @@ axis is the load multiplier, and the table gives req/s beside it. The table
 and REPORT.md name, per point, the **binding model** — the model that fails
 first above the capacity, with how many seeds agree — and its SLO attainment at
 the capacity; a point whose searches found the target not monotone in load is
-marked, and the warnings are listed.
+marked, and the warnings (not monotone; never met) are listed.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def write_report(folder: Path, results: pl.DataFrame, swept: list[str], name: st
     lines += [f"![{f.stem}]({os.path.relpath(f, folder)})" for f in section.figures if f.suffix == ".png"]
     lines += ["", section.table, ""]  # type: ignore[attr-defined]
     if warnings:
-        lines += ["## Not monotone in load", ""] + [f"* {w}" for w in warnings] + [""]
+        lines += ["## Warnings", ""] + [f"* {w}" for w in warnings] + [""]
     lines += [f"Config: see {marker}."]
     return write_bytes_atomic(folder / "REPORT.md", ("\n".join(lines) + "\n").encode()), section
 

@@ -81,12 +81,20 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
         "capacity": found.capacity, "capacity_rps": found.capacity * native_rps,
         "bracket_hi": found.bracket.hi, "native_rps": native_rps, "simulations": len(found.probes),
         **found.binding(), "monotone": found.monotone,
-        "warning": None if found.monotone else f"{_where(p)}: {found.warning()}",
+        "warning": _warning(p, found),
         "probes": json.dumps([[pr.load, pr.holds] for pr in found.probes]),
         "synthetic": bool(prepared.loaded.synthetic),
     }], schema_overrides={"binding_model": pl.String, "binding_attainment": pl.Float64,
                           "binding_value": pl.Float64, "binding_attainment_above": pl.Float64,
                           "warning": pl.String})
+
+
+def _warning(p: Mapping[str, Any], found: Any) -> str | None:
+    """What a search's reader must know: the target was not monotone in load, or never held."""
+    if found.capacity == 0:
+        return (f"{_where(p)}: {found.target.describe()} is not met even at load {found.bracket.hi:.4g} "
+                f"(searched down to {p['min_load']:g}): capacity 0")
+    return None if found.monotone else f"{_where(p)}: {found.warning()}"
 
 
 def _where(p: Mapping[str, Any]) -> str:

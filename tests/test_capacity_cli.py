@@ -45,6 +45,7 @@ def test_an_unreachable_point_is_capacity_zero_and_bad_input_is_one_line(cli, tm
     assert r.code == 0, r.err
     row = pl.read_parquet(tmp_path / "zero" / "results.parquet").row(0, named=True)
     assert row["capacity"] == 0.0 and row["binding_model"] == "m" and row["binding_attainment"] is None
+    assert "not met even at load" in r.err and "capacity 0" in (tmp_path / "zero" / "REPORT.md").read_text()
     bad = tmp_path / "bad"
     for args, needles in [(("--target", "attainment=1.5"), ("attainment", "1.5")),
                           (("--target", "speed=1"), ("speed",)),
