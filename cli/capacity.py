@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 
@@ -88,7 +88,9 @@ def capacity(
     _print(done.frame, swept, folder, cfg.name, done)
 
 
-def _data(config: Optional[Path], trace, policy, profiles, gpus, plan, slo_ms, max_batch, name):  # noqa: ANN001, ANN202
+def _data(config: Optional[Path], trace: Optional[str], policy: Optional[List[str]], profiles: Optional[str],
+          gpus: Optional[int], plan: Optional[Path], slo_ms: Optional[float], max_batch: Optional[int],
+          name: Optional[str]) -> tuple[dict, Path, Optional[str]]:
     """The config as TOML data: read from CONFIG, or built from the flags (which also override CONFIG)."""
     import tomllib
 
@@ -124,7 +126,8 @@ def _data(config: Optional[Path], trace, policy, profiles, gpus, plan, slo_ms, m
     return data, base_dir, source
 
 
-def _apply(data: dict, targets, grid, overrides: list[str], chosen, search: dict) -> None:  # noqa: ANN001
+def _apply(data: dict, targets: Optional[List[str]], grid: Optional[List[str]], overrides: list[str],
+           chosen: Optional[list[int]], search: dict) -> None:
     """Flags onto the config data: targets, grid axes, --set keys, seeds and the search settings."""
     from shepherd.experiments.sweep_config import _override
 
@@ -185,7 +188,7 @@ def _policy_option(data: dict, item: str) -> None:
     data["policies"] = entries
 
 
-def _print(frame, swept: list[str], folder: Path, name: str, done) -> None:  # noqa: ANN001
+def _print(frame: Any, swept: list[str], folder: Path, name: str, done: Any) -> None:
     """The summary table, the warnings, the figure and REPORT.md."""
     import polars as pl
 
