@@ -3,6 +3,8 @@ a figure and REPORT.md naming the binding model, recorded in ``runs list``; flag
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from shepherd.experiments import capacity_sweep as cs
@@ -64,3 +66,14 @@ def test_a_capacity_grid_runs_caches_reports_and_is_listed(cli, tmp_path):
     again = cs.cells(sw.read_config(config, ["capacity.grid.seed=[0, 1, 2]"]))
     assert {c.key() for c in cells} < {c.key() for c in again}
     assert pl.read_parquet(out / "results.parquet").height == 12
+
+
+def test_runs_list_shows_a_damaged_grid_folder_and_the_rest(cli, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "sweep.json").write_text("{not json")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "capacity.json").write_text(json.dumps({"config": {"name": "fine", "policies": [
+        {"label": "flex"}], "trace": {"name": "maf-synthetic"}, "capacity": {"targets": ["p99-slo"]}}}))
+    r = cli("runs", "list", "--results", tmp_path)
+    assert r.code == 0, r.err
+    assert "damaged" in r.out and "fine" in r.out and "capacity" in r.out
