@@ -122,3 +122,13 @@ def test_schema_for_editors_and_seed_options(cli, tmp_path):
     assert r.code == 0 and "--address is deprecated" in r.err and "--ray-address" in r.err
     r = cli("sweep", path, "--results", tmp_path / "x", "--dry-run")
     assert r.code == 0 and "--results is deprecated" in r.err and str(tmp_path / "x") in r.out
+
+
+def test_the_schema_file_in_docs_is_current():
+    """docs/sweep.schema.json is what `shepherd sweep --schema` prints (regenerate it after a schema change)."""
+    from pathlib import Path
+
+    from shepherd.experiments.sweep_schema import json_schema
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "sweep.schema.json"
+    assert json.loads(path.read_text()) == json_schema(), "run: shepherd sweep --schema > docs/sweep.schema.json"
