@@ -14,12 +14,13 @@ The Python API (:mod:`shepherd.api`, imported on first use so that
     result.summary_frame()
 
 ``load_trace``, ``load_profiles``, ``plan``, ``simulate``, ``sweep`` and
-``capacity`` mirror the commands of the same names.
+``capacity`` mirror the commands of the same names (``capacity_sweep`` is
+``shepherd capacity CONFIG``).
 """
 
 __version__ = "0.1.0"
 
-API = ("load_trace", "load_profiles", "plan", "simulate", "sweep", "capacity")
+API = ("load_trace", "load_profiles", "plan", "simulate", "sweep", "capacity", "capacity_sweep")
 __all__ = list(API) + ["__version__"]
 
 

@@ -90,35 +90,76 @@ def simulate(trace: Any, *, policy: str = "flex", gpus: int | None = None, plan:
 def sweep(config: str | Path, *, results: str | Path | None = None, overrides: Sequence[str] = (),
           executor: str = "local", jobs: int | None = None) -> pl.DataFrame:
     """Run a sweep config (see :mod:`shepherd.experiments.sweep`) and return its tidy results table
-    (one row per cell: every parameter a column, the summary metrics beside)."""
+    (one row per cell: every parameter a column, the summary metrics beside). ``jobs``: local processes
+    (default: every core, as on the CLI)."""
+    import os
+
     from shepherd.experiments import runner
     from shepherd.experiments import sweep as sw
 
     cfg = sw.read_config(Path(config), list(overrides))
     grid = sw.cells(cfg)
     out = Path(results) if results is not None else Path("results/sweeps") / cfg.name
-    runner.run_cells(grid, out, executor=executor, jobs=jobs or 1)
+    runner.run_cells(grid, out, executor=executor, jobs=jobs or os.cpu_count() or 1)
     return sw.table(cfg, grid, out)
 
 
+def capacity_sweep(config: str | Path, *, results: str | Path | None = None, overrides: Sequence[str] = (),
+                   executor: str = "local", jobs: int | None = None) -> pl.DataFrame:
+    """Run a sweep config's ``[capacity]`` grid (what ``shepherd capacity CONFIG`` runs, without the figure):
+    one row per search (policy × grid point × seed × target) with the capacity, the binding model and its
+    attainment at the capacity, and whether the target was monotone in load."""
+    import os
+
+    from shepherd.experiments import capacity_sweep as cs
+    from shepherd.experiments import runner
+    from shepherd.experiments import sweep as sw
+
+    cfg = sw.read_config(Path(config), list(overrides))
+    grid = cs.cells(cfg)
+    out = Path(results) if results is not None else Path("results/capacity") / cfg.name
+    runner.run_cells(grid, out, executor=executor, jobs=jobs or os.cpu_count() or 1)
+    return cs.table(grid, out)
+
+
 def capacity(trace: Any, *, target: str = "attainment=0.99", policy: str = "flex", gpus: int | None = None,
-             plan: Any = None, profiles: Any = None, seeds: Sequence[int] = (0,), slo_ms: float | None = None,
-             options: Mapping[str, Any] | None = None, start: float = 1.0, rel_tol: float = 0.01,
-             max_load: float = 1e4, **kwargs: Any) -> Any:
+             plan: Any = None, profiles: Any = None, seeds: Sequence[int] | None = None, seed: int = 0,
+             replicas: int = 1, slo_ms: float | None = None, options: Mapping[str, Any] | None = None,
+             trace_options: Mapping[str, Any] | None = None, start: float = 1.0, rel_tol: float = 0.01,
+             max_load: float = 1e4, probes: int = 3, **kwargs: Any) -> Any:
     """The highest load (multiplier of the trace's native rate) at which ``target`` holds
     (``attainment=0.99`` | ``p99-slo`` | ``goodput=0.95``), searched per seed by
-    :func:`shepherd.core.capacity.bisect`; returns a :class:`~shepherd.core.capacity.Capacity`
-    (``.per_seed``, ``.mean``, ``.half_width``, ``.brackets``). A trace name is rebuilt per seed."""
-    from shepherd.core.capacity import Target, capacity_over_seeds
+    :func:`shepherd.core.capacity_search.search`; returns a :class:`~shepherd.core.capacity.Capacity`
+    (``.per_seed``, ``.mean``, ``.half_width``, ``.brackets``, ``.searches`` — each with its binding model and
+    monotonicity check). Seeds as on the CLI: ``seeds`` explicitly, else ``seed`` … ``seed + replicas − 1``.
+    A trace name is rebuilt per seed with ``trace_options`` (``{"duration_min": 1}``); a trace file is used
+    as is, or re-drawn per seed with ``trace_options={"redraw_window_s": 60}`` (:mod:`shepherd.traces.redraw`)."""
+    from shepherd.core.capacity import Capacity, Target
+    from shepherd.core.capacity_search import search
+    from shepherd.core.errors import UserError
 
     goal = target if not isinstance(target, str) else Target.parse(target)
-    frames: dict[int, pl.DataFrame] = {}
+    chosen = list(seeds) if seeds is not None else list(range(seed, seed + replicas))
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise UserError(f"capacity needs distinct seeds, got {chosen}")
+    topts = dict(trace_options or {})
+    fixed = isinstance(trace, pl.DataFrame) or Path(str(trace)).exists()
+    if fixed and len(chosen) > 1 and "redraw_window_s" not in topts:
+        raise UserError("several seeds over a fixed trace (a file or a frame) would be identical replicas: pass "
+                        "trace_options={'redraw_window_s': 60} to re-draw arrivals per seed, or one seed")
     prof = profiles if isinstance(profiles, (str, Path)) else _profiles(profiles)  # files: read by their kind
+    found = {}
+    for s in chosen:
+        if isinstance(trace, pl.DataFrame):
+            from shepherd.traces.redraw import redraw
 
-    def evaluate(load: float, seed: int) -> pl.DataFrame:
-        if seed not in frames:
-            frames[seed] = _trace(trace, seed)
-        return simulate(frames[seed], policy=policy, gpus=gpus, plan=plan, profiles=prof, load=load,
-                        slo_ms=slo_ms, seed=seed, options=options, **kwargs).requests_frame()
+            frame = redraw(trace, s, int(topts["redraw_window_s"] * 1e6)) if "redraw_window_s" in topts else trace
+        else:
+            frame = load_trace(trace, seed=s, **topts)
 
-    return capacity_over_seeds(evaluate, goal, list(seeds), start=start, rel_tol=rel_tol, max_load=max_load)
+        def evaluate(load: float, frame: pl.DataFrame = frame, s: int = s) -> pl.DataFrame:
+            return simulate(frame, policy=policy, gpus=gpus, plan=plan, profiles=prof, load=load,
+                            slo_ms=slo_ms, seed=s, options=options, **kwargs).requests_frame()
+
+        found[s] = search(evaluate, goal, start=start, rel_tol=rel_tol, max_load=max_load, probes=probes)
+    return Capacity(goal, {s: f.bracket for s, f in found.items()}, searches=found)

@@ -140,6 +140,8 @@ def report_cmd(
 
     Example: shepherd report shepherd · shepherd report results/sweeps/flex-vs-baselines
     """
+    if experiments and len(experiments) == 1 and _is_capacity(experiments[0]):
+        return _report_capacity(Path(experiments[0]))
     if experiments and len(experiments) == 1 and _is_sweep(experiments[0]):
         return _report_sweep(Path(experiments[0]))
     chosen = registry.resolve(experiments) if experiments else list(registry.all_experiments().values())
@@ -167,6 +169,21 @@ def _is_sweep(arg: str) -> bool:
         raise UserError(f"{path} is a folder but not a sweep's results (no sweep.json); "
                         "name an experiment, or a folder written by `shepherd sweep`")
     return False
+
+
+def _is_capacity(arg: str) -> bool:
+    from shepherd.experiments.capacity_report import is_capacity_folder
+
+    return is_capacity_folder(Path(arg))
+
+
+def _report_capacity(folder: Path) -> None:
+    from shepherd.experiments.capacity_report import report_folder
+
+    path, section, rows = report_folder(folder)
+    summary_table("report", {"capacity": folder, "searches": rows,
+                             "figures": ", ".join(str(f) for f in section.figures if f.suffix == ".png"),
+                             "written": path})
 
 
 def _report_sweep(folder: Path) -> None:

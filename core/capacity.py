@@ -123,13 +123,15 @@ class Bracket:
 
 
 def bisect(holds_at: Callable[[float], bool], start: float = 1.0, rel_tol: float = 0.01,
-           min_load: float = 1e-3, max_load: float = 1e4, max_evaluations: int = 60) -> Bracket:
+           min_load: float = 1e-3, max_load: float = 1e4, max_evaluations: int = 60,
+           unreachable_ok: bool = False) -> Bracket:
     """Bracket the highest load at which ``holds_at`` is true, to ``rel_tol``.
 
     From ``start``, doubles while the target holds (or halves while it fails)
     to find a bracket, then bisects geometrically. A target that fails even at
-    ``min_load`` is a :class:`UserError` (unreachable); one that still holds at
-    ``max_load`` returns ``[max_load, inf)``.
+    ``min_load`` is a :class:`UserError` (unreachable) — or, with
+    ``unreachable_ok``, the bracket ``[0, lowest load tried)``; one that still
+    holds at ``max_load`` returns ``[max_load, inf)``.
     """
     if not (start > 0 and math.isfinite(start)):
         raise UserError(f"capacity search needs a positive start load, got {start}")
@@ -156,6 +158,8 @@ def bisect(holds_at: Callable[[float], bool], start: float = 1.0, rel_tol: float
         while True:
             nxt = hi / 2.0
             if nxt < min_load:
+                if unreachable_ok:
+                    return Bracket(0.0, hi, seen)
                 raise UserError(f"the capacity target is not met even at load {hi:g} "
                                 f"(searched down to {min_load:g}): unreachable on this setup")
             if probe(nxt):
@@ -196,6 +200,8 @@ class Capacity:
 
     target: Target
     brackets: dict[int, Bracket]
+    #: per seed, the whole search (:class:`shepherd.core.capacity_search.Search`) when it was kept
+    searches: dict = field(default_factory=dict)
 
     @property
     def per_seed(self) -> dict[int, float]:

@@ -1,4 +1,5 @@
-"""Past runs under a results folder: sweeps (``sweep.json``) and ``simulate`` outputs (``summary.parquet``).
+"""Past runs under a results folder: sweeps (``sweep.json``), capacity grids (``capacity.json``) and
+``simulate`` outputs (``summary.parquet``).
 
 ``shepherd runs list`` prints :func:`find_runs`; ``shepherd runs show`` prints
 :func:`describe_run`. A run is found by what it wrote, never by a timestamped
@@ -17,6 +18,8 @@ import polars as pl
 from shepherd.core.errors import UserError
 
 SKIP_DIRS = {"cells", "figures", "data", ".git"}
+#: the files that mark a grid's results folder: its kind, by marker
+GRID_MARKERS = {"sweep.json": "sweep", "capacity.json": "capacity"}
 
 
 def _when(path: Path) -> str:
@@ -36,16 +39,9 @@ def find_runs(root: Path) -> pl.DataFrame:
         raise UserError(f"no results folder {root}")
     rows = []
     for folder, files in _walk(root):
-        if "sweep.json" in files:
-            meta = json.loads((folder / "sweep.json").read_text())
-            cfg = meta.get("config", {})
-            results = folder / "results.parquet"
-            cells = pl.read_parquet(results).height if results.is_file() else 0
-            policies = ", ".join(p.get("label", "") for p in cfg.get("policies", []))
-            grid = ", ".join(f"{k}×{len(v)}" for k, v in cfg.get("grid", {}).items())
-            rows.append({"kind": "sweep", "name": str(cfg.get("name")), "when": _when(results if results.is_file()
-                         else folder / "sweep.json"), "size": f"{cells} cells", "where": str(folder),
-                         "what": f"{policies} on {(cfg.get('trace') or {}).get('name') or (cfg.get('trace') or {}).get('path')}; grid {grid or '—'}"})
+        marker = next((m for m in GRID_MARKERS if m in files), None)
+        if marker is not None:
+            rows.append(_grid_row(folder, marker))
         elif "summary.parquet" in files:
             from shepherd.core.artifacts import read_artifact
 
@@ -65,10 +61,35 @@ def find_runs(root: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema).sort("when", descending=True)
 
 
+def _grid_row(folder: Path, marker: str) -> dict:
+    """``runs list``'s row for a sweep's or a capacity grid's folder (a damaged marker: listed as damaged)."""
+    kind = GRID_MARKERS[marker]
+    results = folder / "results.parquet"
+    try:
+        meta = json.loads((folder / marker).read_text())
+        cfg = meta.get("config", {})
+        cells = pl.read_parquet(results).height if results.is_file() else 0
+    except (OSError, ValueError, pl.exceptions.PolarsError, AttributeError) as exc:
+        return {"kind": kind, "name": folder.name, "when": _when(folder / marker), "size": "damaged",
+                "where": str(folder), "what": f"unreadable {marker} or results ({type(exc).__name__})"}
+    policies = ", ".join(p.get("label", "") for p in cfg.get("policies", []))
+    trace = (cfg.get("trace") or {}).get("name") or Path(str((cfg.get("trace") or {}).get("path"))).name
+    if kind == "capacity":
+        cap = cfg.get("capacity") or {}
+        grid = ", ".join(f"{k}×{len(v)}" for k, v in (cap.get("grid") or {}).items())
+        what = f"{policies} on {trace}; {', '.join(cap.get('targets', []))}; grid {grid or '—'}"
+        size = f"{cells} searches"
+    else:
+        grid = ", ".join(f"{k}×{len(v)}" for k, v in cfg.get("grid", {}).items())
+        what, size = f"{policies} on {trace}; grid {grid or '—'}", f"{cells} cells"
+    return {"kind": kind, "name": str(cfg.get("name")), "when": _when(results if results.is_file() else
+            folder / marker), "size": size, "where": str(folder), "what": what}
+
+
 def resolve_run(spec: str, root: Path) -> Path:
     """A run's folder from its path or its name (as ``runs list`` prints it)."""
     path = Path(spec)
-    if path.is_dir() and ((path / "sweep.json").is_file() or (path / "summary.parquet").is_file()):
+    if path.is_dir() and any((path / m).is_file() for m in (*GRID_MARKERS, "summary.parquet")):
         return path
     runs = find_runs(root)
     hits = runs.filter(pl.col("name") == spec)
@@ -84,8 +105,12 @@ def describe_run(folder: Path) -> tuple[dict, pl.DataFrame | None]:
     """(config and provenance, results table) of the run in ``folder``."""
     from shepherd.core.artifacts import read_artifact
 
-    if (folder / "sweep.json").is_file():
-        meta = json.loads((folder / "sweep.json").read_text())
+    marker = next((m for m in GRID_MARKERS if (folder / m).is_file()), None)
+    if marker is not None:
+        try:
+            meta = json.loads((folder / marker).read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{folder / marker} is damaged ({type(exc).__name__}): rerun the command that wrote it")
         results = folder / "results.parquet"
         return meta, (pl.read_parquet(results) if results.is_file() else None)
     art = read_artifact(folder / "summary.parquet", "summary")

@@ -7,6 +7,7 @@ policies with their options, fixed run settings and a grid::
     [trace]                     # a named trace and its options, or path = "trace.parquet"
     name = "maf-synthetic"
     duration_min = 1
+    models = "ResNet50,BERT"    # streams → models round-robin (a list, or one comma-separated string)
     [cluster]
     gpus = 32                   # or plan = "plan.parquet"
     [[policies]]                # or policies = ["flex", "clockwork"]
@@ -20,9 +21,28 @@ policies with their options, fixed run settings and a grid::
     "policy.lam" = [2.0, 3.0]   # a policy option (for the policies that have it)
     "trace.synthetic_rate" = [1000, 3000]   # trace options as in `shepherd traces maf` (rate = --rate, req/s)
 
+    [capacity]                  # optional: `shepherd capacity CONFIG.toml` (experiments/capacity_sweep.py)
+    target = "attainment=0.99"  # or "goodput=0.95" (per request) or "p99-slo" (Symphony); or a list
+    [capacity.grid]             # any axis but load (default: [grid] without load)
+    slo_ms = [100, 150, 250]
+    seed = [0, 1, 2]
+
 Grid keys: ``load``, ``slo_ms``, ``seed``, ``gpus``, ``max_batch``,
 ``trace`` (trace names or files), ``profiles``, ``plan``, ``policy`` (labels of
 the listed policies), ``trace.<option>`` and ``policy.<option>``.
+
+The schema is :class:`shepherd.experiments.sweep_config.SweepFile` (``shepherd
+sweep --schema`` prints it as JSON schema): ``trace.models`` is a list or one
+comma-separated string; ``policies`` likewise. Everything a run would reject —
+the trace's models against the *chosen* profile table, each policy's options,
+the overhead mode, each input file's artifact kind — is checked before any cell
+runs or any folder is made (:mod:`shepherd.experiments.sweep_checks`).
+
+Seeds are real replicas. A named trace is rebuilt from each seed. A trace
+*file* is fixed data, so a seed axis over it is refused unless
+``trace.redraw_window_s`` is set: each seed then re-draws every arrival
+uniformly within its stream's window of that many seconds (60: per-minute
+counts kept; models and SLOs kept; :mod:`shepherd.traces.redraw`).
 
 Each cell is one simulation; its key is the content hash of every parameter
 that changes results — input *files* enter by the SHA-256 of their contents,
@@ -38,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import polars as pl
 
@@ -108,13 +128,13 @@ def cells(config: SweepConfig) -> list[Cell]:
             trace_spec = point.get("trace", config.trace.get("name") or config.trace.get("path"))
             trace_opts = {k: v for k, v in config.trace.items() if k not in ("name", "path")}
             trace_opts.update({k.split(".", 1)[1]: v for k, v in point.items() if k.startswith("trace.")})
-            if "load" in trace_opts:
-                raise UserError("trace.load: a trace's rate in req/s is trace.rate (the load multiplier is "
-                                "run.load or grid.load)")
             if "rate" in trace_opts:  # --rate of `traces maf`: the trace options call it load (req/s)
                 trace_opts["load"] = trace_opts.pop("rate")
             if traces.lookup(str(trace_spec)) is not None and not (config.base_dir / str(trace_spec)).is_file():
                 trace = {"name": trace_spec, "sha256": None, "path": None}
+                if "redraw_window_s" in trace_opts:
+                    raise UserError(f"trace.redraw_window_s re-draws a trace FILE per seed; '{trace_spec}' is a "
+                                    "named trace, already drawn afresh from each seed: drop the option")
                 key = repr(sorted(trace_opts.items()))
                 if key not in files:  # a bad trace option fails here, before any cell runs
                     traces.TraceOptions.from_kwargs(**trace_opts).validate()
@@ -146,7 +166,27 @@ def cells(config: SweepConfig) -> list[Cell]:
     keys = [c.key() for c in out]
     if len(set(keys)) != len(keys):
         raise UserError("the grid repeats a cell (two policies with the same name and options?)")
+    check_replicas(out)
+    from shepherd.experiments.sweep_checks import check
+
+    check(out)
     return out
+
+
+def check_replicas(grid: list[Cell]) -> None:
+    """Refuse seeds that would replicate nothing: a seed axis over a trace FILE without ``trace.redraw_window_s``
+    gives the same arrivals under every seed (see :mod:`shepherd.traces.redraw`)."""
+    seeds: dict[str, set] = {}
+    for cell in grid:
+        p = cell.params
+        if p["trace_sha256"] is None or "redraw_window_s" in p["trace_options"]:
+            continue
+        rest = repr(sorted((k, v) for k, v in p.items() if k != "seed" and not k.startswith("_")))
+        seeds.setdefault(rest, set()).add(p["seed"])
+        if len(seeds[rest]) > 1:
+            raise UserError(f"seeds over the trace file {p['_trace_name']} would be identical replicas: set "
+                            "trace.redraw_window_s = 60 (each seed re-draws every arrival within its stream's "
+                            "minute, counts, models and SLOs kept) or use one seed")
 
 
 def _config_cls(policy: str) -> type:
@@ -162,8 +202,18 @@ def swept(config: SweepConfig) -> list[str]:
 
 # --------------------------------------------------------------------------- one cell
 
-def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
-    """Simulate one cell from its parameters alone; the one-row summary with its run columns."""
+@dataclasses.dataclass
+class Prepared:
+    """A cell's inputs, read once (trace, profiles, plan, policy config): :meth:`run` simulates at any load."""
+
+    params: Mapping[str, Any]
+    loaded: Any
+    run: Callable[[float], Any]
+    config: Any
+
+
+def prepare(p: Mapping[str, Any]) -> Prepared:
+    """Read a cell's inputs from its parameters alone; ``.run(load)`` simulates them at ``load``."""
     from shepherd.core import profiles as prof
     from shepherd.core.engine import simulate as run_simulation
     from shepherd.core.policies import registry
@@ -180,23 +230,37 @@ def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
     max_batch = p["max_batch"] or prof.DEFAULT_MAX_BATCH
     builtin = "profiles" in spec.cls.requires
     profiles_path = Path(p["_profiles_path"]) if p["_profiles_path"] else None
+    other_table = builtin and profiles_path is None and p["_profiles_name"] != DEFAULT_PROFILES
     prof_obj, plan_obj, extra = read_simulation_inputs(profiles_path, Path(p["_plan_path"]) if p["_plan_path"] else None,
-                                             loaded.frame, builtin)
-    if prof_obj is not None and profiles_path is None and p["_profiles_name"] != DEFAULT_PROFILES:
+                                             loaded.frame, builtin and not other_table)
+    if other_table:  # a built-in table other than the default: the trace's models are checked against it
+        from shepherd.experiments.sweep_checks import check_models
+
         prof_obj = prof.load_builtin(p["_profiles_name"], max_batch)
+        check_models(loaded.frame["model"].unique().to_list(), prof_obj["model"].unique().to_list(),
+                     p["_profiles_name"])
     ovh = spec.cls.default_overhead
     if p["overhead"]:
         ovh = dataclasses.replace(ovh, mode=p["overhead"])
         ovh.validate()
-    result = run_simulation(loaded.frame, prof_obj, p["policy_name"], config, gpus=p["gpus"], plan=plan_obj,
-                            artifacts=extra, seed=int(p["seed"]), load=float(p["load"]), slo_ms=p["slo_ms"],
-                            overhead=ovh, max_batch=max_batch, hardware=p["hardware"])
-    summary = result.summary_frame()
+
+    def run(load: float) -> Any:
+        return run_simulation(loaded.frame, prof_obj, p["policy_name"], config, gpus=p["gpus"], plan=plan_obj,
+                              artifacts=extra, seed=int(p["seed"]), load=float(load), slo_ms=p["slo_ms"],
+                              overhead=ovh, max_batch=max_batch, hardware=p["hardware"])
+
+    return Prepared(p, loaded, run, config)
+
+
+def run_params(p: Mapping[str, Any]) -> pl.DataFrame:
+    """Simulate one cell from its parameters alone; the one-row summary with its run columns."""
     from shepherd.core.runinfo import with_run_columns
 
-    return with_run_columns(summary, policy=p["policy"], trace=loaded.name, load=p["load"], slo_ms=p["slo_ms"],
-                            seed=p["seed"], gpus=p["gpus"], plan=p["_plan_name"], config=dataclasses.asdict(config),
-                            synthetic=loaded.synthetic)
+    prepared = prepare(p)
+    summary = prepared.run(float(p["load"])).summary_frame()
+    return with_run_columns(summary, policy=p["policy"], trace=prepared.loaded.name, load=p["load"],
+                            slo_ms=p["slo_ms"], seed=p["seed"], gpus=p["gpus"], plan=p["_plan_name"],
+                            config=dataclasses.asdict(prepared.config), synthetic=prepared.loaded.synthetic)
 
 
 class SweepExperiment(Experiment):

@@ -1,37 +1,38 @@
-"""A sweep's TOML config: read, check (one-line errors naming the key) and resolve.
+"""A sweep's TOML config: read, check against the schema and the registries, resolve.
 
-The format is documented in :mod:`shepherd.experiments.sweep`; this module
-only parses it into a :class:`SweepConfig` — expansion into cells and running
-them live there.
+The format is documented in :mod:`shepherd.experiments.sweep`; its schema is
+:mod:`shepherd.experiments.sweep_schema` (pydantic). This module reads the file,
+applies ``--set`` overrides, validates, and checks what needs the registries —
+policy names and options, ``trace.<option>`` / ``policy.<option>`` grid keys,
+capacity targets — into the :class:`SweepConfig` the expansion reads. Checks
+that need the files named (a trace's models against the profiles, a plan's
+kind) run in :mod:`shepherd.experiments.sweep_checks`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from pydantic import ValidationError
+
 from shepherd.core.errors import UserError
+from shepherd.experiments.sweep_schema import (  # noqa: F401 - GRID_AXES, json_schema: part of this API
+    GRID_AXES,
+    CapacitySection,
+    PolicySection,
+    SweepFile,
+    TraceSection,
+    component,
+    json_schema,
+    one_line,
+    options_model,
+)
 
-TOP_KEYS = ("name", "trace", "profiles", "cluster", "policies", "run", "grid")
-RUN_KEYS = {"load": float, "slo_ms": float, "seed": int, "max_batch": int, "overhead": str, "hardware": str}
-CLUSTER_KEYS = ("gpus", "plan")
-GRID_AXES = {"load": float, "slo_ms": float, "seed": int, "gpus": int, "max_batch": int,
-             "trace": str, "profiles": str, "plan": str, "policy": str}
-
-
-def _kind(value: Any, want: type, where: str) -> Any:
-    """``value`` as ``want`` (int → float allowed), or a one-line error naming ``where``."""
-    ok = (isinstance(value, want) and not isinstance(value, bool)) or \
-        (want is float and isinstance(value, int) and not isinstance(value, bool)) or \
-        (want is bool and isinstance(value, bool))
-    if not ok:
-        name = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}.get(want, want.__name__)
-        raise UserError(f"{where}: {value!r} is not {name}")
-    return float(value) if want is float else value
+RUN_KEYS = ("load", "slo_ms", "seed", "max_batch", "overhead", "hardware")
 
 
 @dataclass
@@ -39,6 +40,19 @@ class PolicyEntry:
     label: str
     name: str
     options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Capacity:
+    """The ``[capacity]`` table, resolved: targets, search settings and its grid."""
+
+    targets: list[str]
+    start: float
+    rel_tol: float
+    min_load: float
+    max_load: float
+    probes: int
+    grid: dict[str, list]
 
 
 @dataclass
@@ -54,21 +68,27 @@ class SweepConfig:
     policies: list[PolicyEntry]
     run: dict
     grid: dict[str, list]
+    capacity: Capacity | None = None
 
     def resolved(self) -> dict:
         """The config as TOML-like data, every default filled in (stored with the results)."""
-        return {"name": self.name, "trace": self.trace, "profiles": self.profiles,
-                "cluster": {k: v for k, v in (("gpus", self.gpus), ("plan", self.plan)) if v is not None},
-                "policies": [dataclasses.asdict(p) for p in self.policies], "run": self.run, "grid": self.grid}
+        out = {"name": self.name, "trace": self.trace, "profiles": self.profiles,
+               "cluster": {k: v for k, v in (("gpus", self.gpus), ("plan", self.plan)) if v is not None},
+               "policies": [dataclasses.asdict(p) for p in self.policies], "run": self.run, "grid": self.grid}
+        if self.capacity is not None:
+            out["capacity"] = dataclasses.asdict(self.capacity)
+        return out
 
 
 def read_config(path: Path, overrides: list[str] = ()) -> SweepConfig:
     """Read and check a sweep config; ``overrides`` are ``key=value`` (dotted keys, TOML values)."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"sweep config {path} not found")
+        raise UserError(f"sweep config {path} not found" + (" (it is a folder)" if path.is_dir() else ""))
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UserError(f"sweep config {path} is not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"sweep config {path} is not valid TOML: {exc}") from None
     for item in overrides:
@@ -86,10 +106,11 @@ def _override(data: dict, item: str) -> None:
     except tomllib.TOMLDecodeError:
         value = raw.strip()  # a bare word: a string
     parts = key.split(".")
-    if parts[0] == "grid" and len(parts) > 2:  # grid."policy.lam"
-        parts = ["grid", ".".join(parts[1:])]
-    if parts[0] == "trace" and len(parts) > 2:
-        parts = ["trace", ".".join(parts[1:])]
+    for table in ("grid", "trace"):  # grid."policy.lam", trace."x"
+        if parts[0] == table and len(parts) > 2:
+            parts = [table, ".".join(parts[1:])]
+    if parts[:2] == ["capacity", "grid"] and len(parts) > 3:
+        parts = ["capacity", "grid", ".".join(parts[2:])]
     node = data
     for p in parts[:-1]:
         node = node.setdefault(p, {})
@@ -99,116 +120,129 @@ def _override(data: dict, item: str) -> None:
 
 
 def parse(data: Mapping[str, Any], base_dir: Path = Path("."), default_name: str = "sweep") -> SweepConfig:
-    """Check a config's keys and values (one-line errors naming the key) and fill in defaults."""
-    for key in data:
-        if key not in TOP_KEYS:
-            raise UserError(f"unknown config key '{key}' (known: {', '.join(TOP_KEYS)})")
-    name = _kind(data.get("name", default_name), str, "name")
-    trace = _table(data, "trace")
-    if not trace.get("name") and not trace.get("path") and "trace" not in data.get("grid", {}):
+    """Check a config against :class:`SweepFile` and the registries (one-line errors naming the key)."""
+    try:
+        model = SweepFile.model_validate(dict(data))
+    except ValidationError as exc:
+        raise UserError(one_line(exc)) from None
+    name = model.name if model.name is not None else _component_or_error(default_name)
+    trace = model.trace.model_dump(exclude_none=True)
+    if not trace.get("name") and not trace.get("path") and "trace" not in model.grid:
         raise UserError("config key 'trace' needs name = \"maf-synthetic\" (a named trace) or path = \"FILE\"")
-    profiles = data.get("profiles")
+    if trace.get("name") and trace.get("path"):
+        raise UserError("config key 'trace' has both name and path: give one")
+    if "models" in trace:
+        trace["models"] = list(trace["models"])
+    profiles = model.profiles
     if isinstance(profiles, dict):
+        unknown = sorted(set(profiles) - {"name", "path"})
+        if unknown:
+            raise UserError(f"unknown config key 'profiles.{unknown[0]}' (known: name, path)")
         profiles = profiles.get("path") or profiles.get("name")
-    if profiles is not None:
-        _kind(profiles, str, "profiles")
-    cluster = _table(data, "cluster")
-    for key in cluster:
-        if key not in CLUSTER_KEYS:
-            raise UserError(f"unknown config key 'cluster.{key}' (known: {', '.join(CLUSTER_KEYS)})")
-    gpus = _kind(cluster["gpus"], int, "cluster.gpus") if "gpus" in cluster else None
-    plan = _kind(cluster["plan"], str, "cluster.plan") if "plan" in cluster else None
-    run = _table(data, "run")
-    for key, value in run.items():
-        if key not in RUN_KEYS:
-            raise UserError(f"unknown config key 'run.{key}' (known: {', '.join(RUN_KEYS)})")
-        run[key] = _kind(value, RUN_KEYS[key], f"run.{key}")
-    policies = _policies(data.get("policies"))
-    grid = _grid(_table(data, "grid"), policies)
-    if gpus is None and plan is None and "gpus" not in grid and "plan" not in grid:
+    run = model.run.model_dump(exclude_none=True)
+    policies = _policies(model.policies)
+    grid = _grid(model.grid, policies, "grid", order=list(data.get("grid") or {}))
+    cluster = model.cluster
+    if cluster.gpus is None and cluster.plan is None and "gpus" not in grid and "plan" not in grid:
         raise UserError("config key 'cluster' needs gpus = N or plan = \"FILE\"")
-    return SweepConfig(name, Path(base_dir), trace, profiles, gpus, plan, policies, run, grid)
+    capacity = None
+    if model.capacity is not None:
+        capacity = _capacity(model.capacity, grid, policies, list((data.get("capacity") or {}).get("grid") or {}))
+    return SweepConfig(name, Path(base_dir), trace, profiles, cluster.gpus, cluster.plan, policies, run, grid,
+                       capacity)
 
 
-def _table(data: Mapping[str, Any], key: str) -> dict:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise UserError(f"config key '{key}' must be a table ([{key}]), got {value!r}")
-    return dict(value)
+def _component_or_error(name: str) -> str:
+    try:
+        return component(name)
+    except ValueError as exc:
+        raise UserError(f"name: {exc} (give name = \"…\" in the config)") from None
 
 
-def _policies(value: Any) -> list[PolicyEntry]:
+def _validated(model: Any, data: Any, where: str) -> Any:
+    """``model.model_validate(data)``, a failure as one line with ``where`` before the key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        line = one_line(exc, model)
+        unknown = "unknown config key '"
+        raise UserError(line.replace(unknown, f"{unknown}{where}.") if line.startswith(unknown)
+                        else f"{where}.{line}") from None
+
+
+def _policies(items: list) -> list[PolicyEntry]:
     from shepherd.core.policies import registry
 
-    if not value:
-        raise UserError("config key 'policies' is empty: name at least one policy")
-    if not isinstance(value, list):
-        raise UserError(f"config key 'policies' must be a list, got {value!r}")
     out: list[PolicyEntry] = []
-    for i, item in enumerate(value):
-        if isinstance(item, str):
-            item = {"name": item}
-        if not isinstance(item, dict) or "name" not in item:
-            raise UserError(f"policies[{i}]: {item!r} is neither a policy name nor a table with name = …")
-        for key in item:
-            if key not in ("name", "label", "options"):
-                raise UserError(f"unknown config key 'policies[{i}].{key}' (known: name, label, options)")
-        name = _kind(item["name"], str, f"policies[{i}].name")
-        registry.get(name)  # unknown policy: its own one-line error
-        options = item.get("options", {})
-        if not isinstance(options, dict):
-            raise UserError(f"policies[{i}].options must be a table, got {options!r}")
-        checked = {k: _option(name, k, v, f"policies[{i}].options.{k}") for k, v in options.items()}
-        out.append(PolicyEntry(_kind(item.get("label", name), str, f"policies[{i}].label"), name, checked))
+    for i, item in enumerate(items):
+        entry = PolicySection(name=item) if isinstance(item, str) else item
+        cls = registry.get(entry.name).config_cls  # unknown policy: its own one-line error
+        checked = _validated(options_model(cls), entry.options, f"policies[{i}].options")
+        out.append(PolicyEntry(entry.label or entry.name, entry.name, checked.model_dump(exclude_unset=True)))
     labels = [p.label for p in out]
     if len(set(labels)) != len(labels):
         raise UserError("policies repeat a label: give each entry its own label = …")
     return out
 
 
-def _option(policy: str, key: str, value: Any, where: str) -> Any:
-    """A policy option checked against the field type of the policy's config dataclass."""
+def _grid(grid: Any, policies: list[PolicyEntry], table: str, exclude: tuple[str, ...] = (),
+          order: list[str] = ()) -> dict[str, list]:
+    """The checked grid, its axes in the config's ``order``: typed axes from the schema,
+    ``trace.<option>`` / ``policy.<option>`` checked here."""
     from shepherd.core.policies import registry
-
-    cls = registry.get(policy).config_cls
-    fields = {f.name for f in dataclasses.fields(cls)}
-    if key not in fields:
-        raise UserError(f"unknown config key '{where}': policy '{policy}' has no option '{key}' "
-                        f"(known: {', '.join(sorted(fields)) or 'none'})")
-    kind = typing.get_type_hints(cls).get(key, str)
-    return _kind(value, kind, where) if kind in (int, float, str, bool) else value
-
-
-def _grid(grid: dict, policies: list[PolicyEntry]) -> dict[str, list]:
-    from shepherd.core.policies import registry
+    from shepherd.experiments.sweep_schema import _axis
 
     out: dict[str, list] = {}
-    for key, values in grid.items():
-        where = f"grid.{key}"
-        if not isinstance(values, list):
-            values = [values]
-        if not values:
-            raise UserError(f"{where} is empty: give at least one value")
-        if key in GRID_AXES:
-            values = [_kind(v, GRID_AXES[key], where) for v in values]
-            if key == "policy":
-                labels = [p.label for p in policies]
-                bad = [v for v in values if v not in labels]
-                if bad:
-                    raise UserError(f"{where}: '{bad[0]}' is not a listed policy (listed: {', '.join(labels)})")
-        elif key.startswith("policy."):
-            option = key.split(".", 1)[1]
-            having = [p for p in policies if option in {f.name for f in dataclasses.fields(registry.get(p.name).config_cls)}]
+    given = {**grid.model_dump(exclude_none=True), **(grid.model_extra or {})}
+    for key, values in sorted(given.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        where = f"{table}.{key}"
+        if key in exclude:
+            raise UserError(f"{where}: a capacity search finds the load; {key} cannot be an axis here")
+        try:
+            values = _axis(values)
+        except ValueError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        prefix, _, option = key.partition(".")
+        if key == "policy":
+            labels = [p.label for p in policies]
+            bad = [v for v in values if v not in labels]
+            if bad:
+                raise UserError(f"{where}: '{bad[0]}' is not a listed policy (listed: {', '.join(labels)})")
+        elif prefix == "policy" and option:
+            models = [options_model(registry.get(p.name).config_cls) for p in policies]
+            having = [m for m in models if option in m.model_fields]
             if not having:
                 raise UserError(f"unknown grid key '{key}': no listed policy has option '{option}'")
-            values = [_option(having[0].name, option, v, where) for v in values]
-        elif key.startswith("trace."):
-            if any(isinstance(v, (dict, list)) for v in values):
-                raise UserError(f"{where}: values must be numbers or strings")
-        else:
+            values = [getattr(_validated(having[0], {option: v}, f"{table}.policy"), option) for v in values]
+        elif prefix == "trace" and option:
+            if option not in TraceSection.model_fields or option in ("name", "path"):
+                raise UserError(f"unknown grid key '{key}': no trace option '{option}' (known: "
+                                f"{', '.join(k for k in TraceSection.model_fields if k not in ('name', 'path'))})")
+            values = [getattr(_validated(TraceSection, {option: v}, f"{table}.trace"), option) for v in values]
+        elif key not in GRID_AXES:
             known = ", ".join(list(GRID_AXES) + ["policy.<option>", "trace.<option>"])
             raise UserError(f"unknown grid key '{key}' (known: {known})")
-        if len(set(map(repr, values))) != len(values):
-            raise UserError(f"{where} repeats a value")
         out[key] = values
     return out
+
+
+def _capacity(section: CapacitySection, grid: dict[str, list], policies: list[PolicyEntry],
+              order: list[str]) -> Capacity:
+    from shepherd.core.capacity import Target
+
+    for i, text in enumerate(section.target):
+        try:
+            Target.parse(text)
+        except UserError as exc:
+            raise UserError(f"capacity.target[{i}]: {exc}") from None
+    if len(set(section.target)) != len(section.target):
+        raise UserError("capacity.target repeats a target")
+    if section.max_load <= section.min_load or not section.min_load <= section.start <= section.max_load:
+        raise UserError(f"capacity: need min_load ≤ start ≤ max_load and min_load < max_load, got "
+                        f"{section.min_load:g}, {section.start:g}, {section.max_load:g}")
+    if section.grid is not None:
+        cgrid = _grid(section.grid, policies, "capacity.grid", exclude=("load",), order=order)
+    else:
+        cgrid = {k: v for k, v in grid.items() if k != "load"}
+    return Capacity(list(section.target), section.start, section.rel_tol, section.min_load, section.max_load,
+                    section.probes, cgrid)

@@ -25,19 +25,38 @@ def md_c_inputs(tmp_path, seconds=240.0, base_rps=100.0):
 
 def test_cli_finds_the_md_c_capacity_within_3_percent(cli, tmp_path):
     trace, prof = md_c_inputs(tmp_path)
+    out = tmp_path / "cap"
     r = cli("capacity", "--trace", trace, "--profiles", prof, "--policy", "clockwork", "--gpus", "4",
-            "--max-batch", "8", "--target", "attainment=0.99", "--start", "2", "--rel-tol", "0.01")
+            "--max-batch", "8", "--target", "attainment=0.99", "--start", "2", "--rel-tol", "0.01", "-o", out)
     assert r.code == 0, r.err
-    line = next(ln for ln in r.out.splitlines() if "mean ± 95 %" in ln)
-    value = float(line.split("│")[2].split("±")[0])
-    assert value == pytest.approx(4.0, rel=0.03)
-    assert "bracket" in r.out
+    row = pl.read_parquet(out / "results.parquet").row(0, named=True)
+    assert row["capacity"] == pytest.approx(4.0, rel=0.03)
+    assert row["capacity"] < row["bracket_hi"] <= row["capacity"] * 1.0101
+    assert row["binding_model"] == "m" and row["binding_attainment"] >= 0.99 > row["binding_attainment_above"]
+    assert "m 1/1" in r.out  # the binding model, on 1 of 1 seeds
+    report = (out / "REPORT.md").read_text()
+    assert "| m (1/1) |" in report and "figures/capacity-capacity.png" in report
 
 
-def test_unreachable_and_bad_targets_are_one_line_errors(cli, tmp_path):
+def test_an_unreachable_point_is_capacity_zero_and_bad_input_is_one_line(cli, tmp_path):
     trace, prof = md_c_inputs(tmp_path, seconds=5.0)
     base = ["capacity", "--trace", trace, "--profiles", prof, "--policy", "clockwork", "--gpus", "1", "--max-batch", "8"]
-    assert_user_error(cli(*base, "--slo-ms", "5"), "unreachable")  # 10 ms service never meets a 5 ms SLO
-    assert_user_error(cli(*base, "--target", "attainment=1.5"), "attainment", "1.5")
-    assert_user_error(cli(*base, "--target", "speed=1"), "speed")
-    assert_user_error(cli(*base, "--seeds", "a,b"), "--seeds", "a,b")
+    r = cli(*base, "--slo-ms", "5", "-o", tmp_path / "zero", "-j", "1")  # 10 ms service never meets a 5 ms SLO
+    assert r.code == 0, r.err
+    row = pl.read_parquet(tmp_path / "zero" / "results.parquet").row(0, named=True)
+    assert row["capacity"] == 0.0 and row["binding_model"] == "m" and row["binding_attainment"] is None
+    assert "not met even at load" in r.err and "capacity 0" in (tmp_path / "zero" / "REPORT.md").read_text()
+    bad = tmp_path / "bad"
+    for args, needles in [(("--target", "attainment=1.5"), ("attainment", "1.5")),
+                          (("--target", "speed=1"), ("speed",)),
+                          (("--seeds", "a,b"), ("--seeds", "a,b")),
+                          (("--seeds", "0,0"), ("--seeds", "repeats seed 0")),
+                          (("--seeds", "0,1", "--seed", "3"), ("--seeds", "--seed")),
+                          (("--replicas", "2"), ("trace file", "redraw_window_s")),  # identical replicas
+                          (("--grid", "load=1,2"), ("load",)),
+                          (("--grid", "slo_ms=5,-1"), ("slo_ms", "-1")),
+                          (("--set", "nope=1"), ("nope",)),
+                          (("--set", "trace.nope=1"), ("trace.nope",)),
+                          (("--jobs", "0"), ("--jobs",))]:
+        assert_user_error(cli(*base, *args, "-o", bad), *needles)
+        assert not bad.exists(), args  # a bad config leaves nothing behind

@@ -23,6 +23,7 @@ import polars as pl
 from shepherd.core.artifacts import read_artifact, read_trace_compact
 from shepherd.core.errors import UserError
 from shepherd.traces import checks, expand, registry
+from shepherd.traces.redraw import redraw
 
 
 @dataclass
@@ -77,12 +78,18 @@ def load_trace(spec: str, *, seed: int = 0, compact: bool = False, **options: An
     """
     checks.seed(seed)
     path = Path(spec)
+    redraw_s = options.pop("redraw_window_s", None)
     if path.exists():
         art = (read_trace_compact(path) if compact and options.get("load") is None else None) or read_artifact(
             path, "trace")
         config = dict(art.provenance.get("config", {}))
         synthetic = bool(config.get("synthetic", False))
         frame = art.frame
+        if redraw_s is not None:
+            checks.positive("redraw_window_s", redraw_s, what="s")
+            window_us = max(1, int(round(float(redraw_s) * 1e6)))
+            frame = redraw(frame, seed, window_us, declared_span_us(config))
+            config.update(redraw_window_s=float(redraw_s), redraw_seed=seed)
         load = options.get("load")
         if load is not None:
             checks.positive("--rate", load, what="requests/s")
@@ -94,6 +101,9 @@ def load_trace(spec: str, *, seed: int = 0, compact: bool = False, **options: An
             config.update(load=float(load), load_factor=factor)
         return LoadedTrace(frame, path.name, [path], synthetic, config)
     entry = registry.lookup(spec)
+    if redraw_s is not None and entry is not None:
+        raise UserError(f"redraw_window_s re-draws a trace FILE per seed; '{spec}' is a named trace, "
+                        "already drawn afresh from each seed")
     if entry is None:
         raise UserError(f"trace '{spec}' is neither a file nor a known trace name "
                         f"(known: {', '.join(registry.TRACES)})")
