@@ -19,6 +19,9 @@ MAX_MEASURE_BATCH = 256
 MAX_WORKERS = 100_000
 #: Nexus's independent frontends (Symphony §3.3 uses up to 64); per-frontend state is allocated up front
 MAX_FRONTENDS = 10_000
+#: cells of one sweep or capacity grid (policies × axis values): each cell is a simulation, and the grid is
+#: expanded, listed and cached cell by cell — a 10,000 × 10,000 grid would take gigabytes to list at all
+MAX_GRID_CELLS = 100_000
 #: MPS level of a PPipe plan (zero-based: a 1/(mps+1) share of a GPU; the artifact uses 0–3)
 MAX_MPS_LEVEL = 15
 
@@ -29,6 +32,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "gpus": (1, MAX_WORKERS),
     "frontends": (1, MAX_FRONTENDS),
     "mps": (0, MAX_MPS_LEVEL),
+    "grid_cells": (1, MAX_GRID_CELLS),
 }
 
 
@@ -36,4 +40,5 @@ def check_bound(name: str, value: float, what: str | None = None) -> None:
     """Raise a one-line :class:`UserError` when ``value`` lies outside ``BOUNDS[name]``."""
     low, high = BOUNDS[name]
     if not low <= value <= high:
-        raise UserError(f"{what or name} must be in [{low:,}, {high:,}], got {value:g}")
+        shown = f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+        raise UserError(f"{what or name} must be in [{low:,}, {high:,}], got {shown}")

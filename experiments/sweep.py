@@ -57,11 +57,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import polars as pl
 
+from shepherd.core import bounds
 from shepherd.core.errors import UserError
 from shepherd.experiments.base import Cell, Experiment, Section
 from shepherd.experiments.registry import register
@@ -103,6 +105,9 @@ def cells(config: SweepConfig) -> list[Cell]:
     from shepherd.traces import registry as traces
 
     axes = list(config.grid)
+    size = len(config.policies) * math.prod(len(config.grid[a]) for a in axes)
+    bounds.check_bound("grid_cells", size, f"the grid's size ({len(config.policies)} policies × "
+                       + " × ".join(f"{len(config.grid[a])} {a}" for a in axes) + " cells)")
     combos = list(itertools.product(*(config.grid[a] for a in axes))) if axes else [()]
     by_label = {p.label: p for p in config.policies}
     files: dict[tuple, dict] = {}

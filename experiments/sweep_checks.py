@@ -34,6 +34,7 @@ def check(grid: list[Cell]) -> None:
     from shepherd.core.policies import registry
 
     seen: set[str] = set()
+    kind_of: dict[str, str | None] = {}
 
     def once(key: str) -> bool:
         if key in seen:
@@ -50,18 +51,40 @@ def check(grid: list[Cell]) -> None:
                 config.validate()
         if p["overhead"] and once(f"overhead {p['policy_name']} {p['overhead']}"):
             dataclasses.replace(spec.cls.default_overhead, mode=p["overhead"]).validate()
+        given = {"profiles"} if not p.get("_profiles_path") else set()  # a built-in table is a profiles frame
         for name, kinds in (("trace", ("trace",)), ("plan", ("plan", "pipeline_plan")),
                             ("profiles", ("profiles", "block_profiles"))):
             path = p.get(f"_{name}_path")
-            if path and once(f"file {path}"):
-                _check_kind(Path(path), kinds, name)
+            if path:
+                if once(f"file {name} {path}"):  # one file may be named twice, as two kinds: check each
+                    kind_of[path] = _check_kind(Path(path), kinds, name)
+                given.add(kind_of[path] or name)
+        if once(f"requires {p['policy_name']} {sorted(given)}"):
+            _check_requires(p["policy_name"], spec.cls.requires, given)
         if "profiles" in spec.cls.requires:
             key = f"models {p['_trace_path'] or p['_trace_name']} {p['trace_options']!r} {p['_profiles_name']}"
             if once(key):
                 _check_trace_models(p)
 
 
-def _check_kind(path: Path, kinds: tuple[str, ...], what: str) -> None:
+def _check_requires(policy: str, requires: tuple[str, ...], given: set[str]) -> None:
+    """The artifact kinds ``policy`` requires are among the cell's inputs, and a pipeline plan goes only to a
+    policy that reads one — the checks :func:`shepherd.core.engine.simulate.simulate` makes, made up front."""
+    from shepherd.core.engine.simulate import KIND_HINTS
+
+    missing = [k for k in requires if k not in given]
+    if missing:
+        raise UserError(f"policy '{policy}' requires {KIND_HINTS.get(missing[0], missing[0])}: give it in the "
+                        "config (cluster.plan, profiles)")
+    if "pipeline_plan" in given and "pipeline_plan" not in requires:
+        from shepherd.core.policies import registry
+
+        takers = [n for n in registry.names() if "pipeline_plan" in registry.get(n).cls.requires]
+        raise UserError(f"a pipeline plan runs on a pipeline data plane ({' or '.join(takers)}), "
+                        f"not on policy '{policy}'")
+
+
+def _check_kind(path: Path, kinds: tuple[str, ...], what: str) -> str | None:
     from shepherd.core.artifacts import artifact_kind
 
     try:
@@ -70,6 +93,7 @@ def _check_kind(path: Path, kinds: tuple[str, ...], what: str) -> None:
         raise UserError(f"{what} {path.name}: not a readable Parquet artifact ({str(exc).splitlines()[0]})") from None
     if kind is not None and kind not in kinds:
         raise UserError(f"{what} {path.name} is a {kind} artifact, not a {' or '.join(kinds)}")
+    return kind
 
 
 def _check_trace_models(p: dict) -> None:

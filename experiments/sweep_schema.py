@@ -20,12 +20,15 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+from shepherd.core.bounds import MAX_BATCH, MAX_WORKERS
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 #: grid axes besides ``trace.<option>`` and ``policy.<option>``: their values' types
 GRID_AXES = {"load": Positive, "slo_ms": Positive, "seed": Annotated[int, Field(ge=0)],
-             "gpus": Annotated[int, Field(ge=1)], "max_batch": Annotated[int, Field(ge=1)],
+             "gpus": Annotated[int, Field(ge=1, le=MAX_WORKERS)],
+             "max_batch": Annotated[int, Field(ge=1, le=MAX_BATCH)],
              "trace": str, "profiles": str, "plan": str, "policy": str}
 #: TraceOptions fields a sweep sets elsewhere: ``load`` is ``rate``, ``seed`` is run.seed / grid.seed,
 #: ``path`` is the trace file here (a MAF directory is not a sweep option)
@@ -129,7 +132,7 @@ def options_model(config_cls: type) -> type[BaseModel]:
 
 
 class ClusterSection(_Section):
-    gpus: Optional[int] = Field(None, ge=1, description="identical workers, one serving group")
+    gpus: Optional[int] = Field(None, ge=1, le=MAX_WORKERS, description="identical workers, one serving group")
     plan: Optional[str] = Field(None, description="a plan artifact (serving groups)")
 
 
@@ -143,7 +146,7 @@ class RunSection(_Section):
     load: Optional[float] = Field(None, gt=0, allow_inf_nan=False, description="× the trace's native rate")
     slo_ms: Optional[float] = Field(None, gt=0, allow_inf_nan=False, description="every request's SLO, ms")
     seed: Optional[int] = Field(None, ge=0)
-    max_batch: Optional[int] = Field(None, ge=1)
+    max_batch: Optional[int] = Field(None, ge=1, le=MAX_BATCH)
     overhead: Optional[str] = Field(None, description="scheduler overhead mode")
     hardware: Optional[str] = None
 

@@ -89,6 +89,11 @@ def test_values_a_cell_would_reject_are_rejected_before_any_folder(cli, tmp_path
     (["trace.duration_min=1.5"], ("trace.duration_min", "1.5")),
     (["trace.models=[]"], ("trace.models", "empty")),
     (["grid.seed=[0, 0]"], ("grid.seed", "repeats")),
+    (["grid.max_batch=[100000000]"], ("grid.max_batch", "4096")),  # the bounds table (core/bounds.py)
+    (["grid.gpus=[1000000000]"], ("grid.gpus", "100000")),
+    (["run.max_batch=100000000"], ("run.max_batch", "4096")),
+    (["cluster.gpus=100000000"], ("cluster.gpus", "100000")),
+    (["policies=[\"ppipe\"]"], ("ppipe", "pipeline plan")),
 ])
 def test_overrides_go_through_the_same_schema(cli, tmp_path, sets, needles):
     args = [a for s in sets for a in ("--set", s)]
@@ -104,6 +109,23 @@ def test_input_files_are_checked_for_their_kind(cli, tmp_path):
     assert_user_error(cli("sweep", path, "--set", 'cluster.plan="t.parquet"', "--dry-run"), "t.parquet", "trace")
     assert_user_error(cli("sweep", path, "--set", 'cluster.plan="none.parquet"', "--dry-run"), "none.parquet")
     assert_user_error(cli("sweep", tmp_path, "--dry-run"), "folder")
+
+
+def test_one_file_named_as_two_kinds_is_checked_as_each(cli, tmp_path):
+    frame = assemble([poisson(np.random.default_rng(0), 20.0, 1_000_000)], ["ResNet50"], [100_000])
+    write_artifact(frame, tmp_path / "t.parquet", "trace", make_provenance({}, 0))
+    path = config(tmp_path, extra="")
+    r = cli("sweep", path, "--set", 'trace={path = "t.parquet"}', "--set", 'cluster.plan="t.parquet"', "--dry-run")
+    assert_user_error(r, "plan t.parquet", "trace artifact")
+
+
+def test_a_huge_grid_is_refused_before_it_is_expanded(cli, tmp_path):
+    loads = ", ".join(f"{x}.0" for x in range(1, 1001))
+    seeds = ", ".join(str(x) for x in range(1000))
+    out = tmp_path / "out"  # listing these 2 M cells took minutes and gigabytes: refused from the axes' lengths
+    r = cli("sweep", config(tmp_path), "--set", f"grid.load=[{loads}]", "--set", f"grid.seed=[{seeds}]", "-o", out)
+    assert_user_error(r, "grid's size", "1000 load", "1000 seed", "2,000,000")
+    assert not out.exists()
 
 
 def test_schema_for_editors_and_seed_options(cli, tmp_path):
