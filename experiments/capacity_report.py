@@ -147,7 +147,6 @@ def is_capacity_folder(path: Path) -> bool:
 
 def report_folder(folder: Path) -> tuple[Path, Section, int]:
     """``shepherd report FOLDER`` on a capacity grid's results: the figure and REPORT.md drawn again."""
-    import json
 
     from shepherd.core.artifacts import read_artifact
     from shepherd.core.errors import UserError
@@ -160,10 +159,9 @@ def report_folder(folder: Path) -> tuple[Path, Section, int]:
     frame = read_artifact(path, "results").frame
     if frame.height == 0:
         raise UserError(f"{path} has no finished searches")
-    try:
-        meta = json.loads((folder / MARKER).read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{folder / MARKER} is damaged ({type(exc).__name__}): rerun `shepherd capacity`") from None
+    from shepherd.experiments.runs import read_marker
+
+    meta = read_marker(folder / MARKER)
     name = str(meta.get("config", {}).get("name", folder.name))
     report, section = write_report(folder, frame, list(meta.get("swept", [])), name, MARKER)
     return report, section, frame.height

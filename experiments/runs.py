@@ -101,16 +101,25 @@ def resolve_run(spec: str, root: Path) -> Path:
     return Path(hits["where"][0])
 
 
+def read_marker(path: Path) -> dict:
+    """A grid's ``sweep.json`` / ``capacity.json``, or one ``error:`` line when it is damaged (not JSON, not an
+    object): the folder was written by an interrupted or hand-edited run."""
+    try:
+        meta = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path} is damaged ({type(exc).__name__}): rerun the command that wrote it") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{path} is damaged (not a JSON object): rerun the command that wrote it")
+    return meta
+
+
 def describe_run(folder: Path) -> tuple[dict, pl.DataFrame | None]:
     """(config and provenance, results table) of the run in ``folder``."""
     from shepherd.core.artifacts import read_artifact
 
     marker = next((m for m in GRID_MARKERS if (folder / m).is_file()), None)
     if marker is not None:
-        try:
-            meta = json.loads((folder / marker).read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{folder / marker} is damaged ({type(exc).__name__}): rerun the command that wrote it")
+        meta = read_marker(folder / marker)
         results = folder / "results.parquet"
         return meta, (pl.read_parquet(results) if results.is_file() else None)
     art = read_artifact(folder / "summary.parquet", "summary")

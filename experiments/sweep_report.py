@@ -88,7 +88,6 @@ def is_sweep_folder(path: Path) -> bool:
 
 def report_folder(folder: Path) -> tuple[Path, Section, int]:
     """Figures into ``folder/figures`` and ``folder/REPORT.md`` from a sweep's results; (report, section, rows)."""
-    import json
     import os
 
     from shepherd.core.artifacts import read_artifact, write_bytes_atomic
@@ -103,7 +102,9 @@ def report_folder(folder: Path) -> tuple[Path, Section, int]:
     art = read_artifact(path, "results")
     if art.frame.height == 0:
         raise UserError(f"{path} has no finished cells")
-    meta = json.loads((folder / CONFIG_NAME).read_text())
+    from shepherd.experiments.runs import read_marker
+
+    meta = read_marker(folder / CONFIG_NAME)
     name = str(meta.get("config", {}).get("name", folder.name))
     try:
         section = draw(art.frame, folder / "figures", meta.get("swept", []), name)

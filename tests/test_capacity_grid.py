@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 
 from shepherd.experiments import capacity_sweep as cs
 from shepherd.experiments import sweep as sw
+
+from conftest import assert_user_error
 
 STUDY = """
 name = "cap-grid"
@@ -77,3 +80,17 @@ def test_runs_list_shows_a_damaged_grid_folder_and_the_rest(cli, tmp_path):
     r = cli("runs", "list", "--results", tmp_path)
     assert r.code == 0, r.err
     assert "damaged" in r.out and "fine" in r.out and "capacity" in r.out
+
+
+@pytest.mark.parametrize("marker, text", [("sweep.json", "{not json"), ("capacity.json", "[1, 2]"),
+                                          ("sweep.json", "")])
+def test_report_of_a_damaged_grid_folder_is_one_line(cli, tmp_path, marker, text):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / marker).write_text(text)
+    pl.DataFrame({"policy": ["flex"]}).write_parquet(folder / "results.parquet")
+    r = cli("report", folder)
+    assert_user_error(r, marker, "damaged")
+    assert not (folder / "REPORT.md").exists() and not (folder / "figures").exists()
+    r = cli("runs", "show", folder)
+    assert r.code == 2, r.out
