@@ -69,3 +69,19 @@ def test_a_wrapped_refusal_is_found_in_the_chain_and_by_its_text():
 def test_other_errors_stay_internal():
     assert environment_error(ValueError("bug")) is None
     assert environment_error(OSError(errno.ENOENT, "No such file", "x")) is None
+
+
+def test_a_sweep_that_cannot_write_its_cell_stops_in_one_line_and_resumes(tmp_path):
+    """The grid runner's writes go through the same handler: no half-written cell or results table; the same
+    command without the limit then runs the cell (the folder is a resumable run, not a partial artifact)."""
+    (tmp_path / "s.toml").write_text('name = "s"\npolicies = ["flex"]\n[trace]\nname = "maf-synthetic"\n'
+                                     'duration_min = 1\nsynthetic_rate = 40.0\nfunctions = 10\n[cluster]\ngpus = 2\n')
+    args = ["sweep", "s.toml", "-o", "out", "-j", "1"]
+    r = _limited(args, tmp_path, 2048)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("error")]
+    assert r.returncode == 2, r.stderr
+    assert len(lines) == 1 and "EFBIG" in lines[0] and "cells" in lines[0], r.stderr
+    assert not list((tmp_path / "out").rglob("*.parquet"))
+    r = _limited(args, tmp_path, resource.RLIM_INFINITY)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "results.parquet").is_file()
