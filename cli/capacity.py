@@ -96,7 +96,8 @@ def _data(config: Optional[Path], trace: Optional[str], policy: Optional[List[st
 
     if config is not None:
         if not config.is_file():
-            raise UserError(f"capacity config {config} not found" + (" (it is a folder)" if config.is_dir() else ""))
+            raise UserError(f"capacity config {config} is a folder, not a TOML file" if config.is_dir()
+                            else f"capacity config {config} not found")
         try:
             data = tomllib.loads(config.read_bytes().decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -84,7 +84,8 @@ def read_config(path: Path, overrides: list[str] = ()) -> SweepConfig:
     """Read and check a sweep config; ``overrides`` are ``key=value`` (dotted keys, TOML values)."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"sweep config {path} not found" + (" (it is a folder)" if path.is_dir() else ""))
+        raise UserError(f"sweep config {path} is a folder, not a TOML file (a sweep's results? `shepherd "
+                        "report` reads those)" if path.is_dir() else f"sweep config {path} not found")
     try:
         data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
