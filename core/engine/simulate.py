@@ -11,6 +11,7 @@ its runtime (cluster and dense tables), routes the requests to serving groups
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -158,6 +159,8 @@ def simulate(
         counters = fast.run_fast(eng, policy, cfg, runtime, max_batch, make_policy)  # an empty trace too: its counters
         per_group = counters if counters is not None else [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
+    if apart:
+        _note_apart_unused(eng_cfg, len(cluster.groups), fast_path, ovh.mode)
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,
                                hw_pos)
@@ -176,6 +179,24 @@ def simulate(
         seed=seed, models=models, hardware=runtime.hardware, cluster=cluster, engine=eng,
         trace_stream=stream, extra={"policy_stats": stats} if stats else {},
     )
+
+
+def _note_apart_unused(eng_cfg: EngineConfig, n_groups: int, fast_path: bool, overhead_mode: str) -> None:
+    """One line on stderr when ``--groups apart`` / ``--jobs`` / ``--executor ray`` were asked for but will not be
+    used (issue 33 item 8: they were ignored silently): one serving group has nothing to split; the compiled
+    engine runs every group in this process; emulated overhead couples the groups through the wall clock."""
+    asked = ", ".join(o for o, on in (("--groups apart", eng_cfg.groups == "apart"), (f"--jobs {eng_cfg.jobs}",
+                                       eng_cfg.jobs > 1), ("--executor ray", eng_cfg.executor == "ray")) if on)
+    if n_groups <= 1:
+        why = "the cluster has one serving group: nothing to run apart"
+    elif fast_path:
+        why = (f"the compiled engine runs the {n_groups} serving groups in this process (same tables); "
+               "add --engine reference to run them apart")
+    elif overhead_mode == "emulation":
+        why = "emulated overhead times one loop on the wall clock: the groups run in it together"
+    else:
+        return
+    sys.stderr.write(f"note: {asked} not used: {why}\n")
 
 
 def _run_apart(eng: Engine, policy: str, cfg: Any, runtime: Any, models: list[str], max_batch: int,
