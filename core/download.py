@@ -40,6 +40,12 @@ def user_cache() -> Path:
     return Path(pooch.os_cache("shepherd"))
 
 
+def cache_root() -> Path:
+    """Where downloaded data goes: ``$SHEPHERD_DATA``, else :func:`user_cache`."""
+    env = os.environ.get("SHEPHERD_DATA")
+    return Path(env).expanduser() if env else user_cache()
+
+
 def check_url(url: str, option: str = "--url") -> str:
     """``url`` if it can be fetched: an http(s)/ftp URL with a host, or a ``file:`` URL."""
     text = str(url).strip()

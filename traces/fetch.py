@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from shepherd.core.download import Progress, check_url, retrieve, user_cache  # noqa: F401 - check_url: the CLI's
+from shepherd.core.download import Progress, cache_root, check_url, retrieve  # noqa: F401 - check_url: the CLI's
 from shepherd.core.errors import UserError
 from shepherd.core.hashing import is_sha256, sha256_file
 from shepherd.core.outputs import normal_mode, write_bytes_atomic
@@ -90,8 +90,7 @@ DATASETS: dict[str, Dataset] = {
 
 def data_root() -> Path:
     """The cache directory: ``$SHEPHERD_DATA``, else the user's cache folder (``~/.cache/shepherd`` on Linux)."""
-    env = os.environ.get("SHEPHERD_DATA")
-    return Path(env).expanduser() if env else user_cache()
+    return cache_root()
 
 
 def dataset(name: str) -> Dataset:
