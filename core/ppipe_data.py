@@ -30,7 +30,10 @@ change), so no SHA-256 of the archive is pinned. What is pinned is the
 manifest (``<file sha256>  <path>`` per line, sorted by path) of the
 :data:`FILE_COUNT` extracted files, computed on the team's byte-for-byte copy
 of ``data/`` at :data:`COMMIT`. An archive whose files differ in any byte, or
-lack one, is refused with nothing installed.
+lack one, is refused with nothing installed. The commit is the one that copy's
+README records (2025-05-16); a public code index of the repository shows the
+data files last changed in commits ``aeb0e79`` (timings, mappings) and
+``e74802d`` (``model_list.txt``, whose 18 lines match the copy), both before it.
 """
 
 from __future__ import annotations
