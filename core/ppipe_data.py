@@ -33,7 +33,7 @@ of ``data/`` at :data:`COMMIT`. An archive whose files differ in any byte, or
 lack one, is refused with nothing installed. The commit is the one that copy's
 README records (2025-05-16); a public code index of the repository shows the
 data files last changed in commits ``aeb0e79`` (timings, mappings) and
-``e74802d`` (``model_list.txt``, whose 18 lines match the copy), both before it.
+``e74802d`` (``model_list.txt``, whose 18 lines match the copy).
 """
 
 from __future__ import annotations
