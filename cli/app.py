@@ -15,6 +15,7 @@ import typer
 
 from shepherd import __version__
 from shepherd.cli import capacity as capacity_cmd
+from shepherd.cli import data as data_cmd
 from shepherd.cli import plan as plan_cmd
 from shepherd.cli import profile as profile_cmd
 from shepherd.cli import reproduce as reproduce_cmd
@@ -65,6 +66,7 @@ app.command("report")(reproduce_cmd.report_cmd)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("capacity")(capacity_cmd.capacity)
 app.add_typer(runs_cmd.app, name="runs")
+app.add_typer(data_cmd.app, name="data")
 
 
 def _one_line(message: str) -> str:

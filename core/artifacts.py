@@ -27,7 +27,6 @@ is not part of the artifact's bytes. :func:`read_artifact` returns it as
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -42,6 +41,7 @@ import pyarrow.parquet as pq
 
 from shepherd import __version__
 from shepherd.core.errors import UserError
+from shepherd.core.hashing import sha256_file  # noqa: F401 - re-exported: the one file-digest helper
 from shepherd.core.outputs import (  # noqa: F401 - re-exported: the output helpers live with the artifacts
     artifact_dir,
     atomic_path,
@@ -368,15 +368,6 @@ def conform(df: pl.DataFrame, kind: str, source: str = "") -> pl.DataFrame:
 
 
 # --------------------------------------------------------------------------- provenance
-
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes (content hash of an input artifact)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def git_commit() -> str | None:
     """The commit of the checkout this package runs from, when it is a git checkout."""

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import settings
 
 from shepherd.cli.app import main
+from shepherd.core import ppipe_data
 
 # Property tests draw their examples deterministically, so a CI run is
 # reproducible; run with HYPOTHESIS_PROFILE=explore to search afresh.
@@ -20,17 +21,32 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _find_shared() -> Path:
-    """The team's shared folder of real data: ``$SHEPHERD_SHARED``, else ``../shared``
-    beside the checkout, else ``/work/shared`` (where a clone elsewhere finds it)."""
-    candidates = [os.environ.get("SHEPHERD_SHARED"), Path(__file__).resolve().parents[2] / "shared",
-                  "/work/shared"]
-    for c in candidates:
-        if c and (Path(c) / "data").is_dir():
-            return Path(c)
-    return Path(__file__).resolve().parents[2] / "shared"
+    """A team's shared folder of real data: ``$SHEPHERD_SHARED``, else ``../shared`` beside the checkout
+    (which may not exist: tests that need it skip, saying so)."""
+    env = os.environ.get("SHEPHERD_SHARED")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
 
 
 SHARED = _find_shared()
+
+#: the PPipe authors' profiling data, found the way the toolkit finds it (``shepherd.core.ppipe_data.locate``)
+PPIPE_FOUND = ppipe_data.locate()
+PPIPE_DATA = PPIPE_FOUND or ppipe_data.install_dir()  # a path either way; absent when PPIPE_FOUND is None
+PPIPE_MISSING = ("needs the PPipe authors' profiling data: run `shepherd data fetch ppipe` "
+                 "(or set SHEPHERD_SHARED to a folder holding data/ppipe)")
+needs_ppipe = pytest.mark.skipif(PPIPE_FOUND is None, reason=PPIPE_MISSING)
+
+
+MAF_SAMPLES = SHARED / "data" / "maf2019-sample"
+
+
+def needs_maf_samples(subset: str = "") -> pytest.MarkDecorator:
+    """Skip unless the real MAF 2019 sample folders (vHive's, in the layout ``<N>/invocations.csv``) are there."""
+    rel = f"data/maf2019-sample/{subset + '/' if subset else ''}"
+    return pytest.mark.skipif(not (SHARED / rel).exists(),
+                              reason=f"needs the vHive samples of MAF 2019 at $SHEPHERD_SHARED/{rel}: copy "
+                                     "data/traces/{1,5,10,100,500} of github.com/vhive-serverless/invitro there "
+                                     "and set SHEPHERD_SHARED")
 
 
 @dataclass

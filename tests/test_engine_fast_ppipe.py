@@ -29,7 +29,7 @@ from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 from test_engine_fast import assert_same
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
 pytest.importorskip("numba")
 
@@ -169,8 +169,8 @@ def _tiny():
 
 # --------------------------------------------------------------------------- three fixed medium workloads
 
-DATA = SHARED / "data" / "ppipe"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+needs_data = needs_ppipe
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ and expected to stay identical through any refactoring of the engine: a
 change here is a change of behaviour. Whole-model policies (flex, flex-np,
 clockwork, nexus) run two small workloads (one serving group; two groups
 routed by stream with mixed SLOs); the PPipe data planes (ppipe, reactive)
-run two real PPipe plans solved from ``../shared/data/ppipe``.
+run two real PPipe plans solved from the PPipe authors' data (``shepherd data fetch ppipe``).
 
 The hash covers, per request: outcome, start, finish, worker, batch id and
 preemption count (``requests_frame``), in request order.
@@ -29,10 +29,10 @@ from shepherd.solvers.ppipe_milp import PPipePlanConfig, solve_pipelines
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
-DATA = SHARED / "data" / "ppipe"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+needs_data = needs_ppipe
 PROF = load_builtin("shepherd-v100")
 
 

@@ -2,7 +2,7 @@
 
 Whole-model policies run on α/β profiles; the pipeline data planes (every
 registered policy that ``requires`` a pipeline plan: ppipe, reactive) on a real
-PPipe plan of two DNNs solved from ``../shared/data/ppipe``, with the same drawn
+PPipe plan of two DNNs solved from the PPipe authors' data (``shepherd data fetch ppipe``), with the same drawn
 arrival patterns (stretched ×5 in time) mapped onto the plan's DNNs and SLOs.
 """
 
@@ -24,7 +24,7 @@ from shepherd.core.profiles import latency_table_us, load_builtin
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, PPIPE_FOUND, PPIPE_MISSING, needs_ppipe
 
 PROF = load_builtin("shepherd-v100")
 MODELS = ["ResNet18", "ResNet50", "ResNeSt269", "DenseNet121"]
@@ -33,7 +33,7 @@ WHOLE_MODEL_POLICIES = {"flex", "flex-np", "clockwork", "nexus"}
 PIPELINE_POLICIES = {n for n in POLICIES if "pipeline_plan" in registry.get(n).cls.requires}
 EP_POLICIES = {n for n in POLICIES if "layer_profiles" in registry.get(n).cls.requires}  # Accordion's
 EP_MODELS = {"ResNet18": "VGG16", "ResNet50": "ResNet50", "ResNeSt269": "ResNet152", "DenseNet121": "VGG16"}
-DATA = SHARED / "data" / "ppipe"
+DATA = PPIPE_DATA
 PIPE_MODELS = ["fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "efficientnet-b8_3rdparty_8xb32-aa-advprop_in1k"]
 
 
@@ -83,8 +83,8 @@ def workloads(draw):
 def run(policy, trace, gpus, lam, seed=0):
     """``policy`` on ``trace`` (a pipeline policy: on :func:`pipeline_trace` of it); returns (trace, result)."""
     if policy in PIPELINE_POLICIES:
-        if not DATA.is_dir():
-            pytest.skip("PPipe data not available")
+        if PPIPE_FOUND is None:
+            pytest.skip(PPIPE_MISSING)
         plan, profs = pipeline_plan()
         trace = pipeline_trace(trace)
         return trace, simulate(trace, profs, policy, plan=plan, seed=seed)
@@ -193,7 +193,7 @@ def test_flex_with_preemption_off_wastes_nothing(work):
     assert int(res.requests_frame()["preemptions"].sum()) == 0
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+@needs_ppipe
 @pytest.mark.parametrize("policy", sorted(PIPELINE_POLICIES))
 def test_pipeline_policies_serve_a_light_load_and_keep_the_invariants(policy):
     """Not vacuous: at half the plan's throughput the data planes serve (nearly) everything."""

@@ -7,12 +7,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import SHARED
+from conftest import MAF_SAMPLES, needs_maf_samples
 from shepherd.traces import maf_synthetic as ms
 from shepherd.traces.predictability import group_sums, row_cv
 
-SAMPLE = SHARED / "data" / "maf2019-sample" / "500" / "invocations.csv" if SHARED else None
-pytestmark = pytest.mark.skipif(SAMPLE is None or not SAMPLE.exists(), reason="shared MAF 2019 sample not found")
+SAMPLE = MAF_SAMPLES / "500" / "invocations.csv"
+pytestmark = needs_maf_samples("500")
 
 
 def _group_cv(counts: np.ndarray, g: int, partitions: int) -> float:

@@ -12,10 +12,10 @@ from maf_helpers import write_maf2019, write_maf2021
 from shepherd.core.errors import UserError
 from shepherd.traces import maf2019, maf2021
 
-from conftest import SHARED  # noqa: E402
+from conftest import MAF_SAMPLES, needs_maf_samples  # noqa: E402
 
-SAMPLE = SHARED / "data" / "maf2019-sample"
-needs_sample = pytest.mark.skipif(not SAMPLE.exists(), reason="real MAF 2019 sample not available")
+SAMPLE = MAF_SAMPLES
+needs_sample = needs_maf_samples()
 
 
 def test_reads_counts_with_quoting_and_blank_counts(tmp_path):

@@ -15,9 +15,8 @@ import pytest
 from shepherd.core.artifacts import WALL_CLOCK_KEYS, make_provenance, read_artifact, write_artifact
 from shepherd.solvers.planners import PLANNERS
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
-PPIPE_DATA = SHARED / "data" / "ppipe"
 PPIPE_MODELS = ["fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "repvgg-b3"]
 GPU_PLANNERS = ["herd", "nexus", "single-group", "offline-optimal"]
 
@@ -80,7 +79,7 @@ def test_symphony_partition_bytes_identical(cli, tmp_path):
     assert _no_wall_clock(art.extra)
 
 
-@pytest.mark.skipif(not PPIPE_DATA.is_dir(), reason="PPipe block profiles not available (shepherd data fetch ppipe)")
+@needs_ppipe
 @pytest.mark.parametrize("planner", ["ppipe", "np", "dart-r"])
 def test_ppipe_planner_bytes_identical(cli, tmp_path, planner):
     """PPipe's knapsack warm start's time (``knapsack_s``) was inside the hashed metadata."""

@@ -16,10 +16,10 @@ from shepherd.core.pipelines.plan import from_frame
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
-from conftest import SHARED, assert_user_error
+from conftest import PPIPE_DATA, needs_ppipe, assert_user_error
 
-DATA = SHARED / "data" / "ppipe"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+pytestmark = needs_ppipe
 MODEL = "repvgg-b3"
 
 

@@ -12,10 +12,10 @@ from shepherd.core.pipelines.plan import from_frame, verify
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
-from conftest import SHARED, assert_user_error
+from conftest import PPIPE_DATA, needs_ppipe, assert_user_error
 
-DATA = SHARED / "data" / "ppipe"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+pytestmark = needs_ppipe
 MODELS = ["fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "repvgg-b3"]
 
 

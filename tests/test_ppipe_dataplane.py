@@ -19,10 +19,10 @@ from shepherd.solvers.ppipe_milp import PPipePlanConfig, solve_pipelines
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
-DATA = SHARED / "data" / "ppipe"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+needs_data = needs_ppipe
 
 
 # --------------------------------------------------------------------------- earliestSlot

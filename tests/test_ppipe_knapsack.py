@@ -17,9 +17,9 @@ from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.ppipe_knapsack import Item, knapsack_bound, knapsack_table, max_min
 from shepherd.solvers.ppipe_milp import PPipePlanConfig, candidate_configs, solve_configs, solve_pipelines
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
-DATA = SHARED / "data" / "ppipe"
+DATA = PPIPE_DATA
 EXACT = SolverConfig("highs", 60.0, 0.0)
 GROUP = ("fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024", "repvgg-b3", "googlenet-v3-pytorch")
 
@@ -63,7 +63,7 @@ def test_max_min_matches_every_split(per_dnn, ws, A, B):
     assert all(F[a, b] >= w * lo * (1 - 1e-12) for F, w, (a, b) in zip(finals, ws, split))
 
 
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+needs_data = needs_ppipe
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,10 +18,10 @@ from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.ppipe_baselines import solve_dart_r, solve_np
 from shepherd.solvers.ppipe_milp import PPipePlanConfig, solve_pipelines
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
-DATA = SHARED / "data" / "ppipe"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+pytestmark = needs_ppipe
 EXACT = SolverConfig("highs", 60.0, 0.0)
 FAST = SolverConfig("highs", 20.0, 0.01)
 

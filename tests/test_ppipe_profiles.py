@@ -14,10 +14,10 @@ from shepherd.core.errors import UserError
 from shepherd.core.pipelines import blocks
 from shepherd.core.pipelines.cluster import make_cluster
 
-from conftest import SHARED, assert_user_error
+from conftest import PPIPE_DATA, needs_ppipe, assert_user_error
 
-DATA = SHARED / "data" / "ppipe"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+needs_data = needs_ppipe
 
 
 @needs_data

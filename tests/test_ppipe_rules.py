@@ -161,6 +161,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from shepherd.core.pipelines.reservations import reserve  # noqa: E402
+from conftest import needs_ppipe  # noqa: E402
 from test_ppipe_dataplane import pipelines  # noqa: E402
 
 
@@ -200,11 +201,10 @@ def test_report_shows_paper_and_both_rule_sets(tmp_path):
     assert (tmp_path / "figures" / "artifact-rules" / "ppipe-fig10.png").exists()
 
 
+@needs_ppipe
 def test_experiment_groups_are_the_authors():
     from shepherd.experiments.ppipe import common as c
 
-    if not c.data_dir().is_dir():  # pragma: no cover
-        pytest.skip("PPipe data not available")
     gs = c.groups()
     assert len(gs) == 6 and len({m for g in gs for m in g}) == 18
     assert gs[2] == ("colorization-v2", "googlenet-v3-pytorch", "repvgg-b3") and gs[3] == c.G1

@@ -11,16 +11,16 @@ from shepherd.experiments.ppipe import common as c
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.ppipe_milp import PPipePlanConfig, solve_pipelines
 
-from conftest import SHARED
+from conftest import PPIPE_DATA, needs_ppipe
 
-DATA = SHARED / "data" / "ppipe"
+DATA = PPIPE_DATA
 MODEL = "fcn-d6_r101-d16_4xb2-40k_cityscapes-512x1024"
 # recorded with the loop before the move (commit c009864's experiments/ppipe/common.py: sweep)
 BEFORE_ATT = [(1.0, 0.5126227208976157), (0.9, 0.5703125), (0.8, 0.6458149779735682), (0.7, 0.7512639029322548),
               (0.6, 0.8850710900473934), (0.5, 1.0)]
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+@needs_ppipe
 def test_sweep_through_scan_down_gives_the_recorded_max_load_factor(monkeypatch):
     profs = {p.model: p for p in blocks.read_ppipe_dir(DATA, [MODEL])}
     plan = solve_pipelines(list(profs.values()), {MODEL: 1.0}, make_cluster("HC1-S"), PPipePlanConfig(),

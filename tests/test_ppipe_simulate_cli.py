@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SHARED, assert_user_error
+from conftest import PPIPE_DATA, needs_ppipe, assert_user_error
 from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.pipelines import blocks
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
-DATA = SHARED / "data" / "ppipe"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="PPipe data not available")
+DATA = PPIPE_DATA
+pytestmark = needs_ppipe
 
 
 @pytest.fixture

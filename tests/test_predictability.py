@@ -11,9 +11,9 @@ from shepherd.core.artifacts import read_artifact
 from shepherd.traces import maf2019, maf_synthetic, predictability
 from shepherd.traces.resolve import load_trace
 
-from conftest import SHARED  # noqa: E402
+from conftest import MAF_SAMPLES, needs_maf_samples  # noqa: E402
 
-SAMPLE = SHARED / "data" / "maf2019-sample"
+SAMPLE = MAF_SAMPLES
 
 
 def _by(table, g):
@@ -29,7 +29,7 @@ def test_row_cv_and_group_sums_by_hand():
     np.testing.assert_array_equal(predictability.minute_windows(np.arange(7)[None, :], 3), [[3, 12]])
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="real MAF 2019 sample not available")
+@needs_maf_samples("500")
 def test_fig2_on_real_500_function_set():
     """Fig. 2 on real rows: the mean per-stream CV falls steadily as τ grows from 1 min to 2 h."""
     data = maf2019.read_day(SAMPLE / "500" / "invocations.csv")
@@ -83,7 +83,7 @@ def test_stats_cv_writes_a_predictability_artifact(cli, tmp_path):
             < art.frame.filter(art.frame["group_size"] == 1)["cv_mean"].to_numpy()).all()
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="real MAF 2019 sample not available")
+@needs_maf_samples("500")
 def test_stats_per_minute_cv_on_real_rows(cli, tmp_path):
     out = tmp_path / "fig2.parquet"
     result = cli("traces", "stats", "maf2019", "--cv", "--per-minute", "--path", SAMPLE / "500" / "invocations.csv",

@@ -10,7 +10,12 @@ import pytest
 from shepherd.core import profiles as prof
 from shepherd.core.artifacts import read_artifact
 
-SEED = Path("/work/shared/seeds/003_ee5d5a3bd3e01970.txt")  # the paper's text (when this machine has it)
+from conftest import SHARED
+
+SEED = SHARED / "seeds" / "003_ee5d5a3bd3e01970.txt"  # the Symphony paper as plain text, in the team's shared folder
+needs_seed = pytest.mark.skipif(not SEED.exists(), reason="needs the Symphony paper as plain text at "
+                                "$SHEPHERD_SHARED/seeds/003_ee5d5a3bd3e01970.txt (set SHEPHERD_SHARED); "
+                                "the spot checks below run without it")
 
 # Independent transcription of rows the tests pin even without the seed text.
 SPOT = {
@@ -68,7 +73,7 @@ def test_table_1_rows():
                                          "dynamic_mb"]) == TABLE1
 
 
-@pytest.mark.skipif(not SEED.exists(), reason="the paper's text is not on this machine")
+@needs_seed
 @pytest.mark.parametrize("name, caption", [("symphony-1080ti", "Table 5:"), ("symphony-a100", "Table 6:")])
 def test_tables_5_and_6_equal_the_paper_row_for_row(name, caption):
     paper = [(n, a, b, r, slo.removesuffix("ms")) for n, a, b, r, slo in _paper_block(caption, 5)]
@@ -76,7 +81,7 @@ def test_tables_5_and_6_equal_the_paper_row_for_row(name, caption):
     assert _csv_rows(name, LINEAR_COLS) == paper
 
 
-@pytest.mark.skipif(not SEED.exists(), reason="the paper's text is not on this machine")
+@needs_seed
 def test_table_1_equals_the_paper_row_for_row():
     assert _paper_block("Table 1:", 7) == TABLE1
 

@@ -7,16 +7,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import SHARED, assert_user_error
+from conftest import MAF_SAMPLES, assert_user_error, needs_maf_samples
 from maf_helpers import write_maf2019
 from shepherd.core.artifacts import read_artifact
 from shepherd.core.errors import UserError
 from shepherd.traces import fetch, maf2019, registry
 from shepherd.traces.resolve import load_trace
 
-SAMPLE = SHARED / "data" / "maf2019-sample"
-needs_sample = pytest.mark.skipif(not (SAMPLE / "100" / "invocations.csv").exists(),
-                                  reason="real MAF 2019 sample not available")
+SAMPLE = MAF_SAMPLES
+needs_sample = needs_maf_samples("100")
 
 
 @pytest.fixture(autouse=True)

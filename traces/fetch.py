@@ -1,7 +1,7 @@
 """Download, verify, extract and register the public MAF archives (a local cache).
 
-Cache directory: ``$SHEPHERD_DATA`` if set, else ``$XDG_CACHE_HOME/shepherd``,
-else ``~/.cache/shepherd``. Layout::
+Cache directory: ``$SHEPHERD_DATA`` if set, else the user's cache folder
+(``$XDG_CACHE_HOME/shepherd``, else ``~/.cache/shepherd`` on Linux). Layout::
 
     <cache>/downloads/<archive>.part   a partial download (resumable; never used as data)
     <cache>/downloads/<archive>        the complete, checksum-checked archive
@@ -12,13 +12,12 @@ else ``~/.cache/shepherd``. Layout::
 (:func:`dataset_path`); a missing dataset is a one-line error saying how to
 fetch or import it — never a silent fallback to synthetic data.
 
-Download: HTTP(S) with a progress callback. An interrupted transfer keeps
-its ``.part`` file and the next ``fetch`` resumes it with an HTTP ``Range``
-request (a server that ignores Range restarts it from zero). A finished
-download is checked against an expected SHA-256; on mismatch the file is
-deleted (nothing is left behind) and the error says how to retry or import a
-manually downloaded copy. Extraction goes to a temporary directory renamed
-into place only when complete.
+Download: through :func:`shepherd.core.download.retrieve` (pooch: cached,
+SHA-256-checked, renamed into place only when the digest matches; resumed
+with an HTTP ``Range`` request after an interruption, the partial bytes kept
+in ``downloads/<archive>.part``). On a checksum mismatch nothing is kept and
+the error says how to retry or import a manually downloaded copy. Extraction
+goes to a temporary directory renamed into place only when complete.
 
 Checksums — honestly: this toolkit was written without network access, so
 no checksum here was verified by us. For MAF 2019 the expected SHA-256 is
@@ -37,27 +36,21 @@ extract it yourself and ``shepherd traces import`` the ``.txt``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from http.client import HTTPException
 from pathlib import Path
-from typing import Callable
 
+from shepherd.core.download import Progress, cache_root, check_url, retrieve  # noqa: F401 - check_url: the CLI's
 from shepherd.core.errors import UserError
+from shepherd.core.hashing import is_sha256, sha256_file
 from shepherd.core.outputs import normal_mode, write_bytes_atomic
-
-Progress = Callable[[int, int | None], None]
 
 
 @dataclass(frozen=True)
@@ -96,12 +89,8 @@ DATASETS: dict[str, Dataset] = {
 
 
 def data_root() -> Path:
-    """The cache directory (``$SHEPHERD_DATA`` or the user's cache dir)."""
-    env = os.environ.get("SHEPHERD_DATA")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "shepherd"
+    """The cache directory: ``$SHEPHERD_DATA``, else the user's cache folder (``~/.cache/shepherd`` on Linux)."""
+    return cache_root()
 
 
 def dataset(name: str) -> Dataset:
@@ -154,80 +143,6 @@ def dataset_path(name: str) -> Path:
     raise UserError(f"{ds.name} data not found in {where}: run `shepherd traces fetch {ds.name}` "
                     f"(downloads {ds.archive}) or `shepherd traces import PATH` for a local copy "
                     "(or use --trace maf-synthetic for the synthetic stand-in)")
-
-
-# --------------------------------------------------------------------------- download
-
-def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-URL_SCHEMES = ("http", "https", "ftp", "file")
-
-
-def check_url(url: str) -> str:
-    """``url`` if urllib can fetch it: an http(s)/ftp URL with a host, or a file: URL."""
-    text = str(url).strip()
-    try:
-        text.encode("utf-8")
-        parts = urllib.parse.urlsplit(text)
-    except (UnicodeEncodeError, ValueError):
-        parts = None
-    if (parts is None or parts.scheme.lower() not in URL_SCHEMES or " " in text
-            or (parts.scheme.lower() != "file" and not parts.netloc)):
-        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
-        raise UserError(f"--url must be an http(s), ftp or file URL such as https://host/path/archive.tar.xz, "
-                        f"got '{shown}'")
-    return text
-
-
-def download(url: str, dest: Path, on_progress: Progress | None = None, timeout: float = 60.0) -> Path:
-    """Download ``url`` to ``dest`` via ``dest.part``, resuming a previous partial file."""
-    url = check_url(url)
-    part = dest.with_name(dest.name + ".part")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    have = part.stat().st_size if part.exists() else 0
-    request = urllib.request.Request(url, headers={"User-Agent": "shepherd-traces"})
-    if have:
-        request.add_header("Range", f"bytes={have}-")
-    total: int | None = None
-    try:
-        try:
-            response = urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 - user-chosen URL
-        except urllib.error.HTTPError as exc:
-            if exc.code == 416 and have:  # nothing left to fetch: the part is whole
-                part.replace(dest)
-                return dest
-            raise
-        with response:
-            status = getattr(response, "status", 200)
-            length = response.headers.get("Content-Length")
-            if status == 206:
-                mode = "ab"
-                total = have + int(length) if length else None
-            else:
-                mode, have = "wb", 0
-                total = int(length) if length else None
-            with open(part, mode) as fh:
-                while block := response.read(1 << 16):
-                    fh.write(block)
-                    have += len(block)
-                    if on_progress:
-                        on_progress(have, total)
-    except (urllib.error.URLError, HTTPException, OSError, TimeoutError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise UserError(f"download of {url} interrupted after {have:,} bytes ({reason}); run the "
-                        f"same command again to resume, or download it yourself and run "
-                        f"`shepherd traces import FILE`") from None
-    if total is not None and have < total:
-        raise UserError(f"download of {url} interrupted after {have:,} of {total:,} bytes; run the "
-                        "same command again to resume")
-    part.replace(dest)
-    return dest
 
 
 # --------------------------------------------------------------------------- extract
@@ -314,31 +229,22 @@ def fetch(name: str, url: str | None = None, sha256: str | None = None,
     ds = dataset(name)
     if url is not None:
         url = check_url(url)
-    if sha256 is not None and not _is_sha256(sha256):
+    if sha256 is not None and not is_sha256(sha256):
         raise UserError(f"--sha256 must be 64 hexadecimal digits, got '{sha256}'")
     registry = read_registry()
     entry = registry.get(name)
     if entry and not force and Path(entry["path"]).exists():
         return FetchResult(name, Path(entry["path"]), entry.get("sha256", ""), "already present", 0)
-    root = data_root()
-    archive = root / "downloads" / ds.archive
-    if not archive.exists():
-        download(url or ds.url, archive, on_progress)
-    digest = sha256_of(archive)
+    source = url or ds.url
     expected = (sha256 or ds.sha256 or (entry or {}).get("sha256") or "").lower() or None
-    if expected and digest != expected:
-        archive.unlink(missing_ok=True)
-        raise UserError(f"checksum mismatch for {ds.archive}: expected SHA-256 {expected}, got {digest}; "
-                        f"the download was deleted (nothing kept). Retry, or download {url or ds.url} "
-                        "yourself and run `shepherd traces import FILE` (add --sha256 to pin a digest)")
+    archive = retrieve(source, data_root() / "downloads" / ds.archive, expected, on_progress,
+                       hint=f" (or download {source} yourself and run `shepherd traces import FILE`"
+                            f"{'' if sha256 else ', or pin another digest with --sha256'})")
+    digest = expected or sha256_file(archive)
     how = "verified" if expected else "recorded (not verified)"
     path = install_archive(ds, archive)
-    register(name, path, "fetched", url=url or ds.url, sha256=digest, checksum=how, archive=str(archive))
+    register(name, path, "fetched", url=source, sha256=digest, checksum=how, archive=str(archive))
     return FetchResult(name, path, digest, how, archive.stat().st_size)
-
-
-def _is_sha256(text: str) -> bool:
-    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _is_maf2019_file(path: Path) -> bool:
@@ -375,7 +281,7 @@ def import_path(path: Path, name: str | None = None, sha256: str | None = None) 
     path = Path(path).expanduser()
     if not path.exists():
         raise UserError(f"nothing to import: {path} does not exist")
-    if sha256 is not None and not _is_sha256(sha256):
+    if sha256 is not None and not is_sha256(sha256):
         raise UserError(f"--sha256 must be 64 hexadecimal digits, got '{sha256}'")
     candidates = [dataset(name)] if name else list(DATASETS.values())
     if path.is_dir():
@@ -405,7 +311,7 @@ def import_path(path: Path, name: str | None = None, sha256: str | None = None) 
     if name in (None, "maf2019") and path.suffix.lower() == ".csv" and _is_maf2019_file(path):
         return _register_maf2019_file(path)
     if tarfile.is_tarfile(path) or zipfile.is_zipfile(path) or path.suffix.lower() == ".rar":
-        digest = sha256_of(path)
+        digest = sha256_file(path)
         if sha256 and digest != sha256.lower():
             raise UserError(f"checksum mismatch for {path.name}: expected {sha256}, got {digest}")
         ds = candidates[0] if name else _guess_from_archive_name(path)

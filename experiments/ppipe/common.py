@@ -1,7 +1,7 @@
 """Shared setup of the PPipe experiments (PPipe §7.1 "Methodology").
 
-* Profiles: the authors' block timings (``../shared/data/ppipe``, or the
-  folder in ``$SHEPHERD_PPIPE_DATA``); SLO = 5 × L4 batch-1 latency.
+* Profiles: the authors' block timings, found by :func:`shepherd.core.ppipe_data.locate`
+  (``shepherd data fetch ppipe`` installs them); SLO = 5 × L4 batch-1 latency.
 * DNN groups: the authors' six, fixed, in their artifact's file order
   (``AUTHORS_GROUPS``; G1–G6 here are their G0–G5). The paper's Fig. 7
   group ("G1": EfficientNet-B8, EncNet, RTMDet) is the authors' G3 (our G4).
@@ -28,7 +28,6 @@
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,9 @@ import polars as pl
 
 from shepherd.core.capacity import scan_down
 from shepherd.core.engine import EngineConfig, simulate
+from shepherd.core import ppipe_data
 from shepherd.core.errors import UserError
+from shepherd.experiments.base import Experiment
 from shepherd.core.pipelines import blocks
 from shepherd.core.pipelines import rules as rule_sets
 from shepherd.core.pipelines.cluster import ClusterSpec, make_cluster
@@ -72,18 +73,15 @@ SOLVER = SolverConfig("highs", 30.0, 0.01)
 
 
 def data_dir() -> Path:
-    """``$SHEPHERD_PPIPE_DATA``, else ``$SHEPHERD_SHARED/data/ppipe``, else ``../shared`` beside the checkout."""
-    env = os.environ.get("SHEPHERD_PPIPE_DATA")
-    shared = os.environ.get("SHEPHERD_SHARED")
-    if env:
-        path = Path(env)
-    elif shared:
-        path = Path(shared) / "data" / "ppipe"
-    else:
-        path = Path(__file__).resolve().parents[3] / "shared" / "data" / "ppipe"
-    if not path.is_dir():
-        raise UserError(f"PPipe data folder not found: {path} (set SHEPHERD_PPIPE_DATA)")
-    return path
+    """The authors' data folder (:func:`shepherd.core.ppipe_data.require`: one error naming `shepherd data fetch ppipe`)."""
+    return ppipe_data.require()
+
+
+class PPipeExperiment(Experiment):
+    """A PPipe figure: needs the authors' data, checked before the run writes its first log line."""
+
+    def prepare(self, results_dir: Path, scale: Any) -> str | None:  # noqa: ARG002 - the base's signature
+        return f"PPipe data: {data_dir()}"
 
 
 @lru_cache(maxsize=None)

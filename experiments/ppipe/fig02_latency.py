@@ -12,14 +12,14 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
 GPUS = ("V100", "L4", "T4", "P4")
 
 
-class Fig2(Experiment):
+class Fig2(c.PPipeExperiment):
     name = "ppipe-fig2"
     paper = "ppipe"
     title = "PPipe Fig. 2: latency of 18 DNNs at batch 4 per GPU class"

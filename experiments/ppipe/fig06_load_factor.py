@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
@@ -60,7 +60,7 @@ def improvements(results: pl.DataFrame, workload: str, base: str) -> list[float]
     return out
 
 
-class Fig6(Experiment):
+class Fig6(c.PPipeExperiment):
     name = "ppipe-fig6"
     paper = "ppipe"
     title = "PPipe Fig. 6: max load factor at 99 % attainment, HC1-L … HC4-L"

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
 PAPER_LF99 = {"ppipe": 0.95, "np": 0.45, "dart-r": 0.55}
 
 
-class Fig7(Experiment):
+class Fig7(c.PPipeExperiment):
     name = "ppipe-fig7"
     paper = "ppipe"
     title = "PPipe Fig. 7: attainment vs load factor (G1, HC1-L, Poisson)"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.ppipe.fig06_load_factor import run_group_cell
 from shepherd.experiments.registry import register
@@ -20,7 +20,7 @@ from shepherd.experiments.registry import register
 PAPER_LOW = {"np": 8.1, "dart-r": 29.5, "ppipe": 73.6}
 
 
-class Fig8(Experiment):
+class Fig8(c.PPipeExperiment):
     name = "ppipe-fig8"
     paper = "ppipe"
     title = "PPipe Fig. 8: GPU utilization by class at 99 % attainment (Poisson)"

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
 PAPER = {"ppipe": 0.92, "reactive": 0.71}
 
 
-class Fig10(Experiment):
+class Fig10(c.PPipeExperiment):
     name = "ppipe-fig10"
     paper = "ppipe"
     title = "PPipe Fig. 10: reservation-based vs reactive data plane (HC2-L, Poisson)"

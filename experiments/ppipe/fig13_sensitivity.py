@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.core.errors import UserError
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
@@ -30,7 +30,7 @@ def _dnns(quick: bool) -> list[str]:
     return [g[0] for g in c.groups()[:3]] if quick else sorted(c.profiles())
 
 
-class Fig13(Experiment):
+class Fig13(c.PPipeExperiment):
     name = "ppipe-fig13"
     paper = "ppipe"
     title = "PPipe Fig. 13: sensitivity to SLO scale, GPU ratio and MILP margin (HC1-S)"

@@ -27,7 +27,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.core.pipelines.cluster import custom_cluster
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Claim, Headline, Section
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 from shepherd.solvers.backend import SolverConfig
@@ -36,7 +36,7 @@ TYPES = {2: {"L4": 25, "P4": 75}, 3: {"L4": 25, "T4": 38, "P4": 37}, 4: {"V100":
 PAPER_TYPES = {2: 3.5, 3: 35.3, 4: 77.0}
 
 
-class Fig14(Experiment):
+class Fig14(c.PPipeExperiment):
     name = "ppipe-fig14"
     paper = "ppipe"
     title = "PPipe Fig. 14: MILP runtime vs GPU count and GPU types"
