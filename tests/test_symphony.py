@@ -169,6 +169,24 @@ def test_rank_all_gives_a_freeing_gpu_the_urgent_candidate_only_when_one_is_sche
     assert started[0][0] == (1 if rank == "schedulable" else 0)
 
 
+@pytest.mark.parametrize("rank", ["schedulable", "all"])
+def test_rank_all_ranks_every_model_when_a_request_arrives(rank):
+    """Issue 31 item 1: an arrival that makes its model schedulable lets the idle GPU rank every candidate
+    under ``rank="all"`` (not only the arriving model's)."""
+    now = 100_000
+    pol, started, timers, lat = _two_model_stub(rank)
+    pol.first_arrival[0] = now - 50_000  # model a: a lone request, β·λ ≈ 10 — waiting for its sched_at
+    pol.recent[0].extend(range(now - 50_000, now, 1000))
+    pol.q.push(0, now + 40_000, 0)
+    assert not pol._grant(0, now, range(2)) and not started
+    pol.first_arrival[1] = now - 50_000  # model b: two requests queued, a third arrives (β·λ < 1)
+    for rid in (1, 2):
+        pol.q.push(1, now + 60_000, rid)
+    pol.on_arrival(now + 10, 3, 1, now + 60_000, 0)
+    assert len(started) == 1
+    assert started[0][0] == (1 if rank == "schedulable" else 0)  # rank=all: a's earlier sched_at goes
+
+
 def test_an_idle_gpu_takes_a_waiting_candidate_exactly_at_its_sched_at():
     # a lone request of a model whose β·λ > 1 waits on an idle GPU until sched_at = dl − ℓ(2), then runs
     lin = (1.0, 10.0)

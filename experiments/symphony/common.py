@@ -8,8 +8,9 @@
   (``symphony-1080ti``, ``symphony-a100``) or given directly (Table 4's own
   ResNet50 / InceptionResNetV2 rows, :func:`linear_profiles`).
 * **Systems**: ``symphony`` (non-work-conserving, §4.3's rule: ≥ β·λ
-  requests or sched_at), ``symphony-sa`` (Appendix C as printed: sched_at
-  only, see ``core.policies.symphony``), ``symphony-ra`` (§4.3's rule, but a
+  requests or sched_at), ``symphony-sa`` (``rule="frontrun"``: Appendix C as printed, sched_at
+  only, the authors' code default, see ``core.policies.symphony_rules``), ``symphony-tb`` and
+  ``symphony-bla`` (the authors' ``kTargetBatchSize`` and ``kBetaLambda``), ``symphony-ra`` (§4.3's rule, but a
   GPU ranks every candidate by sched_at, ``rank="all"``: a labelled deviation), ``symphony-wc``,
   ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it; with the Clockwork
   release's 10 ms schedule-ahead and 5 ms SLO buffer, see ``core.policies.clockwork``), ``nexus``
@@ -43,7 +44,9 @@ TARGET = Target("p99-slo")
 SYSTEMS = {  # label → (policy, config)
     "symphony": ("symphony", {}),
     "symphony-wc": ("symphony-wc", {}),
-    "symphony-sa": ("symphony", {"rule": "sched_at"}),
+    "symphony-sa": ("symphony", {"rule": "frontrun"}),  # Appendix C as printed = the authors' code default
+    "symphony-tb": ("symphony", {"rule": "target-batch"}),  # the authors' kTargetBatchSize
+    "symphony-bla": ("symphony", {"rule": "beta-lambda-authors"}),  # the authors' kBetaLambda (side branches)
     "symphony-ra": ("symphony", {"rank": "all"}),
     # Clockwork as Symphony §5 ran it: the Clockwork release's INFER5 controller, whose defaults schedule
     # 10 ms ahead and aim 5 ms before each SLO (core.policies.clockwork, "As Symphony ran it")
@@ -52,7 +55,8 @@ SYSTEMS = {  # label → (policy, config)
     "nexus-8fe": ("nexus", {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle", "spare": "spread",
                           "frontends": 8}),
 }
-LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)",
+LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (frontrun: App. C rule)",
+          "symphony-tb": "Symphony (target-batch)", "symphony-bla": "Symphony (beta-lambda-authors)",
           "symphony-ra": "Symphony (rank all, deviation)", "clockwork": "Clockwork",
           "nexus": "Nexus 1FE", "nexus-8fe": "Nexus 8FE"}
 
