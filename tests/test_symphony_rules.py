@@ -148,3 +148,22 @@ def test_authors_rules_run_on_the_reference_engine_and_never_serve_late(rule):
     rq = res.requests_frame()
     served = rq.filter(rq["outcome"] == "served")
     assert served.height > 0.5 * rq.height and (served["finish_us"] <= served["deadline_us"]).all()
+
+
+def test_symphony_goodput_search_flags_a_non_monotone_load(monkeypatch):
+    """Issue 31: the goodput search says where p99 pass/fail is not monotone in load (constructed: the target
+    fails in the band (300, 500] r/s and holds up to 2,000 r/s elsewhere, as DenseNet121 8×8 did)."""
+    import polars as pl
+
+    def judged(system, wl, profiles, gpus, rate, seed, warmup_s=0.0, **extra):
+        late = 300 < rate <= 500 or rate > 2000
+        return pl.DataFrame({"model": ["a"] * 100, "arrival_us": [0] * 100, "deadline_us": [100_000] * 100,
+                             "finish_us": [150_000 if late else 10_000] * 100,
+                             "outcome": ["late" if late else "served"] * 100})
+
+    monkeypatch.setattr(c, "judged", judged)
+    g, bad = c.goodput_checked("symphony", None, None, 1, start=1000.0, rel_tol=0.02, probes=3)
+    assert 1950 <= g <= 2000  # what the bisection brackets, assuming monotone
+    assert bad is not None and 300 < bad[0] <= 500 and bad[1] == g
+    g2, ok = c.goodput_checked("symphony", None, None, 1, start=1000.0, rel_tol=0.02, probes=0)
+    assert g2 == g and ok is None  # without the probes below the goodput the band goes unseen
