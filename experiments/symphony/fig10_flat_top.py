@@ -116,7 +116,10 @@ class Fig10(Experiment):
             Claim("Clockwork reaches full GPU use before its peak (idle gap > 0.1)",
                   m["clockwork"]["idle_gap_max"] > 0.1, f"max gap {m['clockwork']['idle_gap_max']:.3f}"),
         ]
-        notes = ["Goodput here is the in-time rate at each offered load (Fig. 10's y axis), not the p99 capacity."]
+        tracks = [c.LABELS[v] for v in VARIANTS if m[v]["idle_gap_max"] <= 0.1 and m[v]["over_min_ratio"] >= 0.95]
+        notes = ["Goodput here is the in-time rate at each offered load (Fig. 10's y axis), not the p99 capacity.",
+                 "Rules that reproduce Fig. 10 (flat top and an idle fraction tracking (p − o)/p): "
+                 + (", ".join(tracks) or "none") + ". The authors' code default is frontrun (symphony-sa)."]
         return Section(self.title, figures, headlines, claims, notes)
 
 
