@@ -329,3 +329,26 @@ def test_symphony_experiments_are_registered_with_small_quick_grids():
     # ≤ 170: issue 31 runs every Symphony rule side by side in Figs. 4, 10 and 14
     assert sum(len(e.cells(Scale(quick=True, seeds=1))) for e in resolve(["symphony"])) <= 170
     assert [e.name for e in resolve(["cross-symphony-shepherd"])] == ["cross-symphony-shepherd"]
+
+
+@pytest.mark.parametrize("path", ["reference", "fast"])
+def test_rank_all_on_arrival_in_both_engines(path):
+    """Issue 31 item 1, end to end in both engines: model a's lone request (β·λ ≈ 1.05 > 1) waits for its
+    sched_at (238 ms) or its λ to fall; model b's first request arrives at 205 ms, schedulable at once (λ = 0). Under
+    ``rank="all"`` that arrival lets the idle GPU rank every candidate: a's earlier sched_at goes at 205 ms."""
+    from shepherd.core.engine import EngineConfig
+
+    lin = (1.0, 10.0)
+    a = np.append(np.arange(0, 40_000, 2_000), 200_000)
+    trace = assemble([a, np.array([205_000])], ["a", "b"], [50_000, 50_000])
+    prof = c.linear_profiles([("a", *lin), ("b", *lin)])
+    starts = {}
+    for rank in ("schedulable", "all"):
+        res = simulate(trace, prof, "symphony", {"rank": rank}, gpus=1, max_batch=c.MAX_BATCH,
+                       engine=EngineConfig(path=path))
+        rq = res.requests_frame().filter(pl.col("arrival_us") >= 200_000).sort("arrival_us")
+        starts[rank] = rq["start_us"].to_list()
+    assert starts["all"] == [205_000, 205_000 + 11_000]  # a at b's arrival, then b when the GPU frees
+    # §4.3: only b's model is looked at, b goes; a waits until the GPU frees at 216 ms, when its λ has fallen
+    # to 21 / 0.216 s ≈ 97 r/s, β·λ ≈ 0.97 ≤ 1: schedulable
+    assert starts["schedulable"] == [216_000, 205_000]
