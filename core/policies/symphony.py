@@ -108,7 +108,9 @@ class SymphonyConfig:
     #: "frontrun" (alias "sched_at"; Appendix C as printed and the authors' code default: sched_at only),
     #: "target-batch" (the authors' kTargetBatchSize), "beta-lambda-authors" (their kBetaLambda)
     rule: str = "text"
-    prune: str = "window"  #: "window" (drop heads that shrink the batch) or "clipper" (only infeasible heads)
+    #: "window" (drop heads that shrink the batch; a deviation: neither §4.3's Clipper wording nor the authors'
+    #: kWindowDrop) or "clipper" (§4.3: only heads that cannot finish alone)
+    prune: str = "window"
     #: which candidates a GPU that takes one ranks by sched_at: "schedulable" (§4.3 as stated, default) or "all"
     #: (a deviation: once any candidate is schedulable, the earliest sched_at of every candidate goes)
     rank: str = "schedulable"

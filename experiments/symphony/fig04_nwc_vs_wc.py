@@ -56,7 +56,8 @@ VARIANTS = (("nwc", "symphony", "§4.3 text rule (β·λ or sched_at; our defaul
             ("cp", "symphony-cp", "§4.3 text rule, Clipper pruning (§4.3's wording; the default window "
                                   "prune is a deviation)"))
 #: the first second of every trace is the text rule's λ warm-up (λ = count / time since the first arrival,
-#: 1-s window); its requests are served but left out of the p99 (issue 31)
+#: 1-s window); its requests are served but left out of the p99 (issue 31). The authors' bucket meter (5 s)
+#: averages the buckets since time 0, so past 1 s (≥ 20 buckets) its partial current bucket biases λ ≤ 2.5 %
 WARMUP_S = 1.0
 
 
