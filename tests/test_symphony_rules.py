@@ -167,3 +167,18 @@ def test_symphony_goodput_search_flags_a_non_monotone_load(monkeypatch):
     assert bad is not None and 300 < bad[0] <= 500 and bad[1] == g
     g2, ok = c.goodput_checked("symphony", None, None, 1, start=1000.0, rel_tol=0.02, probes=0)
     assert g2 == g and ok is None  # without the probes below the goodput the band goes unseen
+
+
+@pytest.mark.parametrize("setting, message", [("rule=beta", "rule must be one of"),
+                                              ("autoscale_epoch_s=1e-7", "rounds to 0 µs")])
+def test_bad_rule_or_epoch_on_the_cli_is_one_line_exit_2(tmp_path, capsys, setting, message):
+    from shepherd.cli.app import main
+    from shepherd.core.artifacts import write_artifact
+
+    path = tmp_path / "t.parquet"
+    write_artifact(c.workload(["a"], 50.0, duration_s=0.2).trace(100, 0), path, "trace")
+    rc = main(["simulate", "--policy", "symphony", "--trace", str(path), "--gpus", "2", "--set", setting,
+               "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and message in err
+    assert not (tmp_path / "o").exists()
