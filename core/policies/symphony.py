@@ -45,6 +45,9 @@ rule is the default because it is the algorithm §4.3 states and the one
 Fig. 4 (the rule's own microbenchmark) evaluates; Fig. 10 and the
 autoscaling signal (§4.4) are reported with both rules. Table 4 is the
 same under either (ResNet50 5241 / 5241 r/s, InceptionResNetV2 930 / 940).
+The authors' released scheduler defaults to the sched_at rule (their ``kFrontrun``; ``rule="frontrun"``,
+alias ``"sched_at"``) and has two more, ``target-batch`` and ``beta-lambda-authors``
+(:mod:`shepherd.core.policies.symphony_rules` names each and cites where it comes from).
 
 **A GPU passes over an urgent candidate** (Fig. 4's losing cells; the
 paper's rule, not a bug here). A freeing GPU takes only *schedulable*
@@ -88,6 +91,7 @@ from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
+from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
 
 INF = 1 << 62
@@ -100,10 +104,13 @@ class SymphonyConfig:
     d_ctrl_us: float = 0.0  #: control-message delay per dispatch (Appendix C ``delay``)
     d_data_us: float = 0.0  #: input-transfer delay per request of the batch
     rate_window_ms: float = 1000.0  #: window of the online arrival-rate estimate λ
-    #: schedulability: "text" (§4.3: ≥ β·λ requests or now ≥ sched_at) or "sched_at" (Appendix C as
-    #: printed: its second assignment ``exec_at = max(earliest, frontrun_at)`` overrides the β·λ test)
+    #: schedulability (``core.policies.symphony_rules``): "text" (§4.3: ≥ β·λ requests or now ≥ sched_at),
+    #: "frontrun" (alias "sched_at"; Appendix C as printed and the authors' code default: sched_at only),
+    #: "target-batch" (the authors' kTargetBatchSize), "beta-lambda-authors" (their kBetaLambda)
     rule: str = "text"
-    prune: str = "window"  #: "window" (drop heads that shrink the batch) or "clipper" (only infeasible heads)
+    #: "window" (drop heads that shrink the batch; a deviation: neither §4.3's Clipper wording nor the authors'
+    #: kWindowDrop) or "clipper" (§4.3: only heads that cannot finish alone)
+    prune: str = "window"
     #: which candidates a GPU that takes one ranks by sched_at: "schedulable" (§4.3 as stated, default) or "all"
     #: (a deviation: once any candidate is schedulable, the earliest sched_at of every candidate goes)
     rank: str = "schedulable"
@@ -112,6 +119,9 @@ class SymphonyConfig:
     autoscale_epoch_s: float = 0.0
     autoscale_bad: float = 0.01  #: bad-rate threshold of the advice
     autoscale_max_gpus: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rule", rules.canonical(self.rule))  # one name per rule, in every artifact
 
     def validate(self) -> None:
         for name in ("d_ctrl_us", "d_data_us"):
@@ -122,9 +132,12 @@ class SymphonyConfig:
             raise UserError(f"symphony rate_window_ms must be positive, got {self.rate_window_ms}")
         if not self.autoscale_epoch_s >= 0:
             raise UserError(f"symphony autoscale_epoch_s must be ≥ 0, got {self.autoscale_epoch_s}")
+        if 0 < self.autoscale_epoch_s and round(self.autoscale_epoch_s * 1e6) == 0:
+            raise UserError(f"symphony autoscale_epoch_s {self.autoscale_epoch_s} rounds to 0 µs (0 = off)")
         AutoscaleConfig(self.autoscale_bad, 1, self.autoscale_max_gpus).validate()
-        if self.rule not in ("text", "sched_at"):
-            raise UserError(f"symphony rule must be 'text' or 'sched_at', got '{self.rule}'")
+        if self.rule not in rules.RULES:
+            raise UserError(f"symphony rule must be one of {', '.join(rules.RULES)} (or 'sched_at' = "
+                            f"'frontrun'), got '{self.rule}'")
         if self.prune not in ("window", "clipper"):
             raise UserError(f"symphony prune must be 'window' or 'clipper', got '{self.prune}'")
         if self.rank not in ("schedulable", "all"):
@@ -181,7 +194,9 @@ class Symphony(Policy):
         self.dctl, self.ddat = int(round(config.d_ctrl_us)), float(config.d_data_us)
         self.delays = self.dctl > 0 or self.ddat > 0
         self.window_prune = config.prune == "window"
-        self.beta_rule = config.rule == "text"
+        self.rule = config.rule
+        self.meter = [rules.BucketMeter() for _ in range(n_models)] if config.rule in rules.RULES[2:] else None
+        self.slo = [0] * n_models  #: the model's SLO (µs), from its latest arrival (the target batch's budget)
         self.rank_all = config.rank == "all"
         top = self.maxb + 1
         #: ℓ(b) + delay(b), b = 0 … max batch (monotone: bisected for the largest feasible b)
@@ -278,7 +293,9 @@ class Symphony(Policy):
         if self.work_conserving or full or now >= sched_at:
             ok = True
         else:
-            ok = self.beta_rule and b >= self.beta_s[m] * self.rate(m, now)
+            ok = rules.early(self.rule, b, self.rate(m, now) if self.rule == "text" else 0.0, self.beta_s[m],
+                             self.meter[m] if self.meter else None, self.lat[m], self.slo[m] - self.dctl,
+                             self.ddat, self.maxb, now)
         return Candidate(m, b, sched_at, ok)
 
     def _set_model_timer(self, m: int, at: int | None) -> None:
@@ -370,8 +387,11 @@ class Symphony(Policy):
         self.recent[model].append(now)
         if self.first_arrival[model] < 0:
             self.first_arrival[model] = now
-        if self.idle:
-            self._dispatch(now, (model,))
+        if self.meter:
+            self.meter[model].hit(now)
+            self.slo[model] = deadline - now
+        if self.idle:  # rank="all" ranks every candidate, so every model is looked at
+            self._dispatch(now, None if self.rank_all else (model,))
 
     def on_completion(self, now: int, worker: int) -> None:
         k = self.local[worker]

@@ -8,8 +8,9 @@
   (``symphony-1080ti``, ``symphony-a100``) or given directly (Table 4's own
   ResNet50 / InceptionResNetV2 rows, :func:`linear_profiles`).
 * **Systems**: ``symphony`` (non-work-conserving, §4.3's rule: ≥ β·λ
-  requests or sched_at), ``symphony-sa`` (Appendix C as printed: sched_at
-  only, see ``core.policies.symphony``), ``symphony-ra`` (§4.3's rule, but a
+  requests or sched_at), ``symphony-sa`` (``rule="frontrun"``: Appendix C as printed, sched_at
+  only, the authors' code default, see ``core.policies.symphony_rules``), ``symphony-tb`` and
+  ``symphony-bla`` (the authors' ``kTargetBatchSize`` and ``kBetaLambda``), ``symphony-ra`` (§4.3's rule, but a
   GPU ranks every candidate by sched_at, ``rank="all"``: a labelled deviation), ``symphony-wc``,
   ``clockwork`` (arbitrary batch sizes, as Symphony §5 ran it; with the Clockwork
   release's 10 ms schedule-ahead and 5 ms SLO buffer, see ``core.policies.clockwork``), ``nexus``
@@ -32,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.capacity import Target, bisect
+from shepherd.core.capacity_search import search
 from shepherd.core.engine import simulate
 from shepherd.core.errors import UserError
 from shepherd.core.profiles import linear_rows, load_builtin
@@ -43,8 +45,13 @@ TARGET = Target("p99-slo")
 SYSTEMS = {  # label → (policy, config)
     "symphony": ("symphony", {}),
     "symphony-wc": ("symphony-wc", {}),
-    "symphony-sa": ("symphony", {"rule": "sched_at"}),
+    "symphony-sa": ("symphony", {"rule": "frontrun"}),  # Appendix C as printed = the authors' code default
+    "symphony-tb": ("symphony", {"rule": "target-batch"}),  # the authors' kTargetBatchSize
+    "symphony-bla": ("symphony", {"rule": "beta-lambda-authors"}),  # the authors' kBetaLambda (side branches)
     "symphony-ra": ("symphony", {"rank": "all"}),
+    # §4.3's pruning as worded (Clipper: drop only heads that cannot finish alone); the default ``window``
+    # prune (a ¾ heuristic) is neither the paper's wording nor the authors' kWindowDrop — a deviation
+    "symphony-cp": ("symphony", {"prune": "clipper"}),
     # Clockwork as Symphony §5 ran it: the Clockwork release's INFER5 controller, whose defaults schedule
     # 10 ms ahead and aim 5 ms before each SLO (core.policies.clockwork, "As Symphony ran it")
     "clockwork": ("clockwork", {"schedule_ahead_ms": 10.0, "slo_buffer_ms": 5.0}),
@@ -52,7 +59,8 @@ SYSTEMS = {  # label → (policy, config)
     "nexus-8fe": ("nexus", {"epoch_s": 1.0, "peak_window_s": 1.0, "provision": "oracle", "spare": "spread",
                           "frontends": 8}),
 }
-LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (App. C rule)",
+LABELS = {"symphony": "Symphony", "symphony-wc": "Symphony-WC", "symphony-sa": "Symphony (frontrun: App. C rule)",
+          "symphony-tb": "Symphony (target-batch)", "symphony-cp": "Symphony (Clipper pruning)", "symphony-bla": "Symphony (beta-lambda-authors)",
           "symphony-ra": "Symphony (rank all, deviation)", "clockwork": "Clockwork",
           "nexus": "Nexus 1FE", "nexus-8fe": "Nexus 8FE"}
 
@@ -127,10 +135,17 @@ def run(system: str, trace: pl.DataFrame, profiles: pl.DataFrame, gpus: int, see
     return simulate(trace, profiles, policy, {**cfg, **extra}, gpus=gpus, seed=seed, max_batch=MAX_BATCH)
 
 
+def judged(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, rate: float, seed: int,
+           warmup_s: float = 0.0, **extra) -> pl.DataFrame:
+    """The per-request table the goodput target judges: requests arriving after ``warmup_s`` (the online
+    rate estimate's warm-up, excluded from the metric)."""
+    rq = run(system, wl.trace(rate, seed), profiles, gpus, seed, **extra).requests_frame()
+    return rq.filter(pl.col("arrival_us") >= int(warmup_s * 1e6)) if warmup_s > 0 else rq
+
+
 def holds(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, rate: float, seed: int,
-          **extra) -> bool:
-    res = run(system, wl.trace(rate, seed), profiles, gpus, seed, **extra)
-    return TARGET.holds(res.requests_frame())
+          warmup_s: float = 0.0, **extra) -> bool:
+    return TARGET.holds(judged(system, wl, profiles, gpus, rate, seed, warmup_s, **extra))
 
 
 def goodput(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, seed: int = 0, start: float = 1000.0,
@@ -142,6 +157,17 @@ def goodput(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, seed: 
     except UserError:
         return 0.0
     return float(bracket.estimate)
+
+
+def goodput_checked(system: str, wl: Workload, profiles: pl.DataFrame, gpus: int, seed: int = 0,
+                    start: float = 1000.0, rel_tol: float = 0.03, probes: int = 3, warmup_s: float = 0.0,
+                    **extra) -> tuple[float, tuple[float, float] | None]:
+    """:func:`goodput` through ``core.capacity_search.search``: after the bisection, ``probes`` loads below
+    the goodput are simulated too; returns (goodput, None) or (goodput, (a failing load, a higher load that
+    held)) when pass/fail was not monotone in load (issue 31: the non-work-conserving rule's p99 can flip)."""
+    found = search(lambda r: judged(system, wl, profiles, gpus, r, seed, warmup_s, **extra), TARGET, start=start,
+                   rel_tol=rel_tol, min_load=start / 256, max_load=start * 64, probes=probes)
+    return float(found.capacity), found.violation
 
 
 def summary(res) -> dict[str, float]:

@@ -6,11 +6,17 @@ models, GPUs per model, SLO, Gamma burstiness — and the mixed setup of 35
 Table 5 models at their own SLOs. Each cell searches both policies' goodput
 (p99 ≤ SLO, §2.1) on the same arrivals; the ratio NWC/WC is the figure.
 Quick scale: a sub-grid (3 models × 1 size × 2 ratios × 2 SLOs, Poisson,
-1 s) plus the mixed setup; full scale: a larger slice of Table 3 (not all
-9,072 combinations). NWC is run with §4.3's rule (β·λ or sched_at, the
-``symphony`` default), with Appendix C's rule as printed (sched_at only), and
-— a labelled deviation, its own row — with §4.3's rule where a GPU ranks every
-candidate by sched_at, schedulable or not (``rank="all"``, ``symphony-ra``).
+3 s) plus the mixed setup; full scale: a larger slice of Table 3 (not all
+9,072 combinations), 5 s. Every trace's first second (the λ warm-up of the
+text rule) is left out of the p99. NWC is run under every rule side by side
+(:data:`VARIANTS`, ``core.policies.symphony_rules``): §4.3's text rule (β·λ or
+sched_at, the ``symphony`` default), frontrun (Appendix C as printed, the
+authors' code default), the authors' target-batch and beta-lambda rules, and
+— a labelled deviation — §4.3's rule where a GPU ranks every candidate by
+sched_at, schedulable or not (``rank="all"``, ``symphony-ra``). Each goodput
+search re-checks two loads below the goodput and reports non-monotone cells.
+The full-scale numbers below predate issue 31 (1-s/4-s traces, rank=all not
+applied on arrivals).
 
 Full scale, measured once (c3f117d, 2026-11-26, one seed, 722 cells, 13 min
 on one core): NWC ≥ 0.95 × WC in 76 % of the cells under §4.3's rule (81
@@ -41,6 +47,18 @@ from shepherd.experiments.symphony import common as c
 MODELS_FULL = ("DenseNet121", "InceptionV3", "ResNet50V2", "VGG16", "Xception", "BERT")
 MODELS_QUICK = ("DenseNet121", "ResNet50V2", "BERT")
 MIXED = "mixed-35"
+#: the NWC rules side by side (issue 31): (result column stem, system of ``common.SYSTEMS``, label)
+VARIANTS = (("nwc", "symphony", "§4.3 text rule (β·λ or sched_at; our default)"),
+            ("sa", "symphony-sa", "frontrun (Appendix C as printed; the authors' code default)"),
+            ("tb", "symphony-tb", "target-batch (the authors' kTargetBatchSize)"),
+            ("bla", "symphony-bla", "beta-lambda-authors (the authors' kBetaLambda, side branches)"),
+            ("ra", "symphony-ra", "§4.3 text rule, rank=all (a deviation)"),
+            ("cp", "symphony-cp", "§4.3 text rule, Clipper pruning (§4.3's wording; the default window "
+                                  "prune is a deviation)"))
+#: the first second of every trace is the text rule's λ warm-up (λ = count / time since the first arrival,
+#: 1-s window); its requests are served but left out of the p99 (issue 31). The authors' bucket meter (5 s)
+#: averages the buckets since time 0, so past 1 s (≥ 20 buckets) its partial current bucket biases λ ≤ 2.5 %
+WARMUP_S = 1.0
 
 
 #: why NWC (§4.3 rule) loses in some cells — measured on the DenseNet121 cell (8 models, 8 GPUs, 30 ms)
@@ -95,46 +113,48 @@ class Fig4(Experiment):
     title = "Symphony Fig. 4: non-work-conserving / work-conserving goodput"
 
     def cells(self, scale):
-        dur = 1.0 if scale.quick else 4.0
-        return [self.cell(**g, duration_s=dur, seed=seed) for g in grid(scale.quick) for seed in range(scale.seeds)]
+        dur = WARMUP_S + (2.0 if scale.quick else 4.0)
+        return [self.cell(**g, duration_s=dur, warmup_s=WARMUP_S, seed=seed) for g in grid(scale.quick)
+                for seed in range(scale.seeds)]
 
     def run_cell(self, p):
         wl, prof, gpus, start = setup(p)
-        nwc = c.goodput("symphony", wl, prof, gpus, p["seed"], start, rel_tol=0.02)
-        nwc_sa = c.goodput("symphony-sa", wl, prof, gpus, p["seed"], start, rel_tol=0.02)
-        nwc_ra = c.goodput("symphony-ra", wl, prof, gpus, p["seed"], start, rel_tol=0.02)
-        wc = c.goodput("symphony-wc", wl, prof, gpus, p["seed"], start, rel_tol=0.02)
-        return pl.DataFrame([{**{k: p[k] for k in ("model", "n_models", "ratio", "slo_ms", "shape", "seed")},
-                              "gpus": gpus, "nwc_rps": nwc, "nwc_sa_rps": nwc_sa, "nwc_ra_rps": nwc_ra,
-                              "wc_rps": wc, "ratio_nwc_wc": nwc / wc if wc > 0 else float("inf"),
-                              "ratio_sa_wc": nwc_sa / wc if wc > 0 else float("inf"),
-                              "ratio_ra_wc": nwc_ra / wc if wc > 0 else float("inf")}])
+        row = {**{k: p[k] for k in ("model", "n_models", "ratio", "slo_ms", "shape", "seed")}, "gpus": gpus}
+        flips = []
+        for stem, system, _ in (("wc", "symphony-wc", ""), *VARIANTS):
+            g, bad = c.goodput_checked(system, wl, prof, gpus, p["seed"], start, rel_tol=0.02, probes=2,
+                                       warmup_s=p["warmup_s"])
+            row[f"{stem}_rps" if stem in ("wc", "nwc") else f"nwc_{stem}_rps"] = g
+            if bad:
+                flips.append(f"{system} fails at {bad[0]:.0f} r/s, holds at {bad[1]:.0f}")
+        wc = row["wc_rps"]
+        for stem, _, _ in VARIANTS:
+            g = row["nwc_rps" if stem == "nwc" else f"nwc_{stem}_rps"]
+            row["ratio_nwc_wc" if stem == "nwc" else f"ratio_{stem}_wc"] = g / wc if wc > 0 else float("inf")
+        row["non_monotone"] = "; ".join(flips)
+        return pl.DataFrame([row])
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
         from shepherd.experiments import plotting
 
-        sa = results["ratio_sa_wc"].to_numpy()
-        sa = sa[np.isfinite(sa)]
-        frac95_sa = float((sa >= 0.95).mean()) if len(sa) else float("nan")
-        ra = results["ratio_ra_wc"].to_numpy() if "ratio_ra_wc" in results.columns else np.array([])
-        ra = ra[np.isfinite(ra)]
-        frac95_ra = float((ra >= 0.95).mean()) if len(ra) else float("nan")
-        r = results["ratio_nwc_wc"].to_numpy()
-        r = r[np.isfinite(r)]
-        frac95 = float((r >= 0.95).mean()) if len(r) else float("nan")
+        ratios = {}  # stem → finite NWC/WC ratios of that rule
+        for stem, _, _ in VARIANTS:
+            col = "ratio_nwc_wc" if stem == "nwc" else f"ratio_{stem}_wc"
+            vals = results[col].to_numpy() if col in results.columns else np.array([])
+            ratios[stem] = vals[np.isfinite(vals)]
+        share = {k: float((v >= 0.95).mean()) if len(v) else float("nan") for k, v in ratios.items()}
+        r = ratios["nwc"]
+        frac95 = share["nwc"]
         frac150 = float((r >= 1.5).mean()) if len(r) else float("nan")
         mixed = results.filter(pl.col("model") == MIXED)["ratio_nwc_wc"]
         fig, axes = plotting.figure(ncols=2)
         ax = axes[0][0]
-        xs = np.sort(r)
-        ax.plot(xs, np.arange(1, len(xs) + 1) / max(1, len(xs)), drawstyle="steps-post", label="§4.3 rule")
-        xa = np.sort(sa)
-        ax.plot(xa, np.arange(1, len(xa) + 1) / max(1, len(xa)), drawstyle="steps-post", label="App. C rule")
-        if len(ra):
-            xr = np.sort(ra)
-            ax.plot(xr, np.arange(1, len(xr) + 1) / max(1, len(xr)), drawstyle="steps-post", ls="--",
-                    label="§4.3 rule, rank all (deviation)")
-        ax.legend(fontsize=7)
+        for stem, _, label in VARIANTS:
+            xs = np.sort(ratios[stem])
+            if len(xs):
+                ax.plot(xs, np.arange(1, len(xs) + 1) / len(xs), drawstyle="steps-post", label=label.split(" (")[0],
+                        ls="--" if stem == "ra" else "-")
+        ax.legend(fontsize=6)
         ax.axvline(0.95, ls=":", c="grey")
         ax.set(xlabel="goodput NWC / WC", ylabel="CDF of cells", title="(d) all cells")
         homo = results.filter(pl.col("model") != MIXED).with_columns(
@@ -143,33 +163,32 @@ class Fig4(Experiment):
         axes[0][1].set(xlabel="#GPUs : #models", ylabel="goodput NWC / WC", title="per model")
         figures = c.plot_save(fig, figures_dir, "symphony-fig4")
         notes = []
-        for label, vals in (("§4.3 rule (β·λ or sched_at)", r), ("Appendix C rule (sched_at)", sa),
-                            ("§4.3 rule, a GPU ranks every candidate by sched_at (rank=all, a deviation)", ra)):
-            if not len(vals):
-                continue
-            qs = np.quantile(vals, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]) if len(vals) else [float("nan")] * 7
-            notes.append(f"NWC/WC distribution, {label} (min, p10, p25, median, p75, p90, max): "
-                         + ", ".join(f"{q:.2f}" for q in qs) + f" — {len(vals)} cells.")
+        for stem, _, label in VARIANTS:
+            vals = ratios[stem]
+            if len(vals):
+                qs = np.quantile(vals, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1])
+                notes.append(f"NWC/WC distribution, {label} (min, p10, p25, median, p75, p90, max): "
+                             + ", ".join(f"{q:.2f}" for q in qs) + f" — {len(vals)} cells.")
+        flips = [x for x in results["non_monotone"].to_list() if x] if "non_monotone" in results.columns else []
+        notes.append(f"Goodput search: pass/fail not monotone in load in {len(flips)} of {results.height} cells "
+                     "(2 loads below each goodput re-checked)" + (": " + " | ".join(flips[:6]) if flips else "")
+                     + ". Traces start with a 1-s λ warm-up left out of the p99.")
         notes.append(WHY_NWC_LOSES)
-        headlines = [Headline("cells with NWC ≥ 0.95 × WC", None, 100 * frac95, unit=" %"),
-                     Headline("cells with NWC ≥ 1.5 × WC (paper: > 10 %)", 10.0, 100 * frac150, unit=" %"),
-                     Headline("mixed 35-model setup: NWC / WC (paper: 1.34–1.89)", 1.6,
-                              float(mixed.mean()) if mixed.len() else float("nan"), unit="×"),
-                     Headline("largest NWC / WC (paper: more than double in extreme cases)", 2.0,
-                              float(r.max()) if len(r) else float("nan"), unit="×")]
-        headlines.insert(1, Headline("cells with NWC (App. C rule) ≥ 0.95 × WC", None, 100 * frac95_sa, unit=" %"))
-        headlines.insert(2, Headline("cells with NWC (§4.3 rule, rank all — a deviation) ≥ 0.95 × WC", None,
-                                     100 * frac95_ra, unit=" %"))
-        claims = [Claim("NWC ≥ 0.95 × WC in ≥ 90 % of the grid cells", frac95 >= 0.9, f"{100 * frac95:.0f} %"),
-                  Claim("NWC (App. C rule) ≥ 0.95 × WC in ≥ 90 % of the grid cells", frac95_sa >= 0.9,
-                        f"{100 * frac95_sa:.0f} %"),
-                  Claim("NWC (deviation: §4.3 rule, a GPU ranks every candidate by sched_at) ≥ 0.95 × WC in ≥ 90 % "
-                        "of the grid cells", frac95_ra >= 0.9,
-                        f"{100 * frac95_ra:.0f} %" + (f" (min {float(ra.min()):.3f})" if len(ra) else "")),
-                  Claim("NWC ≥ 1.5 × WC in more than 10 % of the cells", frac150 > 0.1, f"{100 * frac150:.0f} %"),
-                  Claim("mixed model setup: NWC gains 34 %–89 % (ours ≥ 1.34×)",
-                        bool(mixed.len()) and float(mixed.min()) >= 1.34,
-                        ", ".join(f"{x:.2f}×" for x in mixed.to_list()))]
+        headlines = [Headline(f"cells with NWC ≥ 0.95 × WC, {label}", None, 100 * share[stem], unit=" %")
+                     for stem, _, label in VARIANTS]
+        headlines += [Headline("cells with NWC ≥ 1.5 × WC (paper: > 10 %)", 10.0, 100 * frac150, unit=" %"),
+                      Headline("mixed 35-model setup: NWC / WC (paper: 1.34–1.89)", 1.6,
+                               float(mixed.mean()) if mixed.len() else float("nan"), unit="×"),
+                      Headline("largest NWC / WC (paper: more than double in extreme cases)", 2.0,
+                               float(r.max()) if len(r) else float("nan"), unit="×")]
+        best = max(share, key=lambda k: share[k] if np.isfinite(share[k]) else -1)
+        claims = [Claim(f"\"For nearly all cases, the non-work-conserving policy is no worse than (>0.95) the "
+                        f"work-conserving policy\" (ours: ≥ 90 % of cells), {label}", share[stem] >= 0.9,
+                        f"{100 * share[stem]:.0f} %") for stem, _, label in VARIANTS]
+        claims += [Claim("NWC ≥ 1.5 × WC in more than 10 % of the cells", frac150 > 0.1, f"{100 * frac150:.0f} %"),
+                   Claim("mixed model setup: NWC gains 34 %–89 % (ours ≥ 1.34×)",
+                         bool(mixed.len()) and float(mixed.min()) >= 1.34,
+                         ", ".join(f"{x:.2f}×" for x in mixed.to_list()))]
         dn = results.filter((pl.col("model") == "DenseNet121") & (pl.col("slo_ms") == 30.0))["ratio_nwc_wc"]
         bert = results.filter(pl.col("model") == "BERT")["ratio_nwc_wc"]
         if dn.len():
@@ -179,6 +198,9 @@ class Fig4(Experiment):
             claims.append(Claim("Bert (weak batching): NWC ≈ WC (within 5 %)",
                                 bool(((bert - 1).abs() <= 0.05).all()),
                                 f"{float(bert.min()):.2f}–{float(bert.max()):.2f}×"))
+        tops = [lab for k, _, lab in VARIANTS if share[k] == share[best]]
+        notes.append(f"Closest to Fig. 4(d) here: {' and '.join(tops)} ({100 * share[best]:.0f} % of cells ≥ "
+                     "0.95 × WC; the paper: \"nearly all\"); the authors' code default is frontrun.")
         return Section(self.title, figures, headlines, claims, notes)
 
 

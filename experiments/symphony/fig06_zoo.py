@@ -25,6 +25,30 @@ from shepherd.experiments.symphony import common as c
 TABLES = {"1080Ti": "symphony-1080ti", "A100": "symphony-a100"}
 SETS = ("all", "gt2", "lt2")
 SYSTEMS = ("symphony", "clockwork", "nexus", "nexus-8fe")
+#: §5.1's ratios of Symphony's goodput over the baselines': "all models … 2x to 2.4x", "strong batch effects
+#: … 3.5x for 1080Ti and 5.7x for A100", lt2 "23% and 10% higher" — (low, high) of the stated range
+PAPER_RATIO = {("1080Ti", "all"): (2.0, 2.4), ("A100", "all"): (2.0, 2.4), ("1080Ti", "gt2"): (3.5, 3.5),
+               ("A100", "gt2"): (5.7, 5.7), ("1080Ti", "lt2"): (1.23, 1.23), ("A100", "lt2"): (1.10, 1.10)}
+PAPER_TEXT = {"all": "2x to 2.4x the goodput of the baseline systems", "gt2": "{x}x the goodput of the baseline "
+              "systems", "lt2": "goodput is {p}% higher"}
+#: why our ratios are smaller (issue 31 item 3), one line for every ratio row
+WHY_SMALLER = (
+    "Why our ratios are smaller than §5.1's (issue 31). The best baseline is our Clockwork in every cell; our "
+    "Nexus is far below it (Symphony 2–15× Nexus, wider than the paper's gaps), so the shortfall is our Clockwork "
+    "coming much closer to Symphony than the paper's did. (1) The paper's baselines are the real systems on its "
+    "testbed with emulated GPUs (§5); ours are simulated policies without their systems' costs — §5.4 measures "
+    "Clockwork's locks on critical paths capping its throughput (Fig. 11 right), which a simulated Clockwork does "
+    "not have; the A100 zoo's faster models need the highest request rates, where that cap would bind most, and "
+    "it is there our ratios are lowest. (2) Our Clockwork already runs as §5 describes (arbitrary batch sizes, no "
+    "input transfer) with the release's 10 ms schedule-ahead and 5 ms SLO buffer; nothing there is ours to fix. "
+    "(3) Scale: measured once (24 GPUs, 4-s traces instead of quick's 1 s, issue 31) Symphony / Clockwork was "
+    "1.58× (1080Ti all), 2.04× (1080Ti gt2), 1.02× (A100 all), 1.04× (A100 gt2): longer traces widen the "
+    "1080Ti gap, not the A100 one; Nexus provisioned from the previous epoch (the real Nexus) instead of each "
+    "epoch's own load only lowered Nexus further. (4) The authors' run scripts and their Clockwork fork are not "
+    "in the stored snapshot of abcdabcd987/nexuslb (src/, the Python client, the profiler), so how they "
+    "configured the baselines could not be read. Their dispatcher charges each Symphony request 1 ms control + "
+    "2 ms data + 1.5 ms response latency and a 2 ms backend allowance (RankmtConfig, ModelThread), which we do "
+    "not model (d_ctrl_us = d_data_us = 0); that lowers the paper's Symphony, so it does not explain the gap.")
 
 
 def model_set(table: str, which: str) -> pl.DataFrame:
@@ -77,11 +101,21 @@ class Fig6(Experiment):
             part = mean.filter((pl.col("hardware") == h) & (pl.col("set") == s))
             v = {sy: float(part.filter(pl.col("system") == sy)["goodput_rps"].sum()) for sy in SYSTEMS}
             base = max(v["clockwork"], v["nexus"], v["nexus-8fe"])
-            headlines.append(Headline(f"{h} {s}: Symphony / best baseline", None,
+            headlines.append(Headline(f"{h} {s}: Symphony / best baseline (paper "
+                                      + "–".join(f"{x:g}" for x in sorted(set(PAPER_RATIO[(h, s)]))) + "×)",
+                                      sum(PAPER_RATIO[(h, s)]) / 2,
                                       v["symphony"] / base if base else float("inf"), unit="×"))
             claims.append(Claim(f"{h} {s}: Symphony has the highest goodput", v["symphony"] >= base,
                                 ", ".join(f"{c.LABELS[k]} {x:.0f}" for k, x in v.items())
                                 + c.clockwork_why(v["symphony"], v["clockwork"])))
+            lo_p, hi_p = PAPER_RATIO[(h, s)]
+            ours = v["symphony"] / base if base else float("inf")
+            per = ", ".join(f"{v['symphony'] / v[k]:.2f}× {c.LABELS[k]}" if v[k] else f"∞ {c.LABELS[k]}"
+                            for k in SYSTEMS[1:])
+            stated = PAPER_TEXT[s].format(x=lo_p, p=round(100 * (lo_p - 1)))
+            claims.append(Claim(f"§5.1 {h} {s}: \"{stated}\" (paper {lo_p:g}" + (f"–{hi_p:g}" if hi_p != lo_p else "")
+                                + "×; ours over the best baseline, within 15 %)",
+                                lo_p * 0.85 <= ours <= hi_p * 1.15, f"ours {ours:.2f}× ({per})"))
             if v["nexus"] > 0:
                 losses.append(1 - v["nexus-8fe"] / v["nexus"])
         headlines.append(Headline("Nexus 8FE goodput loss vs 1FE, range (paper 11 %–45 %)", 45.0,
@@ -94,7 +128,7 @@ class Fig6(Experiment):
         notes = ["Nexus is the shared Nexus policy with spare=\"spread\" (every GPU of the fixed cluster "
                  "serves). Its goodput is limited by placing a session per model: tight-SLO sessions cannot share "
                  "a GPU's duty cycle, so most GPUs hold one or two lightly used models, and the p99 goodput is "
-                 "set by where the plan stops fitting, the same for 1 and 8 frontends."]
+                 "set by where the plan stops fitting, the same for 1 and 8 frontends.", WHY_SMALLER]
         return Section(self.title, figures, headlines, claims, notes)
 
 

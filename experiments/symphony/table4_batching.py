@@ -100,8 +100,12 @@ class Table4(Experiment):
                 part = share.filter(pl.col("system") == s)
                 seeds = max(1, part["seed"].n_unique())
                 above = float(part.filter(pl.col("x") >= lim)["value"].sum()) / seeds
-                claims.append(Claim(f"Fig. 8 {m}: most {c.LABELS[s]} requests run in batches ≥ {lim}",
-                                    above > 0.5, f"{100 * above:.0f} % of requests"))
+                strict = float(part.filter(pl.col("x") > lim)["value"].sum()) / seeds
+                claims.append(Claim(f"Fig. 8 {m}: \"the majority of requests run with batch sizes greater than "
+                                    f"{lim}\" ({c.LABELS[s]}), read as ≥ {lim}", above > 0.5,
+                                    f"{100 * above:.0f} % of requests"))
+                claims.append(Claim(f"Fig. 8 {m}: the same, read strictly as > {lim} ({c.LABELS[s]})", strict > 0.5,
+                                    f"{100 * strict:.0f} % of requests"))
             # Fig. 9: Symphony's queuing delay 2–3× shorter than the baselines'
             qd = results.filter((pl.col("metric") == "queue_ms") & (pl.col("model") == m) & (pl.col("x") == 0.99))
             q99 = {s: float(qd.filter(pl.col("system") == s)["value"].mean() or float("nan")) for s in SYSTEMS}

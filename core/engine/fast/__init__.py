@@ -34,10 +34,10 @@ FAST = {
                  "serving group, overhead model|none",
     "flex": "overhead model|none",
     "flex-np": "overhead model|none",
-    "symphony": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0 (any rule, prune, rank, rate_window_ms), one "
-                "serving group, overhead model|none",
-    "symphony-wc": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0 (any rule, prune, rank, rate_window_ms), one "
-                   "serving group, overhead model|none",
+    "symphony": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0, rule text|frontrun (any prune, rank, "
+                "rate_window_ms), one serving group, overhead model|none",
+    "symphony-wc": "d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0, rule text|frontrun (any prune, rank, "
+                   "rate_window_ms), one serving group, overhead model|none",
     "nexus": "one serving group (any epoch_s, peak_window_s, provision, frontends, spare, hardware mix), overhead "
              "model|none",
     "ppipe": "engine reserved=record (any wait and rule switches: uplink_score, head_drop, slot_receive, "
@@ -79,7 +79,7 @@ def why_not(policy: str, config: Any, overhead: Any, w_hw: list[int], group_work
               and cfg.get("schedule_ahead_ms") == 0 and cfg.get("slo_buffer_ms") == 0)
     if policy in SYMPHONY:
         ok = (ok and config.d_ctrl_us == 0 and config.d_data_us == 0 and config.autoscale_epoch_s == 0
-              and len(group_workers) == 1)
+              and len(group_workers) == 1 and config.rule in ("text", "frontrun"))
     if policy == "nexus":
         ok = ok and len(group_workers) == 1
     if not ok:

@@ -25,8 +25,8 @@ What it re-enacts, and where the reference says it:
   GPU freed earliest (then the lower index), the schedulable candidate with the earliest ``sched_at``
   (ties: the lower model), under ``rank="all"`` the earliest waiting one if earlier still; the timers of
   the waiting candidates set at ``max(now + 1, sched_at)`` (kept if unchanged, else cancelled and set
-  again), the taken candidate's cancelled; on an arrival only its model is looked at, on a completion or
-  a timer every model;
+  again), the taken candidate's cancelled; on an arrival only its model is looked at (every model under
+  ``rank="all"``), on a completion or a timer every model;
 * the scheduler clock and admission control, the queues, the batch log, the completion order: :mod:`.common`.
 """
 
@@ -221,7 +221,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             i += 1
             arriving = True
             ua, uk = 1, now
-            m_lo, m_hi = m, m + 1
+            m_lo, m_hi = (0, n_models) if rank_all else (m, m + 1)
         else:
             break
         # ---- Symphony._dispatch: the idle GPU freed earliest takes a candidate, while one is taken

@@ -1,0 +1,134 @@
+"""Symphony's schedulability rules, by name (Symphony §4.3, Appendix C; the authors' released scheduler).
+
+When may a candidate that can still grow (not at the max batch, every queued request in it) go to an idle
+GPU before its ``sched_at``? Each rule answers, and every rule also takes it at ``sched_at``:
+
+* ``text`` — §4.3 as stated: once it holds ≥ β·λ requests, β the profile's fixed cost and λ the model's
+  rate over ``rate_window_ms`` (the default rule).
+* ``frontrun`` (alias ``sched_at``) — never early: Appendix C as printed (its second ``exec_at =
+  max(earliest, frontrun_at)`` overrides the β·λ line) and the **default of the authors' code**:
+  ``SchedulableCondition`` defaults to ``kFrontrun`` in ``abcdabcd987/nexuslb``
+  (``src/nexus/dispatcher/rankmt/``, read at ``dbb9043``), where every candidate executes at its frontrun
+  time ``dl − ℓ(b+1)``.
+* ``target-batch`` — the authors' ``kTargetBatchSize`` (their 2022-03 rule ``bs ≥ target ? earliest :
+  frontrun``): once it holds the target batch of Eqs. 2–3 (§4.2), as their ``BatchSizeEstimator`` solves
+  them (:func:`target_batch`) from the bucketed rate (:class:`BucketMeter`).
+* ``beta-lambda-authors`` — the authors' ``kBetaLambda`` (two side branches, 2023-04 and 2024-01): once
+  ``b ≥ β·λ`` with β the intercept of the secant of ℓ between the current batch b and the target batch
+  (:func:`secant_beta_s`; b + 1 when b is the target) and λ the bucketed mean rate.
+
+Choices where the authors' code and our engine differ, written down: the rate meter's buckets are aligned
+at simulated time 0 (theirs at the dispatcher's start); the estimator's batch search stops at the max batch
+(theirs has no bound); their 100 µs timer jitter and response latency are not modelled (the engine's
+``d_ctrl_us``/``d_data_us`` are the only delays: the budget is SLO − ``d_ctrl``, less ``d_data`` per request).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Sequence
+
+#: the rules, default first; a second name is accepted for one of them
+RULES = ("text", "frontrun", "target-batch", "beta-lambda-authors")
+ALIASES = {"sched_at": "frontrun"}
+#: the rules the compiled fast path covers (``core.engine.fast.why_not`` names the others)
+FAST_RULES = ("text", "frontrun")
+#: the authors' ``BatchSizeEstimator(1.0, 2.0)``: the rate the batch is sized for is mean + 2 × std
+XRPS, XSTD = 1.0, 2.0
+
+
+def canonical(rule: str) -> str:
+    """The rule's one name (``sched_at`` → ``frontrun``); unknown names pass through for validation."""
+    return ALIASES.get(rule, rule)
+
+
+class BucketMeter:
+    """The authors' ``RpsMeter``: arrivals counted in ``buckets`` buckets of ``span_us`` (100 × 50 ms = 5 s),
+    the current, partial bucket included; :meth:`get` gives the mean and the sample standard deviation of the
+    buckets' rates (req/s) over the buckets since time 0, at most ``buckets`` of them."""
+
+    __slots__ = ("span", "size", "counts", "total", "sumsq")
+
+    def __init__(self, span_us: int = 50_000, buckets: int = 100) -> None:
+        self.span, self.size = span_us, buckets
+        self.counts: deque[list[int]] = deque()  #: [bucket index, count], non-empty buckets in order
+        self.total = 0
+        self.sumsq = 0
+
+    def _evict(self, now: int) -> int:
+        cur = now // self.span
+        while self.counts and self.counts[0][0] <= cur - self.size:
+            _, c = self.counts.popleft()
+            self.total -= c
+            self.sumsq -= c * c
+        return cur
+
+    def hit(self, now: int) -> None:
+        cur = self._evict(now)
+        if self.counts and self.counts[-1][0] == cur:
+            c = self.counts[-1][1]
+            self.counts[-1][1] = c + 1
+            self.sumsq += 2 * c + 1
+        else:
+            self.counts.append([cur, 1])
+            self.sumsq += 1
+        self.total += 1
+
+    def get(self, now: int) -> tuple[float, float]:
+        cur = self._evict(now)
+        k = min(cur + 1, self.size)
+        avg = self.total / k
+        var = (self.sumsq - k * avg * avg) / (k - 1) if k > 1 else 0.0
+        per_s = 1e6 / self.span
+        return avg * per_s, math.sqrt(max(0.0, var)) * per_s
+
+
+def target_batch(lat: Sequence[float], budget_us: float, d_data_us: float, rate: float, std: float,
+                 max_batch: int) -> int:
+    """The target batch of Eqs. 2–3 as the authors' ``BatchSizeEstimator`` solves them (§4.2).
+
+    ``lat[b]`` is ℓ(b) in µs. With r = rate + 2·std (req/s): the largest b before the first b whose
+    ``ℓ(b)·(1 + 1/max(1, n)) > budget − d_data·b`` with ``n = r·ℓ(b)/b`` GPUs (Eqs. 2 and 3); when that n is
+    ≤ 1 (less than a GPU's worth of load), the largest b with ``ℓ(b) + b/r ≤ budget`` instead (Nexus's
+    rule for a model below one GPU). At least 1, at most ``max_batch``.
+    """
+    r = XRPS * rate + XSTD * std
+    if r <= 0:
+        return 1
+    b, n = max_batch, 0.0
+    for bs in range(1, max_batch + 1):
+        sec = lat[bs] / 1e6
+        n = r * sec / bs
+        if sec * (1 + 1 / max(1.0, n)) > (budget_us - d_data_us * bs) / 1e6:
+            b = max(1, bs - 1)
+            break
+    if n > 1:
+        return b
+    for bs in range(2, max_batch + 1):
+        if lat[bs] / 1e6 + bs / r + d_data_us * bs / 1e6 > budget_us / 1e6:
+            return bs - 1
+    return max_batch
+
+
+def secant_beta_s(lat: Sequence[float], b: int, target: int) -> float:
+    """β of the authors' ``kBetaLambda``: the intercept (s) of the line through (b, ℓ(b)) and (x, ℓ(x)),
+    x the target batch, or b + 1 when b is the target."""
+    x = target if b != target else b + 1
+    alpha = (lat[x] - lat[b]) / (x - b)
+    return (lat[x] - alpha * x) / 1e6
+
+
+def early(rule: str, b: int, lam_window: float, beta_s: float, meter: BucketMeter | None, lat: Sequence[float],
+          budget_us: float, d_data_us: float, max_batch: int, now: int) -> bool:
+    """Whether a candidate of ``b`` requests is schedulable before its ``sched_at`` under ``rule``
+    (module docstring). ``lam_window`` is §4.3's λ (the ``text`` rule), ``beta_s`` the profile's β."""
+    if rule == "text":
+        return b >= beta_s * lam_window
+    if rule == "frontrun":
+        return False
+    avg, std = meter.get(now)
+    target = target_batch(lat, budget_us, d_data_us, avg, std, max_batch)
+    if rule == "target-batch":
+        return b >= target
+    return b >= secant_beta_s(lat, b, min(target, max_batch)) * avg
