@@ -127,6 +127,10 @@ class Experiment:
     paper: str = ""
     title: str = ""
 
+    def check_inputs(self) -> None:
+        """Raise a one-line :class:`UserError` when an input the experiment reads from outside the package
+        (the authors' data) is missing — called before the results folder is created. Default: none."""
+
     def prepare(self, results_dir: Path, scale: Scale) -> str | None:
         """Build, once, an input the grid depends on (e.g. a measured profile, cached under ``results_dir``)
         before :meth:`cells`; returns a line for the run log, or None. Default: nothing to build."""

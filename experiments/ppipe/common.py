@@ -78,7 +78,10 @@ def data_dir() -> Path:
 
 
 class PPipeExperiment(Experiment):
-    """A PPipe figure: needs the authors' data, checked before the run writes its first log line."""
+    """A PPipe figure: needs the authors' data, checked before the run creates its results folder."""
+
+    def check_inputs(self) -> None:
+        data_dir()
 
     def prepare(self, results_dir: Path, scale: Any) -> str | None:  # noqa: ARG002 - the base's signature
         return f"PPipe data: {data_dir()}"
