@@ -5,20 +5,16 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, List, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional
 
-import polars as pl
 import typer
-from rich.progress import Progress
 
-from shepherd.cli.common import console, frame_table, progress, summary_table
 from shepherd.cli.log import run_log
-from shepherd.core.artifacts import make_provenance, write_artifact
 from shepherd.core.errors import UserError
-from shepherd.experiments import registry, runner
-from shepherd.experiments.base import Scale, is_synthetic
-from shepherd.experiments.report import build_report
-from shepherd.solvers.backend import preflight
+
+# polars, the experiments and the solvers are imported inside the functions: `--help` stays fast
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 RESULTS = Path("results")
 
@@ -38,6 +34,15 @@ def reproduce(
 
     Example: shepherd reproduce shepherd --quick
     """
+    import polars as pl
+
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.experiments import registry, runner
+    from shepherd.experiments.base import Scale, is_synthetic
+    from shepherd.experiments.report import build_report
+    from shepherd.solvers.backend import preflight
+
     if list_:
         rows = [{"experiment": e.name, "paper": e.paper, "what": e.title}
                 for e in registry.all_experiments().values()]
@@ -123,6 +128,8 @@ def _log_failure(log) -> Iterator[None]:  # noqa: ANN001 - a RunLog
 @contextmanager
 def _bar(show: bool) -> Iterator[Progress | None]:
     """The rich bar on a terminal; None in a batch job (the log lines say it instead)."""
+    from shepherd.cli.common import progress
+
     if not show:
         yield None
         return
@@ -140,6 +147,10 @@ def report_cmd(
 
     Example: shepherd report shepherd · shepherd report results/sweeps/flex-vs-baselines
     """
+    from shepherd.cli.common import console, summary_table
+    from shepherd.experiments import registry
+    from shepherd.experiments.report import build_report
+
     if experiments and len(experiments) == 1 and _is_capacity(experiments[0]):
         return _report_capacity(Path(experiments[0]))
     if experiments and len(experiments) == 1 and _is_sweep(experiments[0]):
@@ -158,6 +169,8 @@ def report_cmd(
 
 
 def _is_sweep(arg: str) -> bool:
+    from shepherd.experiments import registry
+
     from shepherd.experiments.sweep_report import is_sweep_folder
 
     path = Path(arg)
@@ -178,6 +191,8 @@ def _is_capacity(arg: str) -> bool:
 
 
 def _report_capacity(folder: Path) -> None:
+    from shepherd.cli.common import summary_table
+
     from shepherd.experiments.capacity_report import report_folder
 
     path, section, rows = report_folder(folder)
@@ -187,6 +202,8 @@ def _report_capacity(folder: Path) -> None:
 
 
 def _report_sweep(folder: Path) -> None:
+    from shepherd.cli.common import summary_table
+
     from shepherd.experiments.sweep_report import report_folder
 
     path, section, rows = report_folder(folder)
