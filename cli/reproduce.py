@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional
 
 import typer
 
+from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, ray_address
 from shepherd.cli.log import run_log
+from shepherd.cli.seeds import replica_count
 from shepherd.core.errors import UserError
 
 # polars, the experiments and the solvers are imported inside the functions: `--help` stays fast
@@ -22,10 +23,12 @@ RESULTS = Path("results")
 def reproduce(
     experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Shrink durations and scale (minutes, not hours).")] = False,
-    seeds: Annotated[Optional[int], typer.Option("--seeds", help="Seeds per cell (default 3, or 1 with --quick).")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Parallel local processes (default: all cores).")] = None,
+    replicas: Annotated[Optional[int], typer.Option("--replicas", help="Replicas per cell, seeds 0 … N−1 (default 3, or 1 with --quick).")] = None,
+    seeds: Annotated[Optional[str], typer.Option("--seeds", help="The seeds as a list, 0,1,…,N−1 (= --replicas N); a bare N is the deprecated count.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP)] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
-    address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (default: start a local Ray).")] = None,
+    ray_addr: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
+    address: Annotated[Optional[str], typer.Option("--address", hidden=True, help="Deprecated: --ray-address.")] = None,
     results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
     list_: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write figures and REPORT.md at the end.")] = True,
@@ -50,12 +53,11 @@ def reproduce(
         return
     if not experiments:
         raise UserError("name an experiment or a paper (see `shepherd reproduce --list`)")
-    if seeds is not None and seeds < 1:
-        raise UserError(f"--seeds must be ≥ 1, got {seeds}")
-    if jobs is not None and jobs < 1:
-        raise UserError(f"--jobs must be ≥ 1, got {jobs}")
+    seeds_n = replica_count(replicas, seeds)
+    workers = default_jobs(jobs)
+    address = ray_address(ray_addr, address)
     chosen = registry.resolve(experiments)
-    scale = Scale.default(quick, seeds)
+    scale = Scale.default(quick, seeds_n)
     runner.check_executor(executor, address)
     # the experiments' planners solve with HiGHS: a broken build fails here, before anything is written
     preflight("highs")
@@ -87,7 +89,7 @@ def reproduce(
                 how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
 
-            stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
+            stats = runner.run_cells(cells, results, executor=executor, jobs=workers,
                                      address=address, on_done=on_done, log=log)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)

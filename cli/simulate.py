@@ -11,6 +11,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from shepherd.cli.deprecated import renamed
+from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs
 from shepherd.core import bounds, defaults
 from shepherd.core.errors import UserError
 
@@ -96,9 +97,9 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator (also of named traces).")] = 0,
     engine_path: Annotated[str, typer.Option("--engine", metavar="[reference|fast]", help="fast: a policy's compiled fast path (identical outcomes; clockwork, flex, flex-np, nexus, ppipe, symphony, symphony-wc), an error where it has none; reference: the Python engine (PPipe's reserved stages then executed as engine events, each checked). Default: fast where the policy has a fast path for the run's configuration, else reference.")] = "auto",
     groups: Annotated[str, typer.Option("--groups", metavar="[together|apart]", help="Serving groups in one loop, or each its own run merged into the same tables (identical outcomes).")] = "together",
-    jobs: Annotated[int, typer.Option("--jobs", help="Run the groups apart in N worker processes (identical outcomes).")] = 1,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP + " Here: serving groups run apart (identical outcomes); with --groups together (the default, unless -j N > 1 is given) one loop.")] = None,
     executor: Annotated[str, typer.Option("--executor", metavar="[local|ray]", help="Where groups run apart: local processes, or Ray tasks (a local cluster of --jobs CPUs, or --ray-address).")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="host:port of a running Ray cluster (with --executor ray).")] = None,
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
 ) -> None:
     """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
 
@@ -113,6 +114,8 @@ def simulate(
     from shepherd.traces.resolve import load_trace
 
     slo = renamed(slo, slo_old, "--slo-ms", "--slo")
+    # one --jobs default everywhere (every core) where work runs apart; groups together run one loop
+    jobs = default_jobs(jobs) if (jobs is not None or groups == "apart" or executor == "ray") else 1
     check_output_dir(out, "-o")  # before any long work
     # reserved paths (PPipe): recorded at dispatch except on the reference engine, which executes each stage as
     # an event that checks its reservation — the same tables either way (tests/test_ppipe_dataplane.py)

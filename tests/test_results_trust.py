@@ -51,7 +51,7 @@ def _tree(root: Path) -> dict[str, str]:
 
 def test_two_reproduce_runs_on_one_folder_at_once(tmp_path):
     shared, alone = tmp_path / "shared", tmp_path / "alone"
-    args = ("reproduce", SLOW.name, "--seeds", "2", "--results")
+    args = ("reproduce", SLOW.name, "--replicas", "2", "--results")
     env = {**os.environ, "MPLBACKEND": "Agg"}
     procs = [subprocess.Popen(trust_fixtures.cli_command(*args, shared, "--jobs", jobs), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for jobs in ("1", "2")]

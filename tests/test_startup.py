@@ -36,7 +36,7 @@ def test_importing_the_cli_loads_no_heavy_library():
 
 @pytest.mark.parametrize("args", [("--version",), ("--help",), ("simulate", "--help"), ("plan", "--help"),
                                   ("traces", "--help"), ("sweep", "--help"), ("capacity", "--help"),
-                                  ("reproduce", "--help")])
+                                  ("reproduce", "--help"), ("warmup", "--help")])
 def test_version_help_and_command_help_load_no_heavy_library(args):
     names, run = _imported(ENTRY, *args)
     assert run.returncode == 0, run.stderr[-2000:]
