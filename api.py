@@ -4,8 +4,11 @@ Each function here is what one command runs, without the printing:
 :func:`load_trace` (``--trace``), :func:`load_profiles` (``--profiles``),
 :func:`plan` (``shepherd plan``), :func:`simulate` (``shepherd simulate``),
 :func:`sweep` (``shepherd sweep``) and :func:`capacity` (``shepherd capacity``).
-Options keep the CLI's names and units: ``load`` is a multiplier of the
-trace's native rate, ``slo_ms`` in ms.
+Options keep the CLI's names and units (STYLE.md pattern 16: one meaning per
+name): ``load`` is always a multiplier of the trace's native rate
+(:func:`simulate`, :func:`capacity`), ``rate`` always requests/s (a named
+trace's aggregate rate in :func:`load_trace`, as ``traces maf --rate`` and a
+sweep's ``trace.rate``), ``slo_ms`` in ms, ``seed`` one int, ``seeds`` a list.
 """
 
 from __future__ import annotations
@@ -18,12 +21,32 @@ import polars as pl
 DEFAULT_PROFILES = "shepherd-v100"
 
 
-def load_trace(spec: str | Path, *, seed: int = 0, **options: Any) -> pl.DataFrame:
+def load_trace(spec: str | Path, *, seed: int = 0, rate: float | None = None, **options: Any) -> pl.DataFrame:
     """A trace frame (arrival_us, stream, model, slo_us, deadline_us) from a trace artifact or a named
-    trace (``"maf-synthetic"``, ``"maf2019"`` …) built with ``options`` (``duration_min=1`` …)."""
+    trace (``"maf-synthetic"``, ``"maf2019"`` …) built with ``options`` (``duration_min=1`` …).
+
+    ``rate``: the aggregate arrival rate in requests/s (thinning or superposing the trace, as
+    ``traces maf --rate``); ``load=`` is its deprecated spelling (a DeprecationWarning): ``load`` means a
+    multiplier of the native rate everywhere else (:func:`simulate`)."""
     from shepherd.traces.resolve import load_trace as resolve
 
-    return resolve(str(spec), seed=seed, **options).frame
+    return resolve(str(spec), seed=seed, **_rate_option(dict(options, rate=rate))).frame
+
+
+def _rate_option(options: dict[str, Any]) -> dict[str, Any]:
+    """``rate`` (req/s) → the trace builders' ``load`` option; the old ``load=`` keyword with a warning."""
+    import warnings
+
+    from shepherd.core.errors import UserError
+
+    rate, old = options.pop("rate", None), options.pop("load", None)
+    if old is not None:
+        if rate is not None:
+            raise UserError("give rate= (requests/s) or its deprecated spelling load=, not both")
+        warnings.warn("the trace option load= is deprecated: use rate= (requests/s); load means a multiplier of the "
+                      "native rate in simulate() and capacity()", DeprecationWarning, stacklevel=3)
+        rate = old
+    return options | ({"load": rate} if rate is not None else {})
 
 
 def load_profiles(spec: str | Path = DEFAULT_PROFILES) -> pl.DataFrame:
@@ -142,7 +165,7 @@ def capacity(trace: Any, *, target: str = "attainment=0.99", policy: str = "flex
     chosen = list(seeds) if seeds is not None else list(range(seed, seed + replicas))
     if not chosen or len(set(chosen)) != len(chosen):
         raise UserError(f"capacity needs distinct seeds, got {chosen}")
-    topts = dict(trace_options or {})
+    topts = _rate_option(dict(trace_options or {}))  # {"rate": req/s}, as in load_trace
     fixed = isinstance(trace, pl.DataFrame) or Path(str(trace)).exists()
     if fixed and len(chosen) > 1 and "redraw_window_s" not in topts:
         raise UserError("several seeds over a fixed trace (a file or a frame) would be identical replicas: pass "

@@ -3,6 +3,11 @@
 User errors (:class:`UserError`, bad option values) print one line
 ``error: …`` on stderr and exit 2; ``--verbose`` anywhere on the command line
 shows the traceback instead.
+
+Start-up stays light: importing this module (what ``--version``, ``--help``
+and every TAB of shell completion pay) loads typer and rich only; each command
+imports the engine, polars, numba, python-mip or seaborn inside its function
+(``tests/test_startup.py``, ``benchmarks/startup_speed.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from shepherd.cli import runs as runs_cmd
 from shepherd.cli import simulate as simulate_cmd
 from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
+from shepherd.cli import warmup as warmup_cmd
 from shepherd.core.errors import UserError, environment_error
 
 app = typer.Typer(
@@ -67,6 +73,7 @@ app.command("sweep")(sweep_cmd.sweep)
 app.command("capacity")(capacity_cmd.capacity)
 app.add_typer(runs_cmd.app, name="runs")
 app.add_typer(data_cmd.app, name="data")
+app.command("warmup")(warmup_cmd.warmup)
 
 
 def _one_line(message: str) -> str:

@@ -10,7 +10,7 @@ import typer
 
 from shepherd.cli import seeds as seed_opts
 from shepherd.cli.common import frame_table, summary_table
-from shepherd.cli.grid_run import ADDRESS_HELP, default_jobs, dry_run_table, ray_address, run_grid, warn
+from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, dry_run_table, ray_address, run_grid, warn
 from shepherd.core.errors import UserError
 
 CAPACITY_DIR = Path("results/capacity")
@@ -41,7 +41,7 @@ def capacity(
     probes: Annotated[Optional[int], typer.Option("--probes", help="Loads below the capacity re-checked for monotonicity (default 3).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="The results folder's name (default: the config's name, or 'capacity').")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Results folder (default: results/capacity/<name>).")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Parallel local processes (default: all cores).")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP)] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
     ray_addr: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
     address: Annotated[Optional[str], typer.Option("--address", hidden=True, help="Deprecated: --ray-address.")] = None,

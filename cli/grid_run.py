@@ -19,7 +19,11 @@ import typer
 
 from shepherd.cli.log import run_log
 
-ADDRESS_HELP = "Ray cluster address (default: start a local Ray)."
+ADDRESS_HELP = "Ray cluster address host:port (with --executor ray; default: start a local Ray)."
+#: one --jobs default in every command: every core — cells (and serving groups run apart) are independent
+#: processes, so a machine's cores are what bounds the wall time; pass -j N to leave cores to other work
+JOBS_HELP = "Parallel local processes (default: every core, os.cpu_count(): the work is independent processes; " \
+            "-j N leaves cores to other work)."
 
 
 def ray_address(new: Optional[str], old: Optional[str]) -> Optional[str]:

@@ -8,33 +8,30 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from shepherd.cli.common import progress, summary_table
 from shepherd.core import bounds
-from shepherd.core import profiles as prof
-from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
-from shepherd.core.checks import number
 from shepherd.core.errors import UserError
-from shepherd.core.pipelines.rules import check as check_rules
-from shepherd.solvers.backend import BACKENDS, SolverConfig, preflight
-from shepherd.solvers.planners import PLANNERS, PlanRequest, get_planner
-from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
-from shepherd.traces.resolve import load_trace
+
+# heavy modules (solvers, polars, the trace builders) are imported inside the functions: `--help` stays fast
 
 MAX_GPUS = bounds.MAX_WORKERS  # core/bounds.py: bounds the ILP's size too
+#: the planners and MILP backends, named in --help without importing the solvers (tests/test_cli_conventions.py
+#: keeps these equal to solvers.planners.PLANNERS and solvers.backend.BACKENDS)
+PLANNER_NAMES = ("herd", "nexus", "single-group", "offline-optimal", "ppipe", "np", "dart-r", "symphony-partition")
+SOLVER_NAMES = ("highs", "cbc", "gurobi")
 
 
 def plan(
     ctx: typer.Context,
     show: Annotated[Optional[List[str]], typer.Argument(metavar="[show PLAN]", show_default=False, help="`shepherd plan show PLAN`: print a plan artifact (groups, solver, status, objective and its meaning) instead of planning.")] = None,
     trace: Annotated[Optional[str], typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).", rich_help_panel="Inputs and output")] = None,
-    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNERS) + "]", help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.", rich_help_panel="Inputs and output")] = "herd",
+    planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNER_NAMES) + "]", autocompletion=lambda incomplete: [p for p in _planners() if p.startswith(incomplete)], help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.", rich_help_panel="Inputs and output")] = "herd",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).", rich_help_panel="Inputs and output")] = None,
     gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).", rich_help_panel="Inputs and output")] = 36,
     group_limit: Annotated[int, typer.Option("--group-limit", help="Group-worker limit Ḡ (Shepherd §4 (b)).", rich_help_panel="Herd (Shepherd §4)")] = 12,
     affinity_k: Annotated[float, typer.Option("--affinity-k", help="Affinity bound K̄ for co-located models (inf = one set).", rich_help_panel="Herd (Shepherd §4)")] = math.inf,
     gpu_memory_mb: Annotated[float, typer.Option("--gpu-memory-mb", help="GPU memory per worker, MB (V100: 16384).", rich_help_panel="Herd (Shepherd §4)")] = 16384.0,
     reserve_mb: Annotated[float, typer.Option("--reserve-mb", help="Memory set aside per GPU for batches, MB.", rich_help_panel="Herd (Shepherd §4)")] = 4096.0,
-    solver: Annotated[str, typer.Option("--solver", metavar="[" + "|".join(BACKENDS) + "]", help="MILP backend (python-mip; HiGHS by default).", rich_help_panel="Solver (every MILP planner)")] = "highs",
+    solver: Annotated[str, typer.Option("--solver", metavar="[" + "|".join(SOLVER_NAMES) + "]", help="MILP backend (python-mip; HiGHS by default).", rich_help_panel="Solver (every MILP planner)")] = "highs",
     time_limit: Annotated[float, typer.Option("--time-limit", help="Solver time limit, s.", rich_help_panel="Solver (every MILP planner)")] = 60.0,
     gap: Annotated[float, typer.Option("--gap", help="Relative MIP gap to stop at (0.01 = 1 %).", rich_help_panel="Solver (every MILP planner)")] = 0.01,
     max_solutions: Annotated[int, typer.Option("--max-solutions", help="Stop after this many feasible solutions (0 = no limit).", rich_help_panel="Solver (every MILP planner)")] = 0,
@@ -72,6 +69,16 @@ def plan(
         return show_plan(Path(show[1]))
     if trace is None:
         raise UserError("missing option --trace (or `shepherd plan show PLAN` to show a plan)")
+    from shepherd.cli.common import progress, summary_table
+    from shepherd.core import profiles as prof
+    from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
+    from shepherd.core.checks import number
+    from shepherd.core.pipelines.rules import check as check_rules
+    from shepherd.solvers.backend import SolverConfig, preflight
+    from shepherd.solvers.planners import PlanRequest, get_planner
+    from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
+    from shepherd.traces.resolve import load_trace
+
     check_output_file(out, "-o")  # before any long work
     run = get_planner(planner)
     _refuse_options_that_do_not_apply(ctx, planner)
@@ -188,8 +195,8 @@ def show_plan(path: Path) -> None:
     """Print a plan artifact: what made it, solver status and objective, and its groups."""
     import polars as pl
 
-    from shepherd.cli.common import frame_table
-    from shepherd.core.artifacts import artifact_kind
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import artifact_kind, read_artifact
 
     if not path.is_file():
         raise UserError(f"plan {path} not found")
@@ -221,21 +228,33 @@ def show_plan(path: Path) -> None:
         frame_table("pipelines", frame.head(30))
 
 
-#: options that only some planners read → those planners (the help panels say the same); any other planner
-#: given one refuses it in one line instead of ignoring it (issue 33 item 9)
-OPTION_PLANNERS: dict[str, tuple[str, ...]] = {
-    "group_limit": ("herd",), "affinity_k": ("herd",), "epoch_s": ("nexus",), "time_step_ms": ("offline-optimal",),
-    **{name: PPIPE_PLANNERS for name in ("cluster", "bandwidth_gbps", "slo_margin", "slo_scale", "rules")},
-    "milp_formulation": ("ppipe", "np"),
-    **{name: ("symphony-partition",) for name in ("partitions", "rate_cap", "balance_weight", "previous",
-                                                   "max_move_cost")},
-    "hardware": tuple(p for p in PLANNERS if p not in PPIPE_PLANNERS),  # PPipe's cluster names its GPU types
-}
+def _planners() -> list[str]:
+    """The planners' names (imports the solvers: called when planning or completing ``--planner``)."""
+    from shepherd.solvers.planners import PLANNERS
+
+    return list(PLANNERS)
+
+
+def option_planners() -> dict[str, tuple[str, ...]]:
+    """Options that only some planners read → those planners (the help panels say the same); any other
+    planner given one refuses it in one line instead of ignoring it (issue 33 item 9)."""
+    from shepherd.solvers.ppipe_planner import PPIPE_PLANNERS
+
+    ppipe = tuple(PPIPE_PLANNERS)
+    return {
+        "group_limit": ("herd",), "affinity_k": ("herd",), "epoch_s": ("nexus",),
+        "time_step_ms": ("offline-optimal",),
+        **{name: ppipe for name in ("cluster", "bandwidth_gbps", "slo_margin", "slo_scale", "rules")},
+        "milp_formulation": ("ppipe", "np"),
+        **{name: ("symphony-partition",) for name in ("partitions", "rate_cap", "balance_weight", "previous",
+                                                       "max_move_cost")},
+        "hardware": tuple(p for p in _planners() if p not in ppipe),  # PPipe's cluster names its GPU types
+    }
 
 
 def _refuse_options_that_do_not_apply(ctx: typer.Context, planner: str) -> None:
     """One ``error:`` line for an option given on the command line that ``planner`` would ignore."""
-    for name, planners in OPTION_PLANNERS.items():
+    for name, planners in option_planners().items():
         source = ctx.get_parameter_source(name)
         if planner not in planners and source is not None and source.name == "COMMANDLINE":
             flag = "--" + name.replace("_", "-")
@@ -255,6 +274,8 @@ def plan_import(
     """
     from shepherd.core.pipelines import blocks
     from shepherd.core.pipelines import plan as pplan
+    from shepherd.cli.common import summary_table
+    from shepherd.core.artifacts import check_output_file, make_provenance, read_artifact, write_artifact
     from shepherd.core.pipelines.importer import read_plan
 
     check_output_file(out, "-o")

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import polars as pl
 import typer
 
-from shepherd.cli.common import console, frame_table, summary_table
-from shepherd.core import profiles as prof
-from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
+from shepherd.core import bounds, defaults
 from shepherd.core.errors import UserError
+
+# polars, the profiles and the artifacts are imported inside the functions: `--help` stays fast
+if TYPE_CHECKING:
+    import polars as pl
 
 app = typer.Typer(
     help=(
@@ -42,7 +43,7 @@ def build(
         typer.Option("--from-ppipe", help="PPipe authors' data folder: per-block latencies → a block_profiles artifact."),
     ] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the profiles artifact.")] = Path("profiles.parquet"),
-    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch size expanded from α/β tables.")] = prof.DEFAULT_MAX_BATCH,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=bounds.MAX_BATCH, help="Largest batch size expanded from α/β tables.")] = defaults.DEFAULT_MAX_BATCH,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Recorded in provenance (profiles draw no randomness).")] = 0,
     measure: Annotated[Optional[list[str]], typer.Option("--measure", help="Time real PyTorch models here: VGG16, ResNet50, ResNet152 or package.module:factory (repeatable or comma-separated; extra 'torch').")] = None,
     device: Annotated[str, typer.Option("--device", help="--measure: cpu | cuda.")] = "cpu",
@@ -55,6 +56,10 @@ def build(
     """Write a profiles artifact (one row per model × hardware × batch, with α, β, R²)."""
     if ctx.invoked_subcommand is not None:
         return
+    from shepherd.cli.common import summary_table
+    from shepherd.core import profiles as prof
+    from shepherd.core.artifacts import make_provenance, write_artifact
+
     if measure:
         if table is not None or from_file is not None or from_ppipe is not None:
             raise UserError("--measure cannot be combined with --table, --from or --from-ppipe")
@@ -96,6 +101,8 @@ def build(
 
 def _measure(models: list[str], device: str, per_layer: bool, threads: Optional[int], batch: Optional[str],
              repeats: int, warmup: int, out: Path, seed: int) -> None:
+    from shepherd.cli.common import summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
     from shepherd.core.measure.artifact import measure, parse_batches
 
     batches = parse_batches(batch)
@@ -116,6 +123,11 @@ def list_tables() -> None:
 
     Example: shepherd profile list
     """
+    import polars as pl
+
+    from shepherd.cli.common import frame_table
+    from shepherd.core import profiles as prof
+
     rows = []
     for t in prof.BUILTIN_TABLES.values():
         raw = prof.read_builtin_raw(t.name)
@@ -138,6 +150,11 @@ def show(
     """
     if (path is None) == (table is None):
         raise UserError("give a profiles file or --table NAME")
+    import polars as pl
+
+    from shepherd.core import profiles as prof
+    from shepherd.core.artifacts import read_artifact
+
     frame = read_artifact(path, "profiles").frame if path else prof.load_builtin(table)  # type: ignore[arg-type]
     if model is not None:
         frame = frame.filter(pl.col("model") == model)
@@ -147,6 +164,11 @@ def show(
 
 
 def _print_fits(frame: pl.DataFrame, title: str) -> None:
+    import polars as pl
+
+    from shepherd.cli.common import console, frame_table
+    from shepherd.core import profiles as prof
+
     params = prof.model_params(frame)
     stats = frame.group_by(["model", "hardware"], maintain_order=True).agg(
         pl.col("batch").min().alias("b_min"),
@@ -165,6 +187,8 @@ def _print_fits(frame: pl.DataFrame, title: str) -> None:
 
 def _from_ppipe(root: Path, out: Path, seed: int) -> None:
     """Import the PPipe block timings (PPipe §5.2–§5.3) as a ``block_profiles`` artifact."""
+    from shepherd.cli.common import summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
     from shepherd.core.pipelines import blocks
 
     profs = blocks.read_ppipe_dir(root)

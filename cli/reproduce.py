@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, List, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional
 
-import polars as pl
 import typer
-from rich.progress import Progress
 
-from shepherd.cli.common import console, frame_table, progress, summary_table
+from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, ray_address
 from shepherd.cli.log import run_log
-from shepherd.core.artifacts import make_provenance, write_artifact
+from shepherd.cli.seeds import replica_count
 from shepherd.core.errors import UserError
-from shepherd.experiments import registry, runner
-from shepherd.experiments.base import Scale, is_synthetic
-from shepherd.experiments.report import build_report
-from shepherd.solvers.backend import preflight
+
+# polars, the experiments and the solvers are imported inside the functions: `--help` stays fast
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 RESULTS = Path("results")
 
@@ -26,10 +23,12 @@ RESULTS = Path("results")
 def reproduce(
     experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Shrink durations and scale (minutes, not hours).")] = False,
-    seeds: Annotated[Optional[int], typer.Option("--seeds", help="Seeds per cell (default 3, or 1 with --quick).")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Parallel local processes (default: all cores).")] = None,
+    replicas: Annotated[Optional[int], typer.Option("--replicas", help="Replicas per cell, seeds 0 … N−1 (default 3, or 1 with --quick).")] = None,
+    seeds: Annotated[Optional[str], typer.Option("--seeds", help="The seeds as a list, 0,1,…,N−1 (= --replicas N); a bare N is the deprecated count.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP)] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
-    address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (default: start a local Ray).")] = None,
+    ray_addr: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
+    address: Annotated[Optional[str], typer.Option("--address", hidden=True, help="Deprecated: --ray-address.")] = None,
     results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
     list_: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write figures and REPORT.md at the end.")] = True,
@@ -38,6 +37,15 @@ def reproduce(
 
     Example: shepherd reproduce shepherd --quick
     """
+    import polars as pl
+
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.experiments import registry, runner
+    from shepherd.experiments.base import Scale, is_synthetic
+    from shepherd.experiments.report import build_report
+    from shepherd.solvers.backend import preflight
+
     if list_:
         rows = [{"experiment": e.name, "paper": e.paper, "what": e.title}
                 for e in registry.all_experiments().values()]
@@ -45,12 +53,11 @@ def reproduce(
         return
     if not experiments:
         raise UserError("name an experiment or a paper (see `shepherd reproduce --list`)")
-    if seeds is not None and seeds < 1:
-        raise UserError(f"--seeds must be ≥ 1, got {seeds}")
-    if jobs is not None and jobs < 1:
-        raise UserError(f"--jobs must be ≥ 1, got {jobs}")
+    seeds_n = replica_count(replicas, seeds)
+    workers = default_jobs(jobs)
+    address = ray_address(ray_addr, address)
     chosen = registry.resolve(experiments)
-    scale = Scale.default(quick, seeds)
+    scale = Scale.default(quick, seeds_n)
     runner.check_executor(executor, address)
     # the experiments' planners solve with HiGHS: a broken build fails here, before anything is written
     preflight("highs")
@@ -84,7 +91,7 @@ def reproduce(
                 how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
 
-            stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
+            stats = runner.run_cells(cells, results, executor=executor, jobs=workers,
                                      address=address, on_done=on_done, log=log)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)
@@ -125,6 +132,8 @@ def _log_failure(log) -> Iterator[None]:  # noqa: ANN001 - a RunLog
 @contextmanager
 def _bar(show: bool) -> Iterator[Progress | None]:
     """The rich bar on a terminal; None in a batch job (the log lines say it instead)."""
+    from shepherd.cli.common import progress
+
     if not show:
         yield None
         return
@@ -142,6 +151,10 @@ def report_cmd(
 
     Example: shepherd report shepherd · shepherd report results/sweeps/flex-vs-baselines
     """
+    from shepherd.cli.common import console, summary_table
+    from shepherd.experiments import registry
+    from shepherd.experiments.report import build_report
+
     if experiments and len(experiments) == 1 and _is_capacity(experiments[0]):
         return _report_capacity(Path(experiments[0]))
     if experiments and len(experiments) == 1 and _is_sweep(experiments[0]):
@@ -160,6 +173,8 @@ def report_cmd(
 
 
 def _is_sweep(arg: str) -> bool:
+    from shepherd.experiments import registry
+
     from shepherd.experiments.sweep_report import is_sweep_folder
 
     path = Path(arg)
@@ -180,6 +195,8 @@ def _is_capacity(arg: str) -> bool:
 
 
 def _report_capacity(folder: Path) -> None:
+    from shepherd.cli.common import summary_table
+
     from shepherd.experiments.capacity_report import report_folder
 
     path, section, rows = report_folder(folder)
@@ -189,6 +206,8 @@ def _report_capacity(folder: Path) -> None:
 
 
 def _report_sweep(folder: Path) -> None:
+    from shepherd.cli.common import summary_table
+
     from shepherd.experiments.sweep_report import report_folder
 
     path, section, rows = report_folder(folder)

@@ -5,10 +5,13 @@
 * ``--seeds a,b,c`` — an explicit list (duplicates refused: a seed counted twice is not a replica).
 
 :func:`seed_list` merges them into the list of seeds a command runs, or None
-when none was given (the command's config then decides).
+when none was given (the command's config then decides); :func:`replica_count`
+is the same for a command whose seeds are always 0 … N−1 (``reproduce``).
 """
 
 from __future__ import annotations
+
+import sys
 
 from shepherd.core.errors import UserError
 
@@ -50,3 +53,25 @@ def seed_list(seed: int | None, replicas: int | None, seeds: str | None) -> list
     if not 1 <= count <= MAX_REPLICAS:
         raise UserError(f"--replicas must be between 1 and {MAX_REPLICAS}, got {count}")
     return list(range(base, base + count))
+
+
+def replica_count(replicas: int | None, seeds: str | None) -> int | None:
+    """N for a command whose seeds are always 0 … N−1 (``reproduce``: the papers' grids), or None.
+
+    ``--replicas N``; or ``--seeds 0,1,…,N−1`` (the list, as everywhere; another list is refused); a bare
+    ``--seeds N`` is the count it meant before (kept one release, with a one-line deprecation notice).
+    """
+    if seeds is not None and replicas is not None:
+        raise UserError("give --replicas N or --seeds 0,1,…, not both")
+    if seeds is not None and "," not in seeds and seeds.strip().isdigit():
+        sys.stderr.write("warning: --seeds N as a count is deprecated and will be removed in the next release; "
+                         "use --replicas N (--seeds is a list of seeds, e.g. 0,1,2)\n")
+        replicas = int(seeds)
+    elif seeds is not None:
+        chosen = parse_seeds(seeds)
+        if chosen != list(range(len(chosen))):
+            raise UserError(f"--seeds {seeds}: this command runs seeds 0 … N−1; give --replicas N")
+        replicas = len(chosen)
+    if replicas is not None and not 1 <= replicas <= MAX_REPLICAS:
+        raise UserError(f"--replicas must be between 1 and {MAX_REPLICAS}, got {replicas}")
+    return replicas

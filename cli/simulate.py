@@ -10,28 +10,26 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from shepherd.cli.common import frame_table, progress, summary_table
 from shepherd.cli.deprecated import renamed
-from shepherd.core import bounds
-from shepherd.core import profiles as prof
-from shepherd.core.artifacts import artifact_kind, make_provenance, write_artifact
-from shepherd.core.artifacts import artifact_dir, check_output_dir
-from shepherd.core.engine import EngineConfig, OverheadConfig, simulate as run_simulation
-from shepherd.core.checks import number
+from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs
+from shepherd.core import bounds, defaults
 from shepherd.core.errors import UserError
-from shepherd.core.metrics import batch_size_distribution
-from shepherd.core.policies import registry
-from shepherd.core.runinfo import with_run_columns
-from shepherd.core.sim_inputs import read_simulation_inputs
-from shepherd.traces.resolve import load_trace
+
+# heavy modules (the engine, polars, the policies) are imported inside the functions: `--help` stays fast
 
 RECORD_LEVELS = ("summary", "batches", "requests")
-DEFAULT_PROFILES = prof.DEFAULT_TABLE
+DEFAULT_PROFILES = defaults.DEFAULT_TABLE
 MAX_WORKERS = bounds.MAX_WORKERS  # core/bounds.py
+#: the built-in policies, named in --help without importing them (tests/test_cli_conventions.py keeps this
+#: equal to the registry's built-in names)
+POLICY_NAMES = ("accordion", "bbs", "clockwork", "fastest", "flex", "flex-np", "nexus", "one-stage", "ppipe",
+                "reactive", "slo-conforming", "symphony", "symphony-wc")
 
 
 def parse_options(policy: str, pairs: list[str]) -> dict:
     """``key=value`` strings → typed fields of the policy's config dataclass."""
+    from shepherd.core.policies import registry
+
     spec = registry.get(policy)
     hints = typing.get_type_hints(spec.config_cls)
     fields = {f.name for f in dataclasses.fields(spec.config_cls)}
@@ -63,6 +61,7 @@ def parse_options(policy: str, pairs: list[str]) -> dict:
 def rule_options(policy: str, rules: str) -> dict:
     """The policy-config fields a named rule set (:mod:`shepherd.core.pipelines.rules`) sets."""
     from shepherd.core.pipelines.rules import dataplane_fields
+    from shepherd.core.policies import registry
 
     fields = {f.name for f in dataclasses.fields(registry.get(policy).config_cls)}
     wanted = dataplane_fields(rules)
@@ -72,9 +71,16 @@ def rule_options(policy: str, rules: str) -> dict:
     return got
 
 
+def _policy_names(incomplete: str) -> list[str]:
+    """Shell completion of ``--policy`` (imports the registry only when asked)."""
+    from shepherd.core.policies import registry
+
+    return [n for n in registry.names() if n.startswith(incomplete)]
+
+
 def simulate(
     trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace.")],
-    policy: Annotated[str, typer.Option("--policy", metavar="[" + "|".join(registry.names()) + "]", help="Online policy (see the README's policy table).")] = "flex",
+    policy: Annotated[str, typer.Option("--policy", metavar="[" + "|".join(POLICY_NAMES) + "]", autocompletion=_policy_names, help="Online policy (see the README's policy table); a plug-in's name works too.")] = "flex",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help=f"Profiles artifact (default: built-in {DEFAULT_PROFILES}, Shepherd Table 4).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_WORKERS, help="Number of identical workers, all in one serving group.")] = None,
     plan: Annotated[Optional[Path], typer.Option("--plan", help="Plan artifact: serving groups (one scheduler each).")] = None,
@@ -86,20 +92,30 @@ def simulate(
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
     overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,
     hardware: Annotated[Optional[str], typer.Option("--hardware", help="GPU type of the workers when the profiles cover several.")] = None,
-    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=prof.MAX_BATCH_LIMIT, help="Largest batch (Shepherd §5.2: 128).")] = prof.DEFAULT_MAX_BATCH,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=bounds.MAX_BATCH, help="Largest batch (Shepherd §5.2: 128).")] = defaults.DEFAULT_MAX_BATCH,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory for requests/batches/workers/summary.parquet.")] = Path("results/simulate"),
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the one random generator (also of named traces).")] = 0,
     engine_path: Annotated[str, typer.Option("--engine", metavar="[reference|fast]", help="fast: a policy's compiled fast path (identical outcomes; clockwork, flex, flex-np, nexus, ppipe, symphony, symphony-wc), an error where it has none; reference: the Python engine (PPipe's reserved stages then executed as engine events, each checked). Default: fast where the policy has a fast path for the run's configuration, else reference.")] = "auto",
     groups: Annotated[str, typer.Option("--groups", metavar="[together|apart]", help="Serving groups in one loop, or each its own run merged into the same tables (identical outcomes).")] = "together",
-    jobs: Annotated[int, typer.Option("--jobs", help="Run the groups apart in N worker processes (identical outcomes).")] = 1,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP + " Here: serving groups run apart (identical outcomes); with --groups together (the default, unless -j N > 1 is given) one loop.")] = None,
     executor: Annotated[str, typer.Option("--executor", metavar="[local|ray]", help="Where groups run apart: local processes, or Ray tasks (a local cluster of --jobs CPUs, or --ray-address).")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="host:port of a running Ray cluster (with --executor ray).")] = None,
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
 ) -> None:
     """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
 
     Example: shepherd simulate --policy flex --trace trace.parquet --gpus 12 --load 2 --record summary -o results/flex
     """
+    from shepherd.cli.common import progress
+    from shepherd.core.artifacts import artifact_kind, check_output_dir
+    from shepherd.core.checks import number
+    from shepherd.core.engine import EngineConfig, simulate as run_simulation
+    from shepherd.core.policies import registry
+    from shepherd.core.sim_inputs import read_simulation_inputs
+    from shepherd.traces.resolve import load_trace
+
     slo = renamed(slo, slo_old, "--slo-ms", "--slo")
+    # one --jobs default everywhere (every core) where work runs apart; groups together run one loop
+    jobs = default_jobs(jobs) if (jobs is not None or groups == "apart" or executor == "ray") else 1
     check_output_dir(out, "-o")  # before any long work
     # reserved paths (PPipe): recorded at dispatch except on the reference engine, which executes each stage as
     # an event that checks its reservation — the same tables either way (tests/test_ppipe_dataplane.py)
@@ -147,6 +163,11 @@ def simulate(
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
                    max_batch, hardware, seed: int, config: dict, overhead: dict | None) -> None:
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import artifact_dir, make_provenance, write_artifact
+    from shepherd.core.metrics import batch_size_distribution
+    from shepherd.core.runinfo import with_run_columns
+
     summary = with_run_columns(result.summary_frame(), policy=policy, trace=loaded.name, load=load, slo_ms=slo,
                                seed=seed, gpus=gpus, plan=Path(plan).name if plan else None, config=config,
                                synthetic=loaded.synthetic)

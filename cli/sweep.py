@@ -10,7 +10,7 @@ import typer
 
 from shepherd.cli import seeds as seed_opts
 from shepherd.cli.common import summary_table
-from shepherd.cli.grid_run import ADDRESS_HELP, default_jobs, dry_run_table, ray_address, run_grid
+from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, dry_run_table, ray_address, run_grid
 from shepherd.core.errors import UserError
 
 SWEEPS = Path("results/sweeps")
@@ -24,7 +24,7 @@ def sweep(
     seed: Annotated[Optional[int], typer.Option("--seed", help=seed_opts.SEED_HELP + " Replaces the config's seeds.")] = None,
     replicas: Annotated[Optional[int], typer.Option("--replicas", help=seed_opts.REPLICAS_HELP)] = None,
     seeds: Annotated[Optional[str], typer.Option("--seeds", help=seed_opts.SEEDS_HELP)] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help="Parallel local processes (default: all cores).")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP)] = None,
     executor: Annotated[str, typer.Option("--executor", help="local | ray")] = "local",
     ray_addr: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
     address: Annotated[Optional[str], typer.Option("--address", hidden=True, help="Deprecated: --ray-address.")] = None,

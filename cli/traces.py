@@ -12,23 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, List, Optional
 
-import numpy as np
-import polars as pl
 import typer
 
 from shepherd.cli.deprecated import renamed
-from shepherd.cli.common import frame_table, progress, summary_table
-from shepherd.core import profiles as prof
-from shepherd.core.artifacts import make_provenance, read_artifact, write_artifact
 from shepherd.core.errors import UserError
-from shepherd.traces import accordion
 from shepherd.traces import checks
-from shepherd.traces import fetch as tfetch
-from shepherd.traces import predictability as pred
-from shepherd.traces import registry
-from shepherd.traces import stats as tstats
-from shepherd.traces import synthetic
-from shepherd.traces.resolve import load_trace
+
+# numpy, polars, the trace builders and the downloader are imported inside the functions: `--help` stays fast
 
 app = typer.Typer(
     help=(
@@ -47,6 +37,9 @@ DEFAULT_TABLE = "shepherd-v100"
 
 
 def _models(models: Optional[str], models_from: Optional[Path]) -> list[str]:
+    from shepherd.core import profiles as prof
+    from shepherd.core.artifacts import read_artifact
+
     if models and models_from:
         raise UserError("give --models or --models-from, not both")
     if models:
@@ -86,6 +79,12 @@ def generate(
 
     Example: shepherd traces generate --process mmpp --rate 5000 --zipf 1.0 -o trace.parquet
     """
+    import numpy as np
+
+    from shepherd.cli.common import progress, summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.traces import accordion, synthetic
+
     duration = renamed(duration, duration_old, "--duration-s", "--duration", default=10.0)
     checks.seed(seed)
     checks.out_file(out)
@@ -149,6 +148,14 @@ def stats(
 
     Example: shepherd traces stats maf-synthetic --cv --window-ms 100 --window-ms 1000 -o cv.parquet
     """
+    import numpy as np
+    import polars as pl
+
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.traces import predictability as pred, stats as tstats
+    from shepherd.traces.resolve import load_trace
+
     for w in window_ms or ():
         checks.number("--window-ms", w, low=checks.MIN_WINDOW_MS, high=checks.MAX_DURATION_S * 1000, what="ms")
     for g in group_size or ():
@@ -208,6 +215,13 @@ def stats(
 def _per_minute_cv(name: str, tau_min: Optional[List[int]], group_size: Optional[List[int]], duration_min: Optional[int],
                    path: Optional[Path], out: Optional[Path], seed: int) -> None:
     """Shepherd Figs. 2/5 from a MAF name's per-minute counts (τ ≥ 1 minute)."""
+    import numpy as np
+    import polars as pl
+
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.traces import predictability as pred, registry
+
     taus = tau_min or [1, 2, 5, 10, 30, 60, 120]
     data = registry.load_counts(name, duration_min=duration_min, path=path, seed=seed)
     groups = group_size or list(pred.DEFAULT_GROUP_SIZES)
@@ -240,6 +254,11 @@ def list_traces() -> None:
 
     Example: shepherd traces list
     """
+    import polars as pl
+
+    from shepherd.cli.common import frame_table
+    from shepherd.traces import fetch as tfetch, registry
+
     reg = tfetch.read_registry()
     rows = []
     for name, entry in registry.TRACES.items():
@@ -273,6 +292,9 @@ def fetch_cmd(
     An interrupted download resumes when the command is run again; a checksum mismatch deletes the file.
     Example: shepherd traces fetch maf2019
     """
+    from shepherd.cli.common import progress, summary_table
+    from shepherd.traces import fetch as tfetch
+
     ds = tfetch.dataset(name)
     if url is not None:
         tfetch.check_url(url)  # before the progress bar: a bad URL is one line, nothing drawn
@@ -294,6 +316,9 @@ def import_cmd(
 
     Example: shepherd traces import ~/Downloads/azurefunctions-dataset2019/
     """
+    from shepherd.cli.common import summary_table
+    from shepherd.traces import fetch as tfetch
+
     if as_name is not None:
         tfetch.dataset(as_name)
     name, where = tfetch.import_path(path, as_name, sha256)
@@ -328,6 +353,11 @@ def maf_cmd(
 
     Example: shepherd traces maf maf2019-bursty --day 3 --start-minute 600 --duration-min 10 --rate 20000 -o trace.parquet
     """
+    from shepherd.cli.common import progress, summary_table
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.traces import registry, stats as tstats
+    from shepherd.traces.resolve import load_trace
+
     load = renamed(rate, load, "--rate", "--load")
     entry = registry.lookup(name)
     if entry is None:

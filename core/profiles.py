@@ -21,10 +21,9 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.bounds import MAX_BATCH
+from shepherd.core.defaults import DEFAULT_MAX_BATCH, DEFAULT_TABLE  # noqa: F401 - re-exported
 from shepherd.core.errors import UserError
 
-DEFAULT_MAX_BATCH = 128
-DEFAULT_TABLE = "shepherd-v100"  # the built-in profiles when none are given (Shepherd Table 4)
 MAX_BATCH_LIMIT = MAX_BATCH  # largest --max-batch accepted (core/bounds.py): latency tables are dense up to it
 MEASURED_COLUMNS = ("model", "hardware", "batch", "latency_ms")
 

@@ -61,3 +61,48 @@ def test_every_kernel_module_refreshes_its_cache():
     fast = Path(shepherd.__file__).parent / "core" / "engine" / "fast"
     for name in ("common", "clockwork", "flex", "symphony", "nexus", "replay"):
         assert "jitcache.refresh(__name__" in (fast / f"{name}.py").read_text(), name
+
+
+ANNOUNCED = textwrap.dedent("""
+    import sys, time
+    from numba import njit
+    from pkgx import dep
+
+    @njit(cache=True)
+    def kernel(x):
+        return dep.helper(x)
+
+    from shepherd.core.engine.fast import jitcache
+    jitcache.refresh(__name__, dep)
+""")
+
+CALL = ("import sys, pkgx.family as m; print(m.kernel(1)); "
+        "print('misses', sum(m.kernel.stats.cache_misses.values()))")
+
+
+def _spawn(root: Path) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("SHEPHERD_QUIET_COMPILE", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), str(Path(shepherd.__file__).parent.parent)])
+    return subprocess.Popen([sys.executable, "-c", CALL], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_first_compile_is_announced_once_and_done_by_one_of_two_processes(tmp_path):
+    """Two processes start at once on a cold cache: one compiles (and says so in one line), the other waits for
+    the family's file lock and loads the machine code from the cache; a third, later, compiles nothing."""
+    pkg = tmp_path / "pkgx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "dep.py").write_text(DEP.format(inc=1))
+    (pkg / "family.py").write_text(ANNOUNCED)
+    runs = [_spawn(tmp_path), _spawn(tmp_path)]
+    outs = [p.communicate(timeout=300) for p in runs]
+    assert all(p.returncode == 0 for p in runs), outs
+    misses = sorted(int(out.split("misses")[1]) for out, _ in outs)
+    assert misses == [0, 1]  # one compiled, the other loaded what it cached
+    said = [err.strip() for _, err in outs if err.strip()]
+    assert said == ["compiling the family kernel, once per machine, ~1 min"]
+    out, err = _spawn(tmp_path).communicate(timeout=300)
+    assert "misses 0" in out and err.strip() == ""

@@ -51,7 +51,7 @@ def _tree(root: Path) -> dict[str, str]:
 
 def test_two_reproduce_runs_on_one_folder_at_once(tmp_path):
     shared, alone = tmp_path / "shared", tmp_path / "alone"
-    args = ("reproduce", SLOW.name, "--seeds", "2", "--results")
+    args = ("reproduce", SLOW.name, "--replicas", "2", "--results")
     env = {**os.environ, "MPLBACKEND": "Agg"}
     procs = [subprocess.Popen(trust_fixtures.cli_command(*args, shared, "--jobs", jobs), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for jobs in ("1", "2")]
@@ -337,12 +337,12 @@ def test_output_folder_with_foreign_files_is_refused_before_simulating(cli, trac
 def test_simulate_output_that_is_a_file_fails_before_the_run(cli, trace_file, tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    import shepherd.cli.simulate as sim
+    import shepherd.core.engine as engine  # the command imports it when it runs (lazy imports: fast --help)
 
     def must_not_run(*_a, **_k):
         raise AssertionError("simulated before checking -o")
 
-    monkeypatch.setattr(sim, "run_simulation", must_not_run)
+    monkeypatch.setattr(engine, "simulate", must_not_run)
     assert_user_error(cli("simulate", "--trace", trace_file, "--gpus", "1", "-o", blocker), "is a file")
     assert_user_error(cli("simulate", "--trace", trace_file, "--gpus", "1", "-o", blocker / "sub"), "is a file")
 
@@ -363,9 +363,9 @@ def test_single_file_output_naming_a_directory_is_a_user_error(cli, trace_file, 
 def test_plan_output_below_a_file_fails_before_planning(cli, trace_file, tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    import shepherd.cli.plan as plan_cli
+    import shepherd.traces.resolve as resolve  # the command imports it when it runs (lazy imports: fast --help)
 
-    monkeypatch.setattr(plan_cli, "load_trace", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("ran")))
+    monkeypatch.setattr(resolve, "load_trace", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("ran")))
     assert_user_error(cli("plan", "--trace", trace_file, "-o", blocker / "plan.parquet"), "is a file")
 
 

@@ -7,6 +7,8 @@ code after ``common.py`` changes, so a developer's edit to a shared helper would
 import with the files it inlines from; when their contents' digest differs from the one recorded beside the
 module's cache, the module's cached functions are flushed (numba recompiles them on first call) and the new
 digest is recorded. A fresh checkout has no cache and is unaffected; a clean CI clone never sees this.
+:func:`refresh` also hands the module's kernels to :mod:`~shepherd.core.engine.fast.compile_once`: a first
+compile is announced on stderr and done by one process at a time.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ def refresh(module_name: str, *deps: ModuleType) -> bool:
     dispatchers = _cached_dispatchers(module)
     if not dispatchers:
         return False
+    from shepherd.core.engine.fast import compile_once
+
+    compile_once.guard(module_name, dispatchers)  # a first compile: announced, one process at a time
     want = digest([d.__file__ for d in deps])
     record = Path(dispatchers[0]._cache.cache_path) / f"{module.__name__.rsplit('.', 1)[-1]}.deps-sha256"
     try:

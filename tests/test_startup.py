@@ -1,0 +1,64 @@
+"""Start-up stays light (issue 29 item 6): the entry point imports no engine, numba, polars, python-mip or
+seaborn; each command imports them inside its function. Structure only, no timings
+(``benchmarks/startup_speed.py`` measures the wall time)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numba", "polars", "numpy", "pyarrow", "mip", "seaborn", "matplotlib", "shepherd.core.engine",
+         "shepherd.core.policies", "shepherd.experiments", "shepherd.solvers")
+ENTRY = "import sys; from shepherd.cli.app import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _imported(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[set[str], subprocess.CompletedProcess]:
+    """The module names ``python -X importtime -c CODE ARGS`` imported (parsed from its import-time log)."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], capture_output=True, text=True,
+                         env=os.environ | (env or {}), timeout=120)
+    names = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    return names, run
+
+
+def _heavy(names: set[str]) -> list[str]:
+    return sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in HEAVY))
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    names, run = _imported("import shepherd.cli.app")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "typer" in names  # the log was parsed (else the next assertion proves nothing)
+    assert _heavy(names) == []
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("simulate", "--help"), ("plan", "--help"),
+                                  ("traces", "--help"), ("sweep", "--help"), ("capacity", "--help"),
+                                  ("reproduce", "--help"), ("warmup", "--help")])
+def test_version_help_and_command_help_load_no_heavy_library(args):
+    names, run = _imported(ENTRY, *args)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _heavy(names) == [], args
+
+
+def test_a_completion_tab_loads_no_heavy_library():
+    env = {"_SHEPHERD_COMPLETE": "complete_bash", "COMP_WORDS": "shepherd simulate --re", "COMP_CWORD": "2"}
+    names, run = _imported(ENTRY, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "--record" in run.stdout
+    assert _heavy(names) == []
+
+
+def test_the_help_lists_of_names_match_their_registries():
+    """simulate/plan name the built-in policies, planners and solvers in --help without importing them."""
+    from shepherd.cli import plan, simulate
+    from shepherd.core.policies import registry
+    from shepherd.solvers.backend import BACKENDS
+    from shepherd.solvers.planners import PLANNERS
+
+    assert set(simulate.POLICY_NAMES) == {n for n in registry.names() if registry.get(n).cls.__module__
+                                          .startswith("shepherd.")}
+    assert list(plan.PLANNER_NAMES) == list(PLANNERS)
+    assert set(plan.SOLVER_NAMES) == set(BACKENDS)
