@@ -3,7 +3,8 @@
 Each point is the mean over seeds (real replicas) of the capacity found by one
 search per seed, with the 95 % t interval (:mod:`shepherd.experiments.confidence`)
 clipped to the metric's domain (a capacity is never negative). One panel per target; the y
-axis is the load multiplier, and the table gives req/s beside it. The table
+axis is the load multiplier, with req/s on the right where every search ran on one trace
+(native rates within 10 %), and the table gives req/s beside it. The table
 and REPORT.md name, per point, the **binding model** — the model that fails
 first above the capacity, with how many seeds agree — and its SLO attainment at
 the capacity; a point whose searches found the target not monotone in load is
@@ -87,6 +88,9 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str], name: str) 
         ax.set_xlabel(x or "policy")
         ax.set_ylabel("capacity (× native rate)")
         ax.set_ylim(bottom=0)
+        if (native := native_rate(results)) is not None:  # the same capacity in req/s, on the right
+            ax.secondary_yaxis("right", functions=(lambda y, k=native: y * k, lambda r, k=native: r / k)) \
+                .set_ylabel("capacity (req/s)")
         ax.legend(fontsize=7)
     trace = ", ".join(sorted(set(map(str, results["trace"].to_list()))))
     synthetic = " — synthetic workload" if bool(results["synthetic"].any()) else ""
@@ -96,6 +100,16 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str], name: str) 
     section = Section(f"Capacity {name}: vs {x or 'policy'}", figures)
     section.table = markdown(table, x)  # type: ignore[attr-defined] - REPORT.md's table
     return section
+
+
+def native_rate(results: pl.DataFrame) -> float | None:
+    """The trace's native rate (req/s) when every search ran on one (its replicas within 10 %), else None."""
+    if "native_rps" not in results.columns or results.height == 0:
+        return None
+    rates = results["native_rps"].drop_nulls()
+    if rates.len() == 0 or rates.min() <= 0 or rates.max() > 1.1 * rates.min():
+        return None
+    return float(rates.mean())
 
 
 def markdown(table: pl.DataFrame, x: str | None) -> str:
