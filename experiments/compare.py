@@ -133,16 +133,10 @@ def combine(runs: list[Run]) -> Combined:
         parts.append(r.frame.with_columns(run=pl.lit(n, pl.String), _extra=extra)
                      .select("run", *shared, *metrics, *carried, "_extra"))
     frame = pl.concat(parts, how="vertical_relaxed")
-    varying = [a for a in shared if a != "policy" and frame[a].n_unique() > 1]
-    options = [a for a in varying if a.startswith("option.")]  # a policy's own knob: part of its label
-    varying = [a for a in varying if a not in options]
-    drawn = [a for a in varying if a != "seed"]
-    numeric = [a for a in drawn if frame[a].dtype.is_numeric()]
-    x = (numeric or drawn or [None])[0]
-    rest = [a for a in drawn if a != x]
-    style = rest[0] if rest else None
-    # a policy in several runs is told apart by its run; axes beyond x and style join the label
-    repeated = frame.group_by("policy").agg(pl.col("run").n_unique().alias("k")).filter(pl.col("k") > 1).height > 0
+    varying, options, x, style, rest = _layout(frame, [a for a in shared if a != "policy"])
+    # a policy is told apart by its run where two runs have it at one point; axes beyond x and style join the label
+    repeated = (frame.group_by("policy", *varying).agg(pl.col("run").n_unique().alias("k"))
+                .filter(pl.col("k") > 1).height > 0)
     label = pl.col("run") + pl.lit(" · ") + pl.col("policy") if repeated else pl.col("policy")
     label = _with_axes(label, rest[1:] + options)
     frame = frame.with_columns(label=label + pl.col("_extra")).drop("_extra")
@@ -361,19 +355,13 @@ def _single(run: Run) -> Combined:
     """One run as a comparison of its own policies (the axes it swept)."""
     frame = run.frame.with_columns(run=pl.lit(run.name, pl.String))
     axes = [a for a in run.axes() if a != "policy"]
-    varying = [a for a in axes if frame[a].n_unique() > 1]
-    options = [a for a in varying if a.startswith("option.")]
-    varying = [a for a in varying if a not in options]
-    drawn = [a for a in varying if a != "seed"]
+    varying, options, x, style, rest = _layout(frame, axes)
     if run.kind == "capacity" and "target_spec" in frame.columns and "target_spec" not in varying:
         varying.append("target_spec")  # a capacity row is one target's search: pair within it
-    numeric = [a for a in drawn if frame[a].dtype.is_numeric()]
-    x = (numeric or drawn or [None])[0]
-    rest = [a for a in drawn if a != x]
     label = _with_axes(pl.col("policy"), rest[1:] + options)
     carried = [c for c in CARRIED if c in frame.columns]
     frame = frame.select("run", "policy", *axes, *run.metrics(), *carried).with_columns(label=label)
-    return Combined(frame, x, rest[0] if rest else None, varying, run.metrics())
+    return Combined(frame, x, style, varying, run.metrics())
 
 
 def _with_axes(label: pl.Expr, axes: list[str]) -> pl.Expr:
@@ -381,3 +369,23 @@ def _with_axes(label: pl.Expr, axes: list[str]) -> pl.Expr:
     for a in axes:
         label = label + pl.lit(f" {a}=") + pl.col(a).cast(pl.String).fill_null("—")
     return label
+
+
+def _layout(frame: pl.DataFrame, axes: list[str]) -> tuple[list[str], list[str], str | None, str | None, list[str]]:
+    """(varying, options, x, style, drawn but x) among ``axes``: the axes that vary, in :data:`AXES` order
+    (load first), less any that only renames an earlier one (``cluster`` beside ``gpus``); the policy options
+    among them (labels, not axes); the x axis (numeric first) and the line-style axis."""
+    def rank(a: str) -> int:
+        return AXES.index(a) if a in AXES else len(AXES)
+
+    varying: list[str] = []
+    for a in sorted((a for a in axes if frame[a].n_unique() > 1), key=rank):
+        if not any(frame.select(b, a).unique().height == frame[b].n_unique() == frame[a].n_unique() for b in varying):
+            varying.append(a)
+    options = [a for a in varying if a.startswith("option.")]  # a policy's own knob: part of its label
+    varying = [a for a in varying if a not in options]
+    drawn = [a for a in varying if a != "seed"]
+    numeric = [a for a in drawn if frame[a].dtype.is_numeric()]
+    x = (numeric or drawn or [None])[0]
+    rest = [a for a in drawn if a != x]
+    return varying, options, x, (rest[0] if rest else None), rest

@@ -94,7 +94,7 @@ def fmt_interval(mean: float | None, hw: float | None, metric: str | None = None
     low, high = clip(mean - hw, mean + hw, metric)
     if (low, high) == (mean - hw, mean + hw):
         return f"{mean:.{digits}g} ± {hw:.2g}"
-    return f"{mean:.{digits}g} [{low:.3g}, {high:.3g}]"
+    return f"{mean:.{digits}g} [{low:.{digits}g}, {high:.{digits}g}]"
 
 
 def mean_ci(frame: pl.DataFrame, by: Sequence[str], value: str, metric: str | None = None) -> pl.DataFrame:

@@ -49,6 +49,7 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     x, style = axes_of(results, list(swept or []))
     metrics = [m for m in METRICS if m in results.columns]
     data = results.with_columns(pl.col("policy").cast(pl.String))
+    table_data = data  # the table sorts a numeric style axis by its value (the figure draws it as a label)
     x_col = x or "policy"
     if style is not None:
         data = data.with_columns(pl.col(style).cast(pl.String))
@@ -85,7 +86,7 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     figures = save_figure(fig, figures_dir, f"{name}-comparison")
     by = ["policy"] + ([x] if x else []) + ([style] if style else [])
     section = Section(f"Sweep {name}: {', '.join(METRICS[m] for m in metrics)} vs {x_col}", figures)
-    section.table = _table(data, by, metrics, rates)  # type: ignore[attr-defined] - REPORT.md's table
+    section.table = _table(table_data, by, metrics, rates)  # type: ignore[attr-defined] - REPORT.md's table
     return section
 
 

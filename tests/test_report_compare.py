@@ -111,7 +111,7 @@ def test_mean_ci_tabulates_the_clipped_band():
     assert lat["mean"] - lat["half_width"] < 0 and lat["low"] == 0.0 and lat["high"] > 100
     util = ci.mean_ci(frame, ["g"], "utilization").row(0, named=True)
     assert util["mean"] + util["half_width"] > 1 and util["high"] == 1.0
-    assert ci.fmt_interval(50.5, 629.0, "p99_latency_ms") == "50.5 [0, 680]"
+    assert ci.fmt_interval(50.5, 629.0, "p99_latency_ms") == "50.5 [0, 679.5]"
     assert ci.fmt_interval(0.5, 0.1, "utilization") == "0.5 ± 0.1"
     assert ci.domain("no_such_metric") == (-math.inf, math.inf)
 
@@ -226,3 +226,16 @@ def test_the_sweep_table_never_prints_a_band_outside_the_domain(metric):
     data = pl.DataFrame({"policy": ["flex"] * 3, "load": [1.0] * 3, metric: [0.01, 0.5, 0.99]})
     table = _table(data, ["policy", "load"], [metric])
     assert "[0, " in table if metric == "p99_latency_ms" else ", 1]" in table
+
+
+def test_runs_differing_by_cluster_size_share_their_policies_labels(tmp_path):
+    from shepherd.experiments.compare import combine, load_run, paired_ratios
+
+    a = write_sweep(tmp_path / "a", "a", ["flex", "clockwork"])
+    b = write_sweep(tmp_path / "b", "b", ["flex", "clockwork"], extra={"gpus": 16, "cluster": "16 GPUs"})
+    comb = combine([load_run(a), load_run(b)])
+    # gpus is the style; cluster only renames it (dropped); no run prefix: the runs never meet at one point
+    assert (comb.x, comb.style, comb.varying) == ("load", "gpus", ["load", "gpus", "seed"])
+    assert sorted(set(comb.frame["label"])) == ["clockwork", "flex"]
+    ratios = paired_ratios(comb, "clockwork").filter(pl.col("metric") == "goodput_rps")
+    assert ratios.height == 18 and ratios["ratio"].round(9).unique().to_list() == [1.5]
