@@ -44,7 +44,6 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.core.errors import UserError
-from shepherd.experiments.base import Section
 
 #: parameter columns that can be a comparison's axis, in the order the x axis is chosen
 AXES = ("load", "slo_ms", "gpus", "max_batch", "target_spec", "trace", "cluster", "plan", "profiles", "seed")
@@ -181,8 +180,7 @@ def paired_ratios(comb: Combined, baseline: str) -> pl.DataFrame:
     if not out:
         raise UserError(f"--baseline {baseline}: no point of another policy shares "
                         f"{', '.join(key) or 'a point'} with it, so nothing pairs")
-    schema_rows = pl.DataFrame(out, infer_schema_length=None)
-    return schema_rows.with_columns(pl.col("ratio").cast(pl.Float64))
+    return pl.DataFrame(out, infer_schema_length=None).with_columns(pl.col("ratio").cast(pl.Float64))
 
 
 def ratio_summary(ratios: pl.DataFrame, comb: Combined) -> pl.DataFrame:

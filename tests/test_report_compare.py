@@ -239,3 +239,22 @@ def test_runs_differing_by_cluster_size_share_their_policies_labels(tmp_path):
     assert sorted(set(comb.frame["label"])) == ["clockwork", "flex"]
     ratios = paired_ratios(comb, "clockwork").filter(pl.col("metric") == "goodput_rps")
     assert ratios.height == 18 and ratios["ratio"].round(9).unique().to_list() == [1.5]
+
+
+def test_two_simulate_outputs_compared(cli, tmp_path):
+    from shepherd.core.runinfo import with_run_columns
+
+    folders = []
+    for policy, good in (("flex", 90), ("clockwork", 60)):
+        summary = pl.DataFrame({"policy": [policy], "requests": [100], "good": [good], "goodput_rps": [good / 10.0],
+                                "slo_attainment": [good / 100.0], "duration_s": [10.0]})
+        summary = with_run_columns(summary, policy=policy, trace="maf-synthetic", load=1.0, slo_ms=None, seed=0,
+                                   gpus=2, plan=None, config={})
+        folder = tmp_path / policy
+        folder.mkdir()
+        write_artifact(summary, folder / "summary.parquet", "summary", make_provenance({}, seed=0))
+        folders.append(folder)
+    r = cli("report", *folders, "--baseline", "clockwork", "-o", tmp_path / "res")
+    assert r.code == 0, r.err
+    report = (tmp_path / "res" / "comparisons" / "flex-vs-clockwork" / "REPORT.md").read_text()
+    assert "| flex | 1.5 ± 0 | 1.5 ± 0 |" in report and "| flex | 1↑ 0↓ of 1 | 1↑ 0↓ of 1 |" in report
