@@ -363,9 +363,10 @@ def _single(run: Run) -> Combined:
 
 
 def _with_axes(label: pl.Expr, axes: list[str]) -> pl.Expr:
-    """``label`` followed by `` axis=value`` for each of ``axes`` (null: ``—``)."""
+    """``label`` followed by `` axis=value`` for each of ``axes`` where the row has a value (a policy option
+    is null for the policies without it)."""
     for a in axes:
-        label = label + pl.lit(f" {a}=") + pl.col(a).cast(pl.String).fill_null("—")
+        label = label + (pl.lit(f" {a}=") + pl.col(a).cast(pl.String)).fill_null("")
     return label
 
 

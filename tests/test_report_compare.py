@@ -263,3 +263,19 @@ def test_two_simulate_outputs_compared(cli, tmp_path):
     assert r.code == 0, r.err
     report = (tmp_path / "res" / "comparisons" / "flex-vs-clockwork" / "REPORT.md").read_text()
     assert "| flex | 1.5 ± 0 | 1.5 ± 0 |" in report and "| flex | 1↑ 0↓ of 1 | 1↑ 0↓ of 1 |" in report
+
+
+def test_a_policy_option_axis_labels_its_lines_and_pairs_with_the_baseline(tmp_path):
+    from shepherd.experiments.compare import _single, load_run, paired_ratios
+
+    folder = write_sweep(tmp_path / "a", "a", ["clockwork"], metrics=["goodput_rps"])
+    frame = pl.read_parquet(folder / "results.parquet").with_columns(pl.lit(None, pl.Float64).alias("option.lam"))
+    flex = [frame.with_columns(policy=pl.lit("flex"), goodput_rps=pl.col("goodput_rps") * lam,
+                               **{"option.lam": pl.lit(lam)}) for lam in (2.0, 3.0)]
+    write_artifact(pl.concat([frame, *flex]), folder / "results.parquet", "results", make_provenance({}, seed=None))
+    comb = _single(load_run(folder))
+    assert comb.x == "load" and "option.lam" not in comb.varying
+    assert sorted(set(comb.frame["label"])) == ["clockwork", "flex option.lam=2.0", "flex option.lam=3.0"]
+    ratios = paired_ratios(comb, "clockwork")
+    by = ratios.group_by("label").agg(pl.col("ratio").mean().round(9)).sort("label")
+    assert by.rows() == [("flex option.lam=2.0", 2.0), ("flex option.lam=3.0", 3.0)]
