@@ -58,6 +58,17 @@ def half_width(values: Sequence[float]) -> float:
     return t975(n - 1) * sd / math.sqrt(n)
 
 
+#: the paper reports' headline rows carry a unit, not a metric: the units whose values cannot be negative
+#: (a "%" row may be a change, a unit-less one a correlation: left unbounded)
+UNIT_DOMAINS: dict[str, tuple[float, float]] = {"×": NONNEG, "s": NONNEG, "req/s": NONNEG, "r/s": NONNEG,
+                                                 "ms": NONNEG, "EP-s": NONNEG}
+
+
+def domain_of_unit(unit: str) -> tuple[float, float]:
+    """Where a headline's values lie, from its unit (:data:`UNIT_DOMAINS`); unbounded otherwise."""
+    return UNIT_DOMAINS.get(unit.strip(), (-INF, INF))
+
+
 def domain(metric: str | None) -> tuple[float, float]:
     """(low, high) that ``metric``'s values lie in; unbounded for a metric nobody declared."""
     if metric is None:
@@ -72,7 +83,12 @@ def domain(metric: str | None) -> tuple[float, float]:
 
 def clip(low: float, high: float, metric: str | None) -> tuple[float, float]:
     """The band (low, high) clipped to ``metric``'s domain."""
-    lo, hi = domain(metric)
+    return clip_to(low, high, domain(metric))
+
+
+def clip_to(low: float, high: float, bounds: tuple[float, float]) -> tuple[float, float]:
+    """The band (low, high) clipped to ``bounds`` (low, high)."""
+    lo, hi = bounds
     return min(max(low, lo), hi), max(min(high, hi), lo)
 
 

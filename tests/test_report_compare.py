@@ -279,3 +279,15 @@ def test_a_policy_option_axis_labels_its_lines_and_pairs_with_the_baseline(tmp_p
     ratios = paired_ratios(comb, "clockwork")
     by = ratios.group_by("label").agg(pl.col("ratio").mean().round(9)).sort("label")
     assert by.rows() == [("flex option.lam=2.0", 2.0), ("flex option.lam=3.0", 3.0)]
+
+
+def test_paper_headlines_clip_a_ratio_interval_at_zero(tmp_path):
+    from shepherd.experiments.base import Headline, Section
+    from shepherd.experiments.report import render
+
+    sec = Section("fig", [])
+    sec.headlines = [Headline("Shepherd / Clockwork", 2.5, 0.4, 0.9, "×"), Headline("loss", 10.0, 1.0, 5.0, "%"),
+                     Headline("goodput", None, 900.0, 50.0, "req/s")]
+    text = render([sec], tmp_path)
+    assert "| 0.4 [0, 1.3] ×" in text  # a ratio is never below 0
+    assert "| 1 ± 5 %" in text and "| 900 ± 50 req/s" in text  # a change may be negative; a band inside: ±
