@@ -195,6 +195,7 @@ def _print(frame: Any, swept: list[str], folder: Path, name: str, done: Any) -> 
 
     from shepherd.experiments import capacity_report as rep
     from shepherd.experiments.capacity_sweep import MARKER
+    from shepherd.experiments.confidence import fmt_interval
 
     if frame.height == 0:
         raise UserError(f"capacity {name}: no search finished")
@@ -206,8 +207,8 @@ def _print(frame: Any, swept: list[str], folder: Path, name: str, done: Any) -> 
         *(["target_spec"] if len(targets) > 1 else []), "policy",
         *[pl.col(a).map_elements(lambda v: f"{v:g}" if isinstance(v, float) else str(v), return_dtype=pl.String)
           for a in axes],
-        pl.format("{} ± {}", pl.col("capacity").round_sig_figs(4), pl.col("capacity_hw").round_sig_figs(2))
-        .alias("capacity"),
+        pl.Series("capacity", [fmt_interval(m, h, "capacity") for m, h in  # clipped at 0: `mean [low, high]`
+                               zip(table["capacity"].to_list(), table["capacity_hw"].to_list())], pl.String),
         pl.col("capacity_rps").round(0).cast(pl.Int64).alias("req/s"),
         pl.format("{} {}", "binding_model", "binding_seeds").alias("binding (seeds)"),
         (pl.col("binding_attainment") * 100).round(2).alias("its %"),

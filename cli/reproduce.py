@@ -144,17 +144,28 @@ def _bar(show: bool) -> Iterator[Progress | None]:
 def report_cmd(
     experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or papers (default: all with results), or one sweep's results folder.")] = None,
     results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="With run folders: paired per-seed ratios of every policy to this one.")] = None,
 ) -> None:
     """Draw figures (PNG + PDF) into results/figures/ and write results/REPORT.md.
 
-    Given a folder written by `shepherd sweep`, draw that sweep's comparison into FOLDER/figures and FOLDER/REPORT.md.
+    Given a folder written by `shepherd sweep` or `shepherd capacity`, draw its comparison into FOLDER/figures and
+    FOLDER/REPORT.md. Given several run folders (sweep, capacity or simulate), compare them on their shared axes
+    into RESULTS/comparisons/A-vs-B/. --baseline POLICY adds paired ratios: each policy's metric over the
+    baseline's at the same load and seed, then mean and 95 % interval over seeds (a table and a figure).
 
-    Example: shepherd report shepherd · shepherd report results/sweeps/flex-vs-baselines
+    Example: shepherd report shepherd · shepherd report results/sweeps/own-study results/capacity/own-study
+    · shepherd report results/sweeps/own-study --baseline clockwork
     """
     from shepherd.cli.common import console, summary_table
     from shepherd.experiments import registry
     from shepherd.experiments.report import build_report
 
+    folders = [e for e in experiments or [] if Path(e).is_dir()]
+    if baseline is not None and (not folders or len(folders) < len(experiments or [])):
+        raise UserError("--baseline compares runs: give the folders written by `shepherd sweep`, "
+                        "`shepherd capacity` or `shepherd simulate`")
+    if experiments and folders and (len(experiments) > 1 or baseline is not None):
+        return _report_compare([Path(e) for e in experiments], baseline, results)
     if experiments and len(experiments) == 1 and _is_capacity(experiments[0]):
         return _report_capacity(Path(experiments[0]))
     if experiments and len(experiments) == 1 and _is_sweep(experiments[0]):
@@ -214,3 +225,13 @@ def _report_sweep(folder: Path) -> None:
     summary_table("report", {"sweep": folder, "cells": rows,
                              "figures": ", ".join(str(f) for f in section.figures if f.suffix == ".png"),
                              "written": path})
+
+
+def _report_compare(folders: list[Path], baseline: str | None, results: Path) -> None:
+    from shepherd.cli.common import summary_table
+    from shepherd.experiments.compare import report
+
+    path, figures, rows = report(folders, baseline, results)
+    summary_table("report", {"runs": ", ".join(str(f) for f in folders), "rows": rows,
+                             **({"baseline": baseline} if baseline else {}),
+                             "figures": ", ".join(str(f) for f in figures), "written": path})

@@ -2,8 +2,9 @@
 
 Each point is the mean over seeds (real replicas) of the capacity found by one
 search per seed, with the 95 % t interval (:mod:`shepherd.experiments.confidence`)
-clipped at 0 (a capacity is never negative). One panel per target; the y
-axis is the load multiplier, and the table gives req/s beside it. The table
+clipped to the metric's domain (a capacity is never negative). One panel per target; the y
+axis is the load multiplier, with req/s on the right where every search ran on one trace
+(native rates within 10 %), and the table gives req/s beside it. The table
 and REPORT.md name, per point, the **binding model** — the model that fails
 first above the capacity, with how many seeds agree — and its SLO attainment at
 the capacity; a point whose searches found the target not monotone in load is
@@ -65,6 +66,7 @@ def summary(results: pl.DataFrame, swept: list[str]) -> pl.DataFrame:
 def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str], name: str) -> Section:
     """The capacity figure (PNG + PDF): a panel per target, a line per policy, 95 % intervals over seeds."""
     from shepherd.experiments import plotting
+    from shepherd.experiments.confidence import clip
     from shepherd.experiments.report import save_figure
 
     x = x_axis(results, swept)
@@ -79,13 +81,16 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str], name: str) 
             line = part.filter(pl.col("policy") == policy)
             xs = line[x].to_list() if x else [policy]
             mean, hw = line["capacity"].to_list(), line["capacity_hw"].to_list()
-            low = [max(0.0, m - h) for m, h in zip(mean, hw)]  # a capacity is ≥ 0: the interval too
+            bands = [clip(m - h, m + h, "capacity") for m, h in zip(mean, hw)]  # a capacity is ≥ 0: its band too
             ax.plot(xs, mean, marker="o", label=policy)
-            ax.fill_between(xs, low, [m + h for m, h in zip(mean, hw)], alpha=0.2)
+            ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
         ax.set_title(target, fontsize=9)
         ax.set_xlabel(x or "policy")
         ax.set_ylabel("capacity (× native rate)")
         ax.set_ylim(bottom=0)
+        if (native := native_rate(results)) is not None:  # the same capacity in req/s, on the right
+            ax.secondary_yaxis("right", functions=(lambda y, k=native: y * k, lambda r, k=native: r / k)) \
+                .set_ylabel("capacity (req/s)")
         ax.legend(fontsize=7)
     trace = ", ".join(sorted(set(map(str, results["trace"].to_list()))))
     synthetic = " — synthetic workload" if bool(results["synthetic"].any()) else ""
@@ -97,8 +102,20 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str], name: str) 
     return section
 
 
+def native_rate(results: pl.DataFrame) -> float | None:
+    """The trace's native rate (req/s) when every search ran on one (its replicas within 10 %), else None."""
+    if "native_rps" not in results.columns or results.height == 0:
+        return None
+    rates = results["native_rps"].drop_nulls()
+    if rates.len() == 0 or rates.min() <= 0 or rates.max() > 1.1 * rates.min():
+        return None
+    return float(rates.mean())
+
+
 def markdown(table: pl.DataFrame, x: str | None) -> str:
-    """The summary as a markdown table (one row per target, policy and grid point)."""
+    """The summary as a markdown table (one row per target, policy and grid point); intervals clipped at 0."""
+    from shepherd.experiments.confidence import fmt_interval
+
     axes = grid_columns(table)
     head = ["target", "policy", *axes, "capacity (× native)", "capacity (req/s)", "binding model (seeds)",
             "its attainment at capacity", "non-monotone seeds"]
@@ -107,8 +124,8 @@ def markdown(table: pl.DataFrame, x: str | None) -> str:
         att = row["binding_attainment"]
         cells = [row["target"], row["policy"], *[f"{row[a]:g}" if isinstance(row[a], float) else str(row[a])
                                                  for a in axes],
-                 f"{row['capacity']:.4g} ± {row['capacity_hw']:.2g}",
-                 f"{row['capacity_rps']:.4g} ± {row['capacity_rps_hw']:.2g}",
+                 fmt_interval(row["capacity"], row["capacity_hw"], "capacity"),
+                 fmt_interval(row["capacity_rps"], row["capacity_rps_hw"], "capacity_rps"),
                  f"{row['binding_model']} ({row['binding_seeds']})",
                  "—" if att is None else f"{100 * att:.2f} %", str(row["non_monotone"])]
         lines.append("| " + " | ".join(cells) + " |")

@@ -19,23 +19,35 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from shepherd.experiments.confidence import half_width  # noqa: E402
+from shepherd.experiments.confidence import half_width, interval  # noqa: E402
 
 sns.set_theme(style="whitegrid", context="paper")
 
 
 def t_interval(values) -> tuple[float, float]:  # noqa: ANN001 - seaborn passes a pandas Series
+    """The 95 % t band of ``values``, unclipped (a metric of unknown domain): prefer :func:`band`."""
     vals = [float(v) for v in values]
     mean = float(np.mean(vals))
     hw = half_width(vals)
     return mean - hw, mean + hw
 
 
+def band(metric: str | None):  # noqa: ANN201 - seaborn's errorbar callable
+    """seaborn's ``errorbar``: the 95 % t band clipped to ``metric``'s domain
+    (:data:`shepherd.experiments.confidence.DOMAINS`)."""
+    def errorbar(values) -> tuple[float, float]:  # noqa: ANN001 - a pandas Series
+        _, low, high = interval([float(v) for v in values], metric)
+        return low, high
+
+    return errorbar
+
+
 def lines(ax, data: pl.DataFrame, x: str, y: str, hue: str, order=None, style: str | None = None,
-          markers: bool = True) -> None:
-    """Mean line per ``hue`` with the 95 % t band over the rows (seeds) at each x."""
+          markers: bool = True, metric: str | None = None) -> None:
+    """Mean line per ``hue`` with the 95 % t band over the rows (seeds) at each x, clipped to the domain of
+    ``metric`` (default: the column ``y``'s own name)."""
     sns.lineplot(data=data.to_pandas(), x=x, y=y, hue=hue, hue_order=order, style=style,
-                 errorbar=t_interval, marker="o" if markers else None, ax=ax)
+                 errorbar=band(metric or y), marker="o" if markers else None, ax=ax)
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3.0):
@@ -70,13 +82,20 @@ def subset_note(results: pl.DataFrame) -> str | None:
 
 def synthetic_caption(fig, synthetic: bool, results: pl.DataFrame | None = None) -> None:  # noqa: ANN001
     """Caption a figure drawn from synthetic data, or from a subset of the real trace (``results``
-    given, or else the MAF 2019 data in the cache when the figure is not synthetic)."""
-    # a suptitle, not fig.text at the bottom: the constrained layout reserves room for it
-    # (a bottom caption overlapped the x-axis labels of Figs. 7–11b)
+    given, or else the MAF 2019 data in the cache when the figure is not synthetic).
+
+    A figure that already has a title keeps it: the caption then goes below the axes (issue 29: the
+    sweep report's title vanished on synthetic traces, replaced by this caption)."""
     if synthetic:
-        fig.suptitle("synthetic MAF-like workload", x=0.99, ha="right", fontsize=7,
-                     color="firebrick", style="italic")
+        _caption(fig, "synthetic MAF-like workload", "firebrick")
         return
     note = subset_note(results if results is not None else pl.DataFrame({"trace": ["maf2019"]}))
     if note:
-        fig.suptitle(note, x=0.99, ha="right", fontsize=7, color="darkorange", style="italic")
+        _caption(fig, note, "darkorange")
+
+
+def _caption(fig, text: str, color: str) -> None:  # noqa: ANN001
+    # a suptitle or supxlabel, not fig.text: the constrained layout reserves room for those
+    # (a bottom fig.text caption overlapped the x-axis labels of Figs. 7–11b)
+    place = fig.supxlabel if fig.get_suptitle() else fig.suptitle
+    place(text, x=0.99, ha="right", fontsize=7, color=color, style="italic")

@@ -4,7 +4,15 @@ One panel per metric (SLO attainment, goodput, p99 latency, utilization, drop
 rate, mean batch), one line per policy, the mean over seeds with its 95 % t
 interval (:mod:`shepherd.experiments.confidence`); and a table of the same
 numbers in ``REPORT.md``. The x axis is the first swept variable other than
-the policy and the seed; a second one is drawn as line styles.
+the policy and the seed; a second one is drawn as line styles. Bands and the
+table's intervals are clipped to each metric's domain
+(:data:`shepherd.experiments.confidence.DOMAINS`).
+
+A load axis (× the trace's native rate) also says the offered rate in req/s
+under each tick, where the results know it: every cell records its request
+count and arrival span, and the rate at a load is their quotient, averaged over
+the seeds — given only when, at each load and seed, the cells agree within 10 %
+(two traces behind one load multiplier offer different rates).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from shepherd.experiments.base import Section
 
 METRICS = {"slo_attainment": "SLO attainment", "goodput_rps": "goodput (req/s)",
            "p99_latency_ms": "p99 latency (ms)", "utilization": "utilization", "drop_rate": "drop rate",
-           "mean_batch": "mean batch"}
+           "mean_batch": "mean batch", "capacity": "capacity (× native rate)"}
 NOT_X = ("policy", "policy_name", "seed", "sweep")
 
 
@@ -41,6 +49,7 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     x, style = axes_of(results, list(swept or []))
     metrics = [m for m in METRICS if m in results.columns]
     data = results.with_columns(pl.col("policy").cast(pl.String))
+    table_data = data  # the table sorts a numeric style axis by its value (the figure draws it as a label)
     x_col = x or "policy"
     if style is not None:
         data = data.with_columns(pl.col(style).cast(pl.String))
@@ -50,6 +59,7 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     order = list(dict.fromkeys(data["policy"].to_list()))
     values = sorted(v for v in data[x_col].unique().to_list() if isinstance(v, (int, float))) if x else []
     log_x = len(values) > 2 and values[0] > 0 and values[-1] / values[0] >= 8  # e.g. loads 2, 4, 8, 16
+    rates = offered_rates(data, x_col)
     for i, metric in enumerate(metrics):
         ax = axes[i // ncols][i % ncols]
         plotting.lines(ax, data.drop_nulls(metric), x=x_col, y=metric, hue="policy", order=order, style=style)
@@ -57,6 +67,7 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
         ax.set_xlabel(x_col)
         if log_x:
             ax.set_xscale("log", base=2)
+        label_rates(ax, rates)
         if metric in ("utilization", "drop_rate"):
             ax.set_ylim(-0.02, 1.02)
         elif metric == "slo_attainment":  # zoomed to the data: the differences that matter are near 1
@@ -75,8 +86,36 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     figures = save_figure(fig, figures_dir, f"{name}-comparison")
     by = ["policy"] + ([x] if x else []) + ([style] if style else [])
     section = Section(f"Sweep {name}: {', '.join(METRICS[m] for m in metrics)} vs {x_col}", figures)
-    section.table = _table(data, by, metrics)  # type: ignore[attr-defined] - REPORT.md's table
+    section.table = _table(table_data, by, metrics, rates)  # type: ignore[attr-defined] - REPORT.md's table
     return section
+
+
+def offered_rates(data: pl.DataFrame, x: str | None) -> dict[float, float] | None:
+    """{load: offered req/s, mean over seeds} when ``x`` is the load and, at every load and seed, the cells
+    (policies, runs) agree on their rate within 10 % (one trace behind each load)."""
+    if x != "load" or not {"requests", "duration_s"} <= set(data.columns):
+        return None
+    by = ["load"] + (["seed"] if "seed" in data.columns else [])
+    per = (data.filter(pl.col("duration_s") > 0)
+           .with_columns(rate=pl.col("requests") / pl.col("duration_s"))
+           .group_by(by).agg(mean=pl.col("rate").mean(), low=pl.col("rate").min(), high=pl.col("rate").max()))
+    if per.height == 0 or per["load"].n_unique() != data["load"].n_unique():
+        return None
+    if any(r["high"] > 1.1 * r["low"] for r in per.iter_rows(named=True)):
+        return None
+    rates = per.group_by("load").agg(pl.col("mean").mean()).sort("load")
+    return {float(load): float(rate) for load, rate in rates.iter_rows()}
+
+
+def label_rates(ax, rates: dict[float, float] | None) -> None:  # noqa: ANN001 - a matplotlib Axes
+    """Ticks at the loads, each labelled with its multiplier and its offered rate in req/s."""
+    if not rates:
+        return
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(list(rates), [f"{load:g}×\n{rate:,.0f} req/s" for load, rate in rates.items()], fontsize=7)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("load (× native rate) · offered req/s")
 
 
 def is_sweep_folder(path: Path) -> bool:
@@ -120,9 +159,10 @@ def report_folder(folder: Path) -> tuple[Path, Section, int]:
     return report, section, art.frame.height
 
 
-def _table(data: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
-    """A markdown table: one row per (policy, swept value), mean ± half-width per metric."""
-    from shepherd.experiments.confidence import mean_ci
+def _table(data: pl.DataFrame, by: list[str], metrics: list[str], rates: dict[float, float] | None = None) -> str:
+    """A markdown table: one row per (policy, swept value), mean ± half-width per metric (the interval
+    clipped to the metric's domain: ``mean [low, high]`` where it was)."""
+    from shepherd.experiments.confidence import fmt_interval, mean_ci
 
     merged = None
     for metric in metrics:
@@ -134,12 +174,15 @@ def _table(data: pl.DataFrame, by: list[str], metrics: list[str]) -> str:
     if merged is None:
         return "no finished cells"
     merged = merged.sort(by)
-    head = "| " + " | ".join(by + [METRICS[m] for m in metrics]) + " |"
-    lines = [head, "|" + "---|" * (len(by) + len(metrics))]
+    rate_col = ["offered (req/s)"] if rates and "load" in by else []
+    head = "| " + " | ".join(by + rate_col + [METRICS[m] for m in metrics]) + " |"
+    lines = [head, "|" + "---|" * (len(by) + len(rate_col) + len(metrics))]
     for row in merged.iter_rows(named=True):
         cells = [f"{row[b]:g}" if isinstance(row[b], float) else str(row[b]) for b in by]
+        if rate_col:
+            cells.append(f"{rates[float(row['load'])]:,.0f}")
         for m in metrics:
             v = row.get(m)
-            cells.append("—" if not v or v["mean"] is None else f"{v['mean']:.4g} ± {v['half_width']:.2g}")
+            cells.append("—" if not v else fmt_interval(v["mean"], v["half_width"], m))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -125,7 +125,7 @@ class Fig1(Experiment):
         fig, axes = plotting.figure(ncols=3, width=3.5)
         for ax, (m, lab) in zip(axes[0], (("latency_s", "mean end-to-end latency (s)"), ("qps", "QPS"),
                                           ("violations_pct", "SLO violations (%)"))):
-            sns.barplot(data=runs.to_pandas(), x="Scheduler", y=m, ax=ax, errorbar=plotting.t_interval)
+            sns.barplot(data=runs.to_pandas(), x="Scheduler", y=m, ax=ax, errorbar=plotting.band(m))
             ax.set_ylabel(lab)
         figs = save_figure(fig, figures_dir, self.stem)
         v = {p: 100 * float(runs.filter(pl.col("policy") == p)["violations"].mean()) for p in SYSTEMS}

@@ -89,7 +89,7 @@ class Fig6(c.PPipeExperiment):
         for ax, w in zip(axes[0], ("poisson", "bursty")):
             sns.barplot(data=data.filter(pl.col("workload") == w).to_pandas(), x="Cluster", y="max load factor",
                         hue="System", hue_order=[c.LABELS[s] for s in ("np", "dart-r", "ppipe")],
-                        errorbar=plotting.t_interval, ax=ax)
+                        errorbar=plotting.band("max load factor"), ax=ax)
             ax.set_title("Poisson" if w == "poisson" else "Bursty (synthetic MMPP stand-in)")
             ax.set_ylim(0, 1.05)
         figures = save_figure(fig, figures_dir, "ppipe-fig6")

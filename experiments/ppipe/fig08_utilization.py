@@ -51,7 +51,7 @@ class Fig8(c.PPipeExperiment):
         for ax, cls in zip(axes[0], ("high-class", "low-class")):
             sns.barplot(data=long.filter(pl.col("class") == cls).to_pandas(), x="cluster", y="utilization",
                         hue="System", hue_order=[c.LABELS[s] for s in ("np", "dart-r", "ppipe")],
-                        errorbar=plotting.t_interval, ax=ax)
+                        errorbar=plotting.band("utilization"), ax=ax)
             ax.set_title(cls)
             ax.set_ylim(0, 1.05)
         figures = save_figure(fig, figures_dir, "ppipe-fig8")

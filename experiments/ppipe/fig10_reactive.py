@@ -48,7 +48,7 @@ class Fig10(c.PPipeExperiment):
 
         data = results.with_columns(pl.col("data_plane").replace_strict(c.LABELS).alias("data plane"))
         fig, axes = plotting.figure(width=4)
-        sns.barplot(data=data.to_pandas(), x="data plane", y="max_lf", errorbar=plotting.t_interval, ax=axes[0][0])
+        sns.barplot(data=data.to_pandas(), x="data plane", y="max_lf", errorbar=plotting.band("max_lf"), ax=axes[0][0])
         axes[0][0].set_ylabel("max load factor at 99 %")
         figures = save_figure(fig, figures_dir, "ppipe-fig10")
         m = {d: float(results.filter(pl.col("data_plane") == d)["max_lf"].mean()) for d in PAPER}

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.confidence import clearly_greater, mean_ci
+from shepherd.experiments.confidence import clearly_greater, fmt_interval, mean_ci
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
@@ -111,7 +111,8 @@ class Fig7(Experiment):
             sh_low = c.lookup(util, system="shepherd", load=low)
             if w == "stable":  # §7.1 says it of MAF-stable only ("For the MAF-stable workload, with a low …")
                 claims.append(Claim(f"MAF-{w}: Shepherd utilization high at low load ({low/1000:g}k; paper > 0.95)",
-                                    sh_low["mean"] > 0.95, f"{sh_low['mean']:.3f} ± {sh_low['half_width']:.3f}"))
+                                    sh_low["mean"] > 0.95,
+                                    fmt_interval(sh_low["mean"], sh_low["half_width"], "utilization", 3)))
         return headlines, claims
 
 

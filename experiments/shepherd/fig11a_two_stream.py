@@ -48,7 +48,7 @@ class Fig11a(Experiment):
                                     pl.format("{} ms", pl.col("slo_ms")).alias("SLO"))
         fig, axes = plotting.figure(width=5)
         sns.barplot(data=data.to_pandas(), x="SLO", y="goodput_rps", hue="System",
-                    hue_order=[c.LABELS[s] for s in SYSTEMS], errorbar=plotting.t_interval, ax=axes[0][0])
+                    hue_order=[c.LABELS[s] for s in SYSTEMS], errorbar=plotting.band("goodput_rps"), ax=axes[0][0])
         axes[0][0].set_ylabel("goodput (req/s)")
         figures = save_figure(fig, figures_dir, "shepherd-fig11a")
         headlines, claims = [], []
