@@ -98,7 +98,17 @@ def register_schema(schema: ArtifactSchema) -> ArtifactSchema:
     return schema
 
 
+#: modules that register artifact kinds of their own, imported on first need: the CLI imports lazily, so a
+#: command may read a ``results`` table or a pipeline plan before anything imported its module
+SCHEMA_MODULES = ("shepherd.core.pipelines.artifacts", "shepherd.experiments.runner")
+
+
 def schema_for(kind: str) -> ArtifactSchema:
+    if kind not in SCHEMAS:
+        import importlib
+
+        for module in SCHEMA_MODULES:
+            importlib.import_module(module)
     try:
         return SCHEMAS[kind]
     except KeyError:

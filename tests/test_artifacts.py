@@ -174,3 +174,16 @@ def test_compact_trace_read_leaves_other_layouts_to_read_artifact(tmp_path):
     assert read_trace_compact(path) is None
     pq.write_table(_trace().with_columns(pl.col("stream").cast(pl.Int64)).to_arrow(), path)
     assert read_trace_compact(path) is None
+
+
+def test_every_kind_is_known_in_a_fresh_process_without_importing_its_module():
+    """The CLI imports lazily: `shepherd report FOLDER` read a ``results`` table before anything had imported
+    the module registering that kind ('unknown artifact kind'). Kinds registered elsewhere load on first need."""
+    import subprocess
+    import sys
+
+    code = ("from shepherd.core.artifacts import schema_for\n"
+            "for kind in ('results', 'cell', 'pipeline_plan', 'block_profiles', 'trace'):\n"
+            "    schema_for(kind)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
