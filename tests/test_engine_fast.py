@@ -23,6 +23,9 @@ from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 from test_engine_groups import plan_frame
 
+#: each test compares a compiled fast path with the reference engine (conftest.py: re-records it verified)
+pytestmark = pytest.mark.agreement
+
 pytest.importorskip("numba")
 PROF = load_builtin("shepherd-v100")
 MODELS = ["ResNet18", "ResNet50", "ResNet101", "DenseNet121", "ResNeSt269", "ResNet152"]
@@ -172,7 +175,7 @@ def test_engine_config_refuses_a_bad_feed_or_record_switch(fields, needle):
 def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, policy, step):
     """The kernels' loops allocate nothing: with no spare room in the batch log they pause, the log grows
     and they resume (``GROW``) — the same tables as the reference engine's."""
-    import shepherd.core.engine.fast as fast
+    from shepherd.core.engine.fast import stream
 
     trace = workload(seed, streams, 100_000, 8000.0, True)
     name, cfg = policy, None
@@ -180,7 +183,7 @@ def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, polic
         name, cfg = "flex", {"lam": 1.5, "exit_points": 1}
     ref = simulate(trace, PROF, name, cfg, gpus=gpus, seed=seed, engine=EngineConfig(path="reference"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fast, "LOG_ROOM", 0)
+        mp.setattr(stream, "LOG_ROOM", 0)
         fed = simulate(trace, PROF, name, cfg, gpus=gpus, seed=seed,
                        engine=EngineConfig(path="fast", stream_chunk=step))
     assert_same(ref, fed)
@@ -190,9 +193,10 @@ def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, polic
 @given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 3), min_size=2, max_size=4),
        policy=st.sampled_from(["clockwork", "flex", "flex+preemption"]))
 def test_a_batch_log_shared_by_groups_grows(seed, sizes, policy):
-    """Several groups' kernels write one shared batch log (``fast._run_shared``); with no room reserved it
+    """Several groups' kernels write one shared batch log (``stream._run_shared``); with no room reserved it
     grows while some group runs (every earlier group's columns copied): the reference engine's tables."""
-    import shepherd.core.engine.fast as fast
+    from shepherd.core.engine.fast import stream
+    from shepherd.core.profiles import DEFAULT_MAX_BATCH
 
     rng = np.random.default_rng(seed)
     n = 2 * len(sizes)
@@ -204,16 +208,16 @@ def test_a_batch_log_shared_by_groups_grows(seed, sizes, policy):
     kw = dict(plan=plan_frame(sizes, [s % len(sizes) for s in range(n)]), seed=seed)
     ref = simulate(trace, PROF, name, cfg, engine=EngineConfig(path="reference"), **kw)
     room = []  # the shared log's first size: one event's worth of batches
-    run_shared = fast._run_shared
+    run_shared = stream._run_shared
 
     def shared(engine, *a):
-        room.append(max(len(ws) for ws in engine.res.group_workers) * (a[3] + 1) + 1)  # a[3]: max_batch
+        room.append(max(len(ws) for ws in engine.res.group_workers) * (DEFAULT_MAX_BATCH + 1) + 1)
         return run_shared(engine, *a)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fast, "LOG_ROOM", 0)
-        mp.setattr(fast, "SHARED_PER_REQUEST", 0)
-        mp.setattr(fast, "_run_shared", shared)
+        mp.setattr(stream, "LOG_ROOM", 0)
+        mp.setattr(stream, "SHARED_PER_REQUEST", 0)
+        mp.setattr(stream, "_run_shared", shared)
         fed = simulate(trace, PROF, name, cfg, engine=EngineConfig(path="fast"), **kw)
     assert len(room) == 1 and ref.batches_frame().height > room[0]  # the log grew
     assert_same(ref, fed)

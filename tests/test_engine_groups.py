@@ -16,6 +16,9 @@ from shepherd.core.profiles import load_builtin
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
+#: each test compares a compiled fast path with the reference engine (conftest.py: re-records it verified)
+pytestmark = pytest.mark.agreement
+
 PROF = load_builtin("shepherd-v100")
 #: what these tests check is the reference engine's groups apart (the fast paths run groups apart on their own)
 REF = EngineConfig(path="reference")

@@ -153,7 +153,7 @@ def replay_ids(ua, uk, pe, pre, boff, times, toff, kb=None, out=None, arr=None, 
     replay could not reach every one (a log the clock cannot re-enact).
     A completion's unit key (``uk``) is the completed batch's flat place less ``kb[g]`` — by default
     ``boff[g]``: each group's log numbers its batches from 0; zeros where the groups' kernels numbered them
-    in one shared log (:func:`shepherd.core.engine.fast.run_fast`).
+    in one shared log (:func:`shepherd.core.engine.fast.stream._run_shared`).
     The replay itself is :func:`_replay_packed` where every entry's order fits one int64 (times from 0 to
     below ``2**(62 − shift)`` µs: days, for millions of events), else :func:`_replay` (no allocation in either,
     so no reference counting in their loops), or :func:`_replay_walk` — no heap of arrivals — where the
@@ -445,29 +445,6 @@ def _replay_walk(ua, uk, pe, pre, boff, kb, times, toff, gid, ck, cp, aseq, ptr,
                 p += 1
         pos[g] = p
     return nxt
-
-
-@njit(cache=True)
-def group_order(group_of, n_groups):
-    """(order, counts): the request ids group after group, each group's in id order (a stable counting sort
-    of ``group_of``), and each group's request count; a group outside ``[0, n_groups)`` is an error."""
-    counts = np.zeros(n_groups, np.int64)
-    for x in range(len(group_of)):
-        g = group_of[x]
-        if g < 0 or g >= n_groups:
-            raise ValueError("a request routed to no serving group")
-        counts[g] += 1
-    pos = np.empty(n_groups, np.int64)
-    s = 0
-    for g in range(n_groups):
-        pos[g] = s
-        s += counts[g]
-    order = np.empty(len(group_of), np.int64)
-    for x in range(len(group_of)):
-        g = group_of[x]
-        order[pos[g]] = x
-        pos[g] += 1
-    return order, counts
 
 
 @njit(cache=True)
