@@ -44,49 +44,62 @@ def run(engine: Any, module: str, params: Any, runtime: Any, max_batch: int) -> 
         return kernels.make(params, runtime, max_batch, sched, engine.config.chunk, lat, w_hw)
 
     lat = np.ascontiguousarray(np.array(runtime.lat, dtype=np.int64))
-    rec, res = engine.rec, engine.res
     step = engine.config.stream_chunk
-    n_groups = len(engine.feeds)
-    if n_groups == 1 and engine.group_ids[0] is None:  # the recorder's own columns, written as rows become final
-        agg = rec.aggregates
-        shed_ids = engine.admission.shed_ids
-
-        def on_requests(off, t, start, finish, worker, batch, outcome, preempt, shed):
-            if agg is not None:
-                agg.requests(t, start, finish, outcome, preempt)
-            else:
-                hi = off + len(t)
-                rec.r_start[off:hi], rec.r_finish[off:hi], rec.r_worker[off:hi] = start, finish, worker
-                rec.r_batch[off:hi], rec.r_outcome[off:hi], rec.r_preempt[off:hi] = batch, outcome, preempt
-            shed_ids.frombytes((np.flatnonzero(shed) + off).astype(np.int64).tobytes())
-
-        def on_batches(rows, final):
-            if agg is not None:
-                agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
-                return
-            if final and not len(rec.b_worker):  # the whole table at once: its rows are the columns
-                rec.set_batches(*(rows[c] for c in (B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE)))
-                return
-            for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
-                            ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
-                getattr(rec, name).frombytes(memoryview(rows[c]).cast("B"))
-
-        kernel = make(engine.sched[0], lat, np.array(res.w_hw, np.int64))
-        shed = np.zeros(0 if agg is not None else len(engine.arrival), np.bool_)
-        direct = None if agg is not None else (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome,
-                                               rec.r_preempt, shed)
-        w_busy, w_waste, n_shed = _stream(kernel, engine.arrival, engine.deadline, engine.model, step, on_requests,
-                                          on_batches, direct)
-        if direct is not None and shed.any():  # written in place (one chunk): on_requests was not called
-            shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
-        rec.w_busy[:] = w_busy.tolist()
-        rec.w_waste[:] = w_waste.tolist()
-        engine.sched[0].shed = n_shed
-        return None
+    if len(engine.feeds) == 1 and engine.group_ids[0] is None:
+        _one_group(engine, make, lat, step)
+        return
     rids = [np.arange(len(engine.arrival), dtype=np.int64) if r is None else r for r in engine.group_ids]
     if engine.group_of is not None and max(len(r) for r in rids) <= step:
         _run_shared(engine, make, lat, rids, step, max_batch)
-        return None
+    else:
+        _run_merged(engine, make, lat, rids, step)
+
+
+def _one_group(engine: Any, make: Callable, lat: np.ndarray, step: int) -> None:
+    """One serving group: the recorder's own columns, written as rows become final (or the running
+    aggregates of ``--record summary``)."""
+    rec, res = engine.rec, engine.res
+    agg = rec.aggregates
+    shed_ids = engine.admission.shed_ids
+
+    def on_requests(off, t, start, finish, worker, batch, outcome, preempt, shed):
+        if agg is not None:
+            agg.requests(t, start, finish, outcome, preempt)
+        else:
+            hi = off + len(t)
+            rec.r_start[off:hi], rec.r_finish[off:hi], rec.r_worker[off:hi] = start, finish, worker
+            rec.r_batch[off:hi], rec.r_outcome[off:hi], rec.r_preempt[off:hi] = batch, outcome, preempt
+        shed_ids.frombytes((np.flatnonzero(shed) + off).astype(np.int64).tobytes())
+
+    def on_batches(rows, final):
+        if agg is not None:
+            agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
+            return
+        if final and not len(rec.b_worker):  # the whole table at once: its rows are the columns
+            rec.set_batches(*(rows[c] for c in (B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE)))
+            return
+        for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
+                        ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
+            getattr(rec, name).frombytes(memoryview(rows[c]).cast("B"))
+
+    kernel = make(engine.sched[0], lat, np.array(res.w_hw, np.int64))
+    shed = np.zeros(0 if agg is not None else len(engine.arrival), np.bool_)
+    direct = None if agg is not None else (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome,
+                                           rec.r_preempt, shed)
+    w_busy, w_waste, n_shed = _stream(kernel, engine.arrival, engine.deadline, engine.model, step, on_requests,
+                                      on_batches, direct)
+    if direct is not None and shed.any():  # written in place (one chunk): on_requests was not called
+        shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
+    rec.w_busy[:] = w_busy.tolist()
+    rec.w_waste[:] = w_waste.tolist()
+    engine.sched[0].shed = n_shed
+
+
+def _run_merged(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndarray], step: int) -> None:
+    """Several serving groups, some fed in several chunks: each group's kernel with its own batch log, the
+    runs merged by :func:`shepherd.core.engine.groups.merge` (the clock replay's batch ids)."""
+    rec, res = engine.rec, engine.res
+    n_groups = len(rids)
     runs, ids, arrivals = [], [], []
     total = sum(len(r) for r in rids)
     # every group's request columns in one array each, group after group (the merge reads them so)
@@ -133,7 +146,6 @@ def run(engine: Any, module: str, params: Any, runtime: Any, max_batch: int) -> 
         ids.append(rid)
         arrivals.append(t)
     groups.merge(engine, runs, ids, [list(ws) for ws in res.group_workers], arrivals, flat[:6], t_all, inv)
-    return None
 
 
 def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
