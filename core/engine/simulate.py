@@ -168,6 +168,8 @@ def simulate(
         if trace.height:
             eng.run(progress)
         per_group = [p.stats() for p in eng.policies]
+    if eng.rec.aggregates is None:
+        eng.rec.canonical_batch_ids()
     stats: dict[str, Any] = {}
     for one in per_group:
         for k, v in one.items():
@@ -199,7 +201,7 @@ def _run_apart(eng: Engine, policy: str, cfg: Any, runtime: Any, models: list[st
     runs = groups.run_apart(jobs, eng_cfg.jobs, eng_cfg.executor, eng_cfg.ray_address)
     if runs is None:
         return None
-    groups.merge(eng, runs, ids, workers, [j.arrival for j in jobs])
+    groups.merge(eng, runs, ids, workers)
     return [r.stats for r in runs]
 
 
