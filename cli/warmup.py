@@ -4,8 +4,7 @@ A kernel family compiles on first use (about a minute each, announced on stderr)
 ``warmup`` runs a tiny trace (one minute of ``maf-synthetic`` at 100 req/s) through the public
 :func:`shepherd.api.simulate` for each policy, once keeping every table and once ``record="summary"``
 (what sweeps and capacity searches run), on the compiled engine — so a later sweep's workers load machine
-code instead of compiling it. Several serving groups (a plan) may still compile the clock replay on first
-use; PPipe's kernel needs a pipeline plan (``shepherd plan --planner ppipe``) and compiles on the first
+code instead of compiling it. PPipe's kernel needs a pipeline plan (``shepherd plan --planner ppipe``) and compiles on the first
 ``simulate --plan`` of one.
 """
 

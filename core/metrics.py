@@ -1,5 +1,5 @@
 """Simulation metrics, computed vectorised from the outcome tables (polars; the one-row summary's counts and exact
-quantiles by compiled passes over the arrays, :mod:`shepherd.core.engine.fast.summary`).
+quantiles by numpy passes over the arrays, :mod:`shepherd.core.summary_stats`).
 
 Never computed inside the event loop (DESIGN.md "The engine"). Definitions:
 
@@ -66,8 +66,8 @@ def summary_row(policy: str, n: int, first: int | None, last: int | None, end: i
     batch end, the outcome counts, the served requests' latencies and queueing delays (µs, int64 arrays),
     the completed batches per size (``size_counts[s]``: batches of size ``s``), the preemption count and the
     workers table. Quantiles are polars' ``interpolation="nearest"`` ones, found without a sort
-    (:mod:`shepherd.core.engine.fast.summary`)."""
-    from shepherd.core.engine.fast.summary import nearest, nearest_counts
+    (:mod:`shepherd.core.summary_stats`)."""
+    from shepherd.core.summary_stats import nearest, nearest_counts
 
     span_us = max(1, (last or 0) - (first or 0))
     horizon_us = max(1, end - (first or 0))
@@ -126,8 +126,8 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
         return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.values("lat"),
                            agg.values("queue"), agg.sizes, agg.n_pre, result.workers_frame(), {"seed": result.seed})
     # what summarize_tables reads from the request and batch tables, from the recorder's arrays directly, in
-    # one compiled pass over each (:mod:`shepherd.core.engine.fast.summary`)
-    from shepherd.core.engine.fast.summary import batch_stats, request_stats
+    # a few numpy passes over each (:mod:`shepherd.core.summary_stats`)
+    from shepherd.core.summary_stats import batch_stats, request_stats
 
     arrival, n = np.asarray(result.engine.arrival, np.int64), result.n_requests
     for dtype in (np.int32, np.int64):  # int32 where every value fits (half the memory), else int64

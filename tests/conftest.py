@@ -78,3 +78,57 @@ def assert_user_error(result: CliResult, *needles: str) -> None:
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
     assert "Traceback" not in result.err
+
+
+# ------------------------------------------------------------------------------------ agreement tests
+# A test marked ``agreement`` compares a policy's compiled fast path with the reference engine. It runs the
+# kernel whatever its verified source says (it is the verification), and notes which policies' fast paths
+# it ran; at the end of the session each policy whose fast path such tests ran, all of them passing, is
+# re-recorded as verified against its current source (core/engine/fastpath.py, "Edit safety").
+
+_agreed: dict[str, bool] = {}  # policy → every agreement test that ran its fast path passed
+
+
+@pytest.fixture(autouse=True)
+def _fast_path_verification(request, monkeypatch):
+    if request.node.get_closest_marker("agreement") is None:
+        yield
+        return
+    from shepherd.core.engine import fastpath
+
+    ran: set[str] = set()
+
+    def trusted(name, cls):
+        ran.add(name)
+        return None
+
+    monkeypatch.setattr(fastpath, "stale", trusted)
+    request.node._fast_paths_ran = ran
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.failed:  # the test, or its setup or teardown
+        for name in getattr(item, "_fast_paths_ran", ()):
+            _agreed[name] = False
+
+
+def pytest_runtest_teardown(item, nextitem):
+    for name in getattr(item, "_fast_paths_ran", ()):
+        _agreed.setdefault(name, True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
+    from shepherd.core.engine import fastpath
+    from shepherd.core.policies import registry
+
+    for name, ok in sorted(_agreed.items()):
+        if ok:
+            try:
+                fastpath.record(name, registry.get(name).cls)
+            except OSError:  # a read-only checkout: nothing to record
+                pass

@@ -1,7 +1,7 @@
 """The compiled fast paths (core/engine/fast/): the reference engine's tables, identical, for the same inputs.
 
 Clockwork, Flex, Flex-NP and Flex with preemption (any λ > 1, exit points, stretched batches), in one serving
-group and in several (Herd groups: each group's kernel run, merged by the clock replay); hypothesis-generated
+group and in several (Herd groups: each group's kernel run, the runs concatenated; batch ids canonical); hypothesis-generated
 small workloads and three fixed medium ones (≥ 100 k requests) per fast path."""
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from shepherd.core.profiles import load_builtin
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 from test_engine_groups import plan_frame
+
+#: each test compares a compiled fast path with the reference engine (conftest.py: re-records it verified)
+pytestmark = pytest.mark.agreement
 
 pytest.importorskip("numba")
 PROF = load_builtin("shepherd-v100")
@@ -95,7 +98,7 @@ def test_fast_flex_equals_reference(seed, gpus, streams, rate, ties, ovh, chunk,
        policy=st.sampled_from(["flex", "flex-np", "clockwork"]), rate=st.sampled_from([300.0, 1500.0, 6000.0]),
        ovh=st.sampled_from(range(len(OVERHEADS))), lam=st.sampled_from([1.2, 3.03]))
 def test_fast_groups_equal_reference(seed, sizes, policy, rate, ovh, lam):
-    """Several serving groups (equal arrival times across them): the kernels' runs merged by the clock replay
+    """Several serving groups (equal arrival times across them): the kernels' runs concatenated
     give the single loop's batch ids."""
     rng = np.random.default_rng(seed)
     n = 2 * len(sizes) + 1
@@ -172,7 +175,7 @@ def test_engine_config_refuses_a_bad_feed_or_record_switch(fields, needle):
 def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, policy, step):
     """The kernels' loops allocate nothing: with no spare room in the batch log they pause, the log grows
     and they resume (``GROW``) — the same tables as the reference engine's."""
-    import shepherd.core.engine.fast as fast
+    from shepherd.core.engine.fast import stream
 
     trace = workload(seed, streams, 100_000, 8000.0, True)
     name, cfg = policy, None
@@ -180,42 +183,9 @@ def test_a_kernel_that_runs_out_of_batch_log_grows_it(seed, gpus, streams, polic
         name, cfg = "flex", {"lam": 1.5, "exit_points": 1}
     ref = simulate(trace, PROF, name, cfg, gpus=gpus, seed=seed, engine=EngineConfig(path="reference"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fast, "LOG_ROOM", 0)
+        mp.setattr(stream, "LOG_ROOM", 0)
         fed = simulate(trace, PROF, name, cfg, gpus=gpus, seed=seed,
                        engine=EngineConfig(path="fast", stream_chunk=step))
-    assert_same(ref, fed)
-
-
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 3), min_size=2, max_size=4),
-       policy=st.sampled_from(["clockwork", "flex", "flex+preemption"]))
-def test_a_batch_log_shared_by_groups_grows(seed, sizes, policy):
-    """Several groups' kernels write one shared batch log (``fast._run_shared``); with no room reserved it
-    grows while some group runs (every earlier group's columns copied): the reference engine's tables."""
-    import shepherd.core.engine.fast as fast
-
-    rng = np.random.default_rng(seed)
-    n = 2 * len(sizes)
-    trace = assemble([poisson(rng, 400.0, 1_500_000) for _ in range(n)], [MODELS[s % len(MODELS)] for s in range(n)],
-                     [int(x) for x in rng.choice([20_000, 90_000], n)])
-    name, cfg = policy, None
-    if policy == "flex+preemption":
-        name, cfg = "flex", {"lam": 1.5, "exit_points": 1}
-    kw = dict(plan=plan_frame(sizes, [s % len(sizes) for s in range(n)]), seed=seed)
-    ref = simulate(trace, PROF, name, cfg, engine=EngineConfig(path="reference"), **kw)
-    room = []  # the shared log's first size: one event's worth of batches
-    run_shared = fast._run_shared
-
-    def shared(engine, *a):
-        room.append(max(len(ws) for ws in engine.res.group_workers) * (a[3] + 1) + 1)  # a[3]: max_batch
-        return run_shared(engine, *a)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fast, "LOG_ROOM", 0)
-        mp.setattr(fast, "SHARED_PER_REQUEST", 0)
-        mp.setattr(fast, "_run_shared", shared)
-        fed = simulate(trace, PROF, name, cfg, engine=EngineConfig(path="fast"), **kw)
-    assert len(room) == 1 and ref.batches_frame().height > room[0]  # the log grew
     assert_same(ref, fed)
 
 

@@ -23,6 +23,9 @@ from shepherd.traces.synthetic import assemble
 from test_engine_fast import (MODELS, OVERHEADS, PROF, SHEDDING, _mixed_profiles, _one_group, assert_same, medium)
 from test_engine_groups import plan_frame
 
+#: each test compares a compiled fast path with the reference engine (conftest.py: re-records it verified)
+pytestmark = pytest.mark.agreement
+
 pytest.importorskip("numba")
 
 #: ℓ(1) of each model on the V100 table, µs: SLOs are multiples of it

@@ -31,6 +31,9 @@ from test_engine_fast import assert_same
 
 from conftest import PPIPE_DATA, needs_ppipe
 
+#: each test compares a compiled fast path with the reference engine (conftest.py: re-records it verified)
+pytestmark = pytest.mark.agreement
+
 pytest.importorskip("numba")
 
 RECORD = EngineConfig(reserved="record", path="reference")

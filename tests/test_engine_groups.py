@@ -16,6 +16,9 @@ from shepherd.core.profiles import load_builtin
 from shepherd.traces.arrivals import poisson
 from shepherd.traces.synthetic import assemble
 
+#: each test compares a compiled fast path with the reference engine (conftest.py: re-records it verified)
+pytestmark = pytest.mark.agreement
+
 PROF = load_builtin("shepherd-v100")
 #: what these tests check is the reference engine's groups apart (the fast paths run groups apart on their own)
 REF = EngineConfig(path="reference")
@@ -82,72 +85,28 @@ def test_groups_apart_with_overhead_ties_and_preemption():
     assert one.shed == apart.shed
 
 
-@pytest.mark.parametrize("packed,walk", [(True, True), (True, False), (False, False)])
-def test_both_clock_replays_equal_one_loop(monkeypatch, packed, walk):
-    """The clock replay walks the sorted trace instead of a heap of arrivals where it is given it, packs
-    each heap entry's order in one int64 where it fits, else runs its general form
-    (:func:`shepherd.core.engine.fast.replay.replay_ids`): all give the one loop's tables, here with
-    preemptions (stale completions) and equal-time arrivals across groups (the walk's tie rule: the group
-    pushed first), for the reference's groups apart and the fast path."""
-    from shepherd.core.engine.fast import replay
-
-    from shepherd.core.engine.fast import unit_merge
-
-    general, walked = [], []
-    run_general, run_walk = replay._replay_general, replay._replay_walk
-    monkeypatch.setattr(unit_merge, "ENABLED", False)  # the fast path's merge of units: its own test below
-    monkeypatch.setattr(replay, "_PACKED", packed)
-    monkeypatch.setattr(replay, "_WALK", walk)
-    monkeypatch.setattr(replay, "_replay_general", lambda *a: general.append(1) or run_general(*a))
-    monkeypatch.setattr(replay, "_replay_walk", lambda *a: walked.append(1) or run_walk(*a))
-    trace, plan = workload(7, [2, 3, 1, 2], 11, 1_000_000, 4000.0)
-    arrival = trace["arrival_us"].to_numpy()
-    assert (arrival[1:] >= arrival[:-1]).all() and (arrival[1:] == arrival[:-1]).any()  # sorted, with ties
-    one = simulate(trace, PROF, "flex", plan=plan, seed=0, engine=REF)
-    assert int((one.requests_frame()["preemptions"] > 0).sum()) > 0
-    for eng in (APART, EngineConfig(path="fast")):
-        assert_same(one, simulate(trace, PROF, "flex", plan=plan, seed=0, engine=eng))
-    assert len(general) == (0 if packed else 2)
-    assert len(walked) == (1 if walk else 0)  # the fast path's shared log: the walk where allowed
-
-
-@pytest.mark.parametrize("case", ["poisson", "ties", "everywhere"])
-def test_unit_merge_equals_walk(monkeypatch, case):
-    """The fast path's replay merges the groups' batch-making units (:mod:`shepherd.core.engine.fast.unit_merge`)
-    and falls back to the walk where a tie's order is beyond its rules: the reference's tables either way,
-    the log left as it was when it gives up; merging where arrivals rarely tie, on equal-time arrivals across
-    groups too (the ``ties`` workload), giving up (at least once) where every arrival time occurs in every
-    group."""
-    from shepherd.core.engine.fast import unit_merge
-
-    outcomes = []
-    merge = unit_merge.merge_ids
-
-    def spy(ua, *rest):
-        before = ua.copy()
-        got = merge(ua, *rest)
-        outcomes.append(got is not None)
-        if got is None:
-            assert np.array_equal(ua, before)
-        else:
-            assert got[0] is ua and sorted(ua.tolist()) == list(range(len(ua)))
-        return got
-
-    monkeypatch.setattr(unit_merge, "merge_ids", spy)
+@pytest.mark.parametrize("case", ["ties", "everywhere"])
+def test_batch_ids_are_canonical_in_every_engine(case):
+    """Every run numbers its batches by (start, worker, the worker's own order) at its end (issue 30 item 1):
+    the one loop, the groups apart and the fast path give the same whole tables — with preemptions, and
+    equal arrival times across and within groups — and a request's batch is a row that served it."""
     if case == "everywhere":
         base = np.sort(np.random.default_rng(4).integers(0, 300_000, 400)).astype(np.int64)
         base = np.sort(np.concatenate([base, base[::3]]))  # equal times inside a group as well
         trace = assemble([base, base, base, base[::2], base[1::2]], ["ResNet18"] * 5, [30_000] * 5)
         plan = plan_frame([1, 2, 1], [0, 1, 2, 0, 1])
     else:
-        trace, plan = workload(3 if case == "poisson" else 11, [2, 3, 1, 2], 9, 600_000, 1500.0)
-        if case == "poisson":  # no stream shares another's arrival times
-            trace = assemble([poisson(np.random.default_rng(s), 300.0, 600_000) for s in range(9)],
-                             [MODELS[s % len(MODELS)] for s in range(9)], [40_000] * 9)
-    for policy in ("flex", "clockwork"):
-        one = simulate(trace, PROF, policy, plan=plan, seed=0, engine=REF)
-        assert_same(one, simulate(trace, PROF, policy, plan=plan, seed=0, engine=EngineConfig(path="fast")))
-    assert len(outcomes) == 2 and (False in outcomes if case == "everywhere" else all(outcomes))
+        trace, plan = workload(7, [2, 3, 1, 2], 11, 1_000_000, 4000.0)
+    for policy, cfg in (("flex", None), ("flex", {"lam": 1.5, "exit_points": 1}), ("clockwork", None)):
+        one = simulate(trace, PROF, policy, cfg, plan=plan, seed=0, engine=REF)
+        b = one.batches_frame()
+        key = list(zip(b["start_us"].to_list(), b["worker"].to_list()))
+        assert key == sorted(key) and b.height > 0
+        req = one.requests_frame().filter(pl.col("batch_id").is_not_null())
+        rows = b[req["batch_id"].to_numpy()]
+        assert (rows["worker"] == req["worker"]).all() and (rows["end_us"] >= req["finish_us"]).all()
+        for eng in (APART, EngineConfig(path="fast")):
+            assert_same(one, simulate(trace, PROF, policy, cfg, plan=plan, seed=0, engine=eng))
 
 
 @pytest.mark.parametrize("policy", ["flex", "clockwork"])

@@ -39,6 +39,7 @@ def test_a_new_subpackage_is_built_without_being_listed(tmp_path):
                 "experiments/symphony"):
         assert (pkg / sub / "__init__.py").is_file(), sub
     assert any((pkg / "core" / "profile_tables").glob("*.csv"))  # package data still included
+    assert (pkg / "core" / "policies" / "flex.verified.json").is_file()  # the fast paths' verified sources
     sample = pkg / "traces" / "data" / "maf2019_sample"  # the packaged real MAF 2019 subset + its licence
     assert (sample / "invocations-500x480.parquet").is_file() and (sample / "LICENSE").is_file()
     assert (sample / "README.md").is_file()

@@ -82,6 +82,7 @@ def test_simulate_a_pipeline_plan_through_the_api_is_the_cli_run(cli, planned, t
     assert cli_req["outcome"].cast(str).to_list() == res.requests_frame()["outcome"].cast(str).to_list()
 
 
+@pytest.mark.agreement
 def test_simulate_a_pipeline_plan_engine_fast_reference_and_default_agree(cli, planned, tmp_path):
     """``--engine fast`` (PPipe's compiled data plane), ``--engine reference`` (every stage an engine event) and
     the default write the same bytes; ``reactive`` has no fast path: ``--engine fast`` is one error line."""

@@ -1,4 +1,4 @@
-"""The summary's compiled statistics (:mod:`shepherd.core.engine.fast.summary`) equal polars' on any values."""
+"""The summary's statistics (:mod:`shepherd.core.summary_stats`) equal polars' on any values."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shepherd.core.engine.fast.summary import batch_stats, nearest, nearest_counts, request_stats
+from shepherd.core.summary_stats import batch_stats, nearest, nearest_counts, request_stats
 
 QS = st.lists(st.sampled_from([0.0, 0.5, 0.99, 1.0]) | st.floats(0.0, 1.0), min_size=1, max_size=3)
 

@@ -74,11 +74,7 @@ class Engine:
         if group_of is None or n_groups == 1:
             self.group_ids: list[np.ndarray | None] = [None] * n_groups
         else:
-            # each group's requests in id order: one compiled counting pass (a stable sort of small integers)
-            from shepherd.core.engine.fast.replay import group_order
-
-            order, counts = group_order(np.ascontiguousarray(group_of), n_groups)
-            self.group_ids = list(np.split(order, np.cumsum(counts)[:-1]))
+            self.group_ids = group_order(group_of, n_groups)
         self.feeds = [Feed(ids, arrival, deadline, model, stream, config.chunk) for ids in self.group_ids]
         if n_groups > 1 and group_of is None:  # pragma: no cover - simulate() always routes
             raise ValueError("several groups need a routing of requests")
@@ -189,3 +185,13 @@ class Engine:
         self.rec.flush()
         out = self.rec.r_outcome
         out[out == PENDING] = DROPPED
+
+
+def group_order(group_of: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """Each serving group's request ids, in id order: a stable sort of the groups (numpy's radix sort where
+    the group fits 16 bits); a request routed outside ``[0, n_groups)`` is an error."""
+    if len(group_of) and (int(group_of.min()) < 0 or int(group_of.max()) >= n_groups):
+        raise ValueError("a request routed to no serving group")
+    key = group_of.astype(np.int16, copy=False) if n_groups <= np.iinfo(np.int16).max else group_of
+    order = np.argsort(key, kind="stable").astype(np.int64, copy=False)
+    return list(np.split(order, np.cumsum(np.bincount(group_of, minlength=n_groups))[:-1]))

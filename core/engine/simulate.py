@@ -19,7 +19,9 @@ import polars as pl
 
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.cluster import Cluster
+from shepherd.core.engine import fastpath
 from shepherd.core.engine.config import EngineConfig
+from shepherd.core.engine.fastpath import Shape
 from shepherd.core.engine.inputs import Inputs, classify, trace_models
 from shepherd.core.engine.loop import Engine
 from shepherd.core.engine.overhead import OverheadConfig
@@ -125,16 +127,12 @@ def simulate(
     gpos = {g: i for i, g in enumerate(cluster.groups)}
     ws = cluster.workers
     w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
-    fast_path = False
+    fast_path = None
     if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
-        from shepherd.core.engine import fast
-
-        why = fast.why_not(policy, cfg, ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k]
-                                                     for k in range(len(cluster.groups))], eng_cfg)
-        if why is not None and eng_cfg.path == "fast":
-            raise UserError(why)
-        fast_path = why is None
-    summary_only = (fast_path and policy in fast.STREAMED and eng_cfg.record == "summary"
+        shape = Shape(ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k] for k in range(len(cluster.groups))],
+                      eng_cfg)
+        fast_path = fastpath.choose(policy, spec.cls, cfg, shape, eng_cfg.path)
+    summary_only = (fast_path is not None and fast_path.mode == "chunked" and eng_cfg.record == "summary"
                     and not routed)  # one group: several are merged whole
     if summary_only:  # the fast path reads the trace's columns a chunk at a time (.fast): no whole copies
         arrival, deadline, stream = trace["arrival_us"], trace["deadline_us"], trace["stream"]
@@ -152,11 +150,14 @@ def simulate(
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
     per_group = None
-    if fast_path:
+    if fast_path is not None:
+        from shepherd.core.engine import fast
+
         def make_policy(g: int):  # a group's policy object as the reference builds it (Nexus's fast path plans with it)
             return spec.cls(Actions(eng, g, cluster.groups[g], runtime, models, max_batch, rng), cfg)
 
-        counters = fast.run_fast(eng, policy, cfg, runtime, max_batch, make_policy)  # an empty trace too: its counters
+        counters = fast.run(eng, fast_path, fast_path.params(spec.cls, cfg, runtime), runtime, max_batch,
+                            make_policy)  # an empty trace too: its counters
         per_group = counters if counters is not None else [{} for _ in cluster.groups]
     apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
     if apart:
@@ -170,6 +171,8 @@ def simulate(
         if trace.height:
             eng.run(progress)
         per_group = [p.stats() for p in eng.policies]
+    if eng.rec.aggregates is None:
+        eng.rec.canonical_batch_ids()
     stats: dict[str, Any] = {}
     for one in per_group:
         for k, v in one.items():
@@ -219,7 +222,7 @@ def _run_apart(eng: Engine, policy: str, cfg: Any, runtime: Any, models: list[st
     runs = groups.run_apart(jobs, eng_cfg.jobs, eng_cfg.executor, eng_cfg.ray_address)
     if runs is None:
         return None
-    groups.merge(eng, runs, ids, workers, [j.arrival for j in jobs])
+    groups.merge(eng, runs, ids, workers)
     return [r.stats for r in runs]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.fastpath import FastPath
 from shepherd.core.engine.inputs import Inputs, Runtime, whole_model_runtime
 from shepherd.core.engine.overhead import OverheadConfig
 
@@ -36,6 +37,8 @@ class Policy:
     requires: ClassVar[tuple[str, ...]] = ("profiles",)
     #: default scheduler-overhead model of this policy (see core.engine.overhead)
     default_overhead: ClassVar[OverheadConfig] = OverheadConfig()
+    #: the policy's compiled fast path (:mod:`shepherd.core.engine.fastpath`), None: the reference engine only
+    fast_path: ClassVar[FastPath | None] = None
 
     def __init__(self, act: Actions, config: Any) -> None:
         self.act = act

@@ -90,6 +90,7 @@ from typing import Any
 
 
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.fastpath import FastPath, Shape, modelled
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -143,6 +144,14 @@ class ClockworkConfig:
             raise UserError(f"clockwork admission must be 'predictive' or 'none', got '{self.admission}'")
 
 
+def _fast_covered(cfg: ClockworkConfig, shape: Shape) -> bool:
+    """What the compiled kernel re-enacts (``core/engine/fast/clockwork.py``): the deadline urgency without
+    admission control, scheduling ahead or SLO buffer, one hardware type per serving group."""
+    one_hw = all(len({shape.w_hw[w] for w in ws}) <= 1 for ws in shape.group_workers)
+    return (modelled(shape) and one_hw and cfg.urgency == "deadline" and cfg.admission == "none"
+            and cfg.schedule_ahead_ms == 0 and cfg.slo_buffer_ms == 0)
+
+
 @register("clockwork", ClockworkConfig)
 class Clockwork(Policy):
     """Clockwork: tightest deadline first, batch sized for the most urgent request."""
@@ -150,6 +159,11 @@ class Clockwork(Policy):
     default_overhead = OverheadConfig(base_us=CAL_DECISION_US, per_worker_us=CAL_DECISION_PER_WORKER_US,
                                       worker_exponent=1.0, per_request_us=CAL_PER_REQUEST_US,
                                       arrival_us=CAL_ARRIVAL_US, arrival_per_worker_us=0.0)
+    fast_path = FastPath(
+        "chunked", "shepherd.core.engine.fast.clockwork",
+        covers="urgency=deadline, admission=none, schedule_ahead_ms=0, slo_buffer_ms=0, one hardware type per "
+               "serving group, overhead model|none",
+        covered=lambda cfg, shape: _fast_covered(cfg, shape))
 
     def __init__(self, act: Actions, config: ClockworkConfig) -> None:
         super().__init__(act, config)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.fastpath import FastPath, modelled
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
@@ -82,6 +83,13 @@ class FlexNPConfig(FlexConfig):
 DEFAULT_EXIT_POINTS = 50
 
 
+def _fast_params(cls: type, cfg: FlexConfig, runtime: Runtime) -> tuple:
+    """What Flex's kernel reads (``core/engine/fast/flex.py``): λ, preemption, each model's exit points."""
+    n_models = len(runtime.lat[0]) if len(runtime.lat) else 0
+    exits = [cfg.exit_points or e or DEFAULT_EXIT_POINTS for e in (runtime.exit_points or [0] * n_models)]
+    return float(cfg.lam), bool(cfg.preemption), exits
+
+
 @register("flex", FlexConfig)
 class Flex(Policy):
     """Shepherd Flex: largest feasible batch first, preemption at λ× (Algorithm 1)."""
@@ -89,6 +97,8 @@ class Flex(Policy):
     #: Alg. 1 handles an arrival in O(G) (Theorem 5.3): 0.2 µs + 0.05 µs per GPU of the group
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.1, worker_exponent=1.0,
                                       arrival_us=0.2, arrival_per_worker_us=0.05)
+    fast_path = FastPath("chunked", "shepherd.core.engine.fast.flex", covers="overhead model|none",
+                         covered=lambda cfg, shape: modelled(shape), params=_fast_params)
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: FlexConfig) -> Runtime:

@@ -89,6 +89,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.fastpath import FastPath, modelled, one_group
 from shepherd.core.engine.cluster import is_nexus_plan, nexus_plan_gpus
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
@@ -201,6 +202,10 @@ class Nexus(Policy):
 
     #: per-GPU backends decide locally: a constant cost, no per-worker term; frontends route arrivals
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.0, arrival_us=0.5)
+    fast_path = FastPath("whole", "shepherd.core.engine.fast.nexus",
+                         covers="one serving group (any epoch_s, peak_window_s, provision, frontends, spare, "
+                                "hardware mix), overhead model|none",
+                         covered=lambda cfg, shape: modelled(shape) and one_group(shape))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: NexusConfig) -> Runtime:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.fastpath import FastPath, one_group
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, probe_scored, reserve
@@ -93,6 +94,13 @@ class PPipePolicy(Policy):
 
     requires = ("pipeline_plan", "block_profiles")
     default_overhead = OverheadConfig(mode="none")
+    fast_path = FastPath(
+        "engine", "shepherd.core.engine.fast.ppipe",
+        covers="engine reserved=record (any wait and rule switches: uplink_score, head_drop, slot_receive, "
+               "stage_servers, fill_wait, transfer_round), one serving group, overhead none",
+        covered=lambda cfg, shape: (shape.overhead.mode == "none" and one_group(shape)
+                                    and shape.engine.reserved == "record"),
+        counters=("probes", "dispatched"))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:

@@ -87,6 +87,7 @@ import polars as pl
 
 from shepherd.core.autoscale import AutoscaleConfig, advise
 from shepherd.core.engine.actions import Actions
+from shepherd.core.engine.fastpath import FastPath, modelled, one_group
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -161,6 +162,15 @@ class Symphony(Policy):
     #: the scheduler is off the data path and built for line rate (§4.5): no modelled decision cost
     default_overhead = OverheadConfig(base_us=0.0, per_worker_us=0.0)
     work_conserving = False
+    fast_path = FastPath(
+        "whole", "shepherd.core.engine.fast.symphony",
+        covers="d_ctrl_us=0, d_data_us=0, autoscale_epoch_s=0, rule text|frontrun (any prune, rank, "
+               "rate_window_ms), one serving group, overhead model|none",
+        covered=lambda cfg, shape: (modelled(shape) and one_group(shape) and cfg.d_ctrl_us == 0
+                                    and cfg.d_data_us == 0 and cfg.autoscale_epoch_s == 0
+                                    and cfg.rule in ("text", "frontrun")),
+        params=lambda cls, cfg, runtime: (cfg, cls.work_conserving),
+        counters=("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead"))
     #: an SLO below ℓ(1) is a UserError in :meth:`prepare` (tests/test_engine_properties.py checks it)
     rejects_infeasible_slo = True
 

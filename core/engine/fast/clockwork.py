@@ -70,6 +70,15 @@ def init_clockwork(lat, w_hw, n_models):
             np.zeros(n_workers, np.int64), np.ones(n_workers, np.bool_), np.zeros(4, np.int64), st)
 
 
+
+def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
+    """One group's kernel for the ``chunked`` mode (:mod:`.stream`): (run, static arguments, state, where
+    the queues sit in the state, False: no Flex running-batch rows). ``params``: none."""
+    common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
+              sched.max_lag_ns, chunk)
+    return run_clockwork, (lat, w_hw, max_batch, *common), list(init_clockwork(lat, w_hw, lat.shape[1])), 0, False
+
+
 @njit(cache=True)
 def run_clockwork(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
                   base, qh, qe, qd, qr, blog, w_free, w_end, w_bid, w_start, w_busy, idle, s, st,

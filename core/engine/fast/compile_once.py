@@ -45,7 +45,7 @@ _LISTENING = False
 
 
 #: how a module's family reads in the announcement (the module's short name otherwise: flex, clockwork …)
-SAID = {"common": "shared", "replay": "clock-replay", "unit_merge": "group-merge"}
+SAID = {"common": "shared"}
 
 
 def family_of(module_name: str) -> str:

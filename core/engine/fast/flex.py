@@ -81,6 +81,19 @@ def init_flex(lat, w_hw, maxb, preemption, n_models):
             np.ones(n_workers, np.bool_), np.zeros(4, np.int64), st)
 
 
+
+def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
+    """One group's kernel for the ``chunked`` mode (:mod:`.stream`): (run, static arguments, state, where
+    the queues sit in the state, True: Flex's running-batch rows). ``params``: (λ, preemption, each model's
+    exit points), as the policy declares them."""
+    lam, preemption, exits = params
+    common = (sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
+              sched.max_lag_ns, chunk)
+    state = list(init_flex(lat, w_hw, max_batch, bool(preemption), lat.shape[1]))
+    static = (lat, w_hw, max_batch, float(lam), bool(preemption), np.array(exits, np.int64), *common)
+    return run_flex, static, state, 1, True
+
+
 @njit(cache=True)
 def run_flex(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, arrival_ns, active, admit_on,
              max_lag_ns, chunk, lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model, w_size,

@@ -473,12 +473,12 @@ def plans(pol: Any) -> tuple:
     return last, EP, np.array(l_cap, np.int64), np.array(l_model, np.int64)
 
 
-def run_group(make_policy: Callable[[], Any], config: Any, common: tuple, lat: np.ndarray, w_hw: np.ndarray,
-              t: np.ndarray, d: np.ndarray, out: tuple) -> tuple:
-    """One group's run: the policy object built as the reference builds it (``make_policy``: its draws from
-    the run's generator), its plans (:func:`plans`), then the kernel; returns (batch log, w_busy, w_waste,
-    shed count, the policy's counters — Nexus keeps none)."""
-    pol = make_policy()
+def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_batch: int, common: tuple,
+              lat: np.ndarray, w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
+    """One group's run (the ``whole`` mode, :mod:`.whole`): the policy object built as the reference builds it
+    (``make_policy(0)``: its draws from the run's generator), its plans (:func:`plans`), then the kernel;
+    returns (batch log, w_busy, w_waste, shed count, the policy's counters — Nexus keeps none)."""
+    pol = make_policy(0)
     last, EP, l_cap, l_model = plans(pol)
     fe = config.frontends if pol.fe_rng is not None else 1
     if pol.fe_rng is not None:

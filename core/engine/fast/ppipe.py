@@ -498,7 +498,7 @@ def arrays(pipes: list, n_models: int, n_gpus: int) -> tuple:
 
 
 def run_group(engine, config, runtime) -> dict:
-    """The run of the one serving group (``fast._run_whole``): the kernel over the whole trace, writing the
+    """The run of the one serving group (the ``engine`` mode of :mod:`.`): the kernel over the whole trace, writing the
     recorder's columns; returns the policy's counters."""
     rec = engine.rec
     tables = runtime.tables

@@ -296,10 +296,12 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
 
 
 
-def run_group(policy: str, config, runtime, max_batch: int, common: tuple, lat: np.ndarray, w_hw: np.ndarray,
-              t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
-    """One group's run (``fast._group``): the policy's constants as ``Symphony.__init__`` computes them, then
+def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple, lat: np.ndarray,
+              w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
+    """One group's run (the ``whole`` mode, :mod:`.whole`): ``params`` = (the policy's config, whether it is
+    work-conserving); the policy's constants as ``Symphony.__init__`` computes them, then
     the kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters as a dict)."""
+    config, work_conserving = params
     lat0 = runtime.lat[int(w_hw[0])]
     top = max_batch + 1
     beta = np.array([max(0.0, (2 * row[1] - row[2]) / 1e6) if top > 2 else row[1] / 1e6 for row in lat0],
@@ -307,7 +309,7 @@ def run_group(policy: str, config, runtime, max_batch: int, common: tuple, lat: 
     window = max(1, int(round(config.rate_window_ms * 1000)))
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
     blog, w_busy, w_waste, n_shed, counters = run_symphony(
-        t, d, m, lat, w_hw, max_batch, beta, window, policy == "symphony-wc", config.rule == "text",
+        t, d, m, lat, w_hw, max_batch, beta, window, work_conserving, config.rule == "text",
         config.prune == "window", config.rank == "all", *common, r_start, r_finish, r_worker,
         r_batch, r_outcome, shed)
     return blog, w_busy, w_waste, n_shed, dict(zip(COUNTERS, counters.tolist()))

@@ -1,0 +1,202 @@
+"""The ``chunked`` mode of the fast wing (:mod:`.`): a kernel fed a serving group's requests a chunk at a
+time, for any number of serving groups.
+
+Between chunks the requests and batches that became final are written out, so the kernel's own memory
+follows the requests in flight, not the trace (``--record summary`` keeps running totals of them instead).
+With several serving groups each group's kernel runs alone and the runs are concatenated
+(:func:`shepherd.core.engine.groups.merge`); batch ids are numbered canonically at the run's end.
+
+A kernel module of this mode provides ``make(params, runtime, max_batch, sched, chunk, lat, w_hw)``: the
+tuple (compiled run, its static arguments, its persistent state as a list, where the queues sit in that
+list, whether the state has Flex's running-batch rows).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+import numpy as np
+import polars as pl
+
+from shepherd.core.engine import groups
+from shepherd.core.engine.fast.common import (B_COLS, B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER, NONE, S_CP,
+                                              S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, ST_UNITS, oldest,
+                                              q_reserve, shift_running)
+
+#: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
+LOG_ROOM = 1024
+
+
+def run(engine: Any, module: str, params: Any, runtime: Any, max_batch: int) -> None:
+    """Run the kernel of ``module`` on every serving group and write the tables into ``engine``'s recorder (or,
+    with ``EngineConfig.record == "summary"``, only the summary's running aggregates)."""
+    kernels = importlib.import_module(module)
+
+    def make(sched: Any, lat: np.ndarray, w_hw: np.ndarray) -> tuple:
+        return kernels.make(params, runtime, max_batch, sched, engine.config.chunk, lat, w_hw)
+
+    lat = np.ascontiguousarray(np.array(runtime.lat, dtype=np.int64))
+    step = engine.config.stream_chunk
+    if len(engine.feeds) == 1 and engine.group_ids[0] is None:
+        _one_group(engine, make, lat, step)
+        return
+    rids = [np.arange(len(engine.arrival), dtype=np.int64) if r is None else r for r in engine.group_ids]
+    _run_groups(engine, make, lat, rids, step)
+
+
+def _one_group(engine: Any, make: Callable, lat: np.ndarray, step: int) -> None:
+    """One serving group: the recorder's own columns, written as rows become final (or the running
+    aggregates of ``--record summary``)."""
+    rec, res = engine.rec, engine.res
+    agg = rec.aggregates
+    shed_ids = engine.admission.shed_ids
+
+    def on_requests(off, t, start, finish, worker, batch, outcome, preempt, shed):
+        if agg is not None:
+            agg.requests(t, start, finish, outcome, preempt)
+        else:
+            hi = off + len(t)
+            rec.r_start[off:hi], rec.r_finish[off:hi], rec.r_worker[off:hi] = start, finish, worker
+            rec.r_batch[off:hi], rec.r_outcome[off:hi], rec.r_preempt[off:hi] = batch, outcome, preempt
+        shed_ids.frombytes((np.flatnonzero(shed) + off).astype(np.int64).tobytes())
+
+    def on_batches(rows, final):
+        if agg is not None:
+            agg.batches(rows[B_SIZE], rows[B_END], rows[B_PRE])
+            return
+        if final and not len(rec.b_worker):  # the whole table at once: its rows are the columns
+            rec.set_batches(*(rows[c] for c in (B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE)))
+            return
+        for name, c in (("b_worker", B_WORKER), ("b_model", B_MODEL), ("b_size", B_SIZE),
+                        ("b_start", B_START), ("b_end", B_END), ("b_pre", B_PRE)):
+            getattr(rec, name).frombytes(memoryview(rows[c]).cast("B"))
+
+    kernel = make(engine.sched[0], lat, np.array(res.w_hw, np.int64))
+    shed = np.zeros(0 if agg is not None else len(engine.arrival), np.bool_)
+    direct = None if agg is not None else (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome,
+                                           rec.r_preempt, shed)
+    w_busy, w_waste, n_shed = _stream(kernel, engine.arrival, engine.deadline, engine.model, step, on_requests,
+                                      on_batches, direct)
+    if direct is not None and shed.any():  # written in place (one chunk): on_requests was not called
+        shed_ids.frombytes(np.flatnonzero(shed).astype(np.int64).tobytes())
+    rec.w_busy[:] = w_busy.tolist()
+    rec.w_waste[:] = w_waste.tolist()
+    engine.sched[0].shed = n_shed
+
+
+def _run_groups(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndarray], step: int) -> None:
+    """Several serving groups: each group's kernel alone over its requests (``rids[g]``), with its own batch
+    log; the runs concatenated by :func:`shepherd.core.engine.groups.merge` (the run's end numbers the
+    batches canonically)."""
+    res = engine.res
+    arrival, deadline, model = (np.asarray(c, np.int64) for c in (engine.arrival, engine.deadline, engine.model))
+    runs = []
+    for g, rid in enumerate(rids):
+        k = len(rid)
+        out = (np.full(k, -1, np.int64), np.full(k, -1, np.int64), np.full(k, -1, np.int32),
+               np.full(k, -1, np.int64), np.zeros(k, np.int8), np.zeros(k, np.int16), np.zeros(k, np.bool_))
+        logs: list[np.ndarray] = []
+
+        def on_requests(off, t, *cols, out=out):
+            for dst, col in zip(out, cols):
+                dst[off:off + len(t)] = col
+
+        def on_batches(rows, final, logs=logs):  # the last call's rows stay as they are (the log is done)
+            logs.append(rows if final else rows.copy())
+
+        kernel = make(engine.sched[g], lat, np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
+        w_busy, w_waste, n_shed = _stream(kernel, arrival[rid], deadline[rid], model[rid], step, on_requests,
+                                          on_batches, out)
+        engine.sched[g].shed = n_shed
+        cols = (logs[0] if len(logs) == 1 else np.concatenate(logs, axis=1)) if logs else np.empty((B_COLS, 0),
+                                                                                                      np.int64)
+        batches = {name: cols[c] for name, c in (("worker", B_WORKER), ("model", B_MODEL), ("size", B_SIZE),
+                                                 ("start", B_START), ("end", B_END), ("preempted", B_PRE))}
+        runs.append(groups.GroupRun(*out[:6], batches, w_busy.tolist(), w_waste.tolist(),
+                                    np.flatnonzero(out[6]).astype(np.int64), {}))
+    groups.merge(engine, runs, rids, [list(ws) for ws in res.group_workers])
+
+
+def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
+    """Requests ``[lo, hi)`` of a trace column: a numpy array, or a polars Series (an Enum: its codes) read
+    a chunk at a time."""
+    if isinstance(col, np.ndarray):
+        return col[lo:hi]
+    part = col.slice(lo, hi - lo)
+    return (part.to_physical() if part.dtype == pl.Enum else part).to_numpy()
+
+
+def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int,
+            on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
+    """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
+    or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
+    and charged to the scheduler clock) go to ``on_requests(first_id, t, start, finish, worker, batch,
+    outcome, preempt, shed)`` and the final batch-log rows (no longer running: a preemption can no longer
+    change them) to ``on_batches(columns, final)`` (``final``: the last call, after which the log is not
+    touched: its columns may be kept as they are); both in id order. When every request fits in one chunk and
+    ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
+    kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
+    run, static, state, q0, flex = kernel
+    base = q0  # the queues: state[q0:q0 + 5]; then the batch log; the state vector last, after s
+    st, s = state[-1], state[-2]
+    w_bid = state[q0 + 9] if flex else state[q0 + 8]
+    n, n_models = len(t_all), static[0].shape[1]
+    n_workers = len(static[1])
+    if flex:
+        w_model, w_size, w_reqs = state[q0 + 10], state[q0 + 11], state[q0 + 12]
+    else:
+        w_model, w_size, w_reqs = (np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
+                                   np.zeros((n_workers, 1), np.int64))
+    win = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
+           np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int8),
+           np.empty(0, np.int16), np.empty(0, np.bool_))
+    fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
+    st[ST_N] = n
+    st[ST_UNITS] = False  # the log's unit rows stay unwritten (their pages never touched)
+    kept = B_PRE + 1  # the log rows written
+    # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
+    # costs no memory): no copies while it grows
+    state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
+    pos, delta = 0, 0
+    while True:
+        hi = min(n, pos + step)
+        new_m = _piece(m_all, pos, hi).astype(np.int64, copy=False)
+        running = np.zeros(n_models, np.int64)
+        if flex:
+            busy = w_bid >= 0
+            np.add.at(running, w_model[busy], w_size[busy])
+            shift_running(w_reqs, w_size, w_bid, delta)
+        state[base:base + 5] = q_reserve(*state[base:base + 5], new_m, running, delta)
+        st[ST_I] -= delta
+        s[S_CP] -= delta
+        st[ST_OFF] += delta
+        fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
+        direct = out is not None and pos == 0 and hi == n and isinstance(t_all, np.ndarray)
+        if direct:
+            win = (*fresh, *out)
+        else:
+            win = tuple(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, fills[j], col.dtype)))
+                        for j, col in enumerate(win))
+        st[ST_LAST] = hi == n
+        blog = run(*static, *state, *win)
+        state[base + 5] = blog
+        nbl = st[ST_NB] - st[ST_BOFF]
+        if hi == n:
+            lo, fin = len(win[0]), nbl
+        else:
+            lo = oldest(state[base + 1], state[base + 2], state[base + 4], w_reqs, w_size, w_bid,
+                        min(s[S_CP], st[ST_I]))
+            run_ids = w_bid[w_bid != NONE]
+            fin = (int(run_ids.min()) - st[ST_BOFF]) if flex and len(run_ids) else nbl
+        if not direct:
+            on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
+        if fin:
+            on_batches(blog[:, :fin], hi == n)
+            blog[:kept, :nbl - fin] = blog[:kept, fin:nbl]
+            st[ST_BOFF] += fin
+        if hi == n:
+            break
+        pos, delta = hi, lo
+    return state[q0 + 13 if flex else q0 + 10], state[q0 + 14] if flex else np.zeros(n_workers, np.int64), int(
+        s[S_SHED])

@@ -1,0 +1,87 @@
+"""A run's summary statistics from its arrays (:func:`shepherd.core.metrics.summarize`, issue 18), in numpy:
+a few vectorised passes over the request columns and the batch columns, and exact order statistics by a
+partial partition, not a sort.
+
+The summary's quantiles are polars' ``interpolation="nearest"``: the value of rank
+``floor((n − 1)·q + 0.5)`` (0-based; the half rounds up, as Rust's ``f64::round`` does for a non-negative
+number) in sorted order. :func:`nearest` reads those ranks' values from a histogram of the values (a
+latency's span is small) or after ``np.partition`` (introselect: linear time), so the result is identical
+to a sort's. Plain numpy, so the reference engine's summaries need
+no compiler (``tests/test_summary_stats.py``: equal to polars on any values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+#: the widest span of values :func:`nearest` counts in a histogram (8 bytes a value of the span)
+HISTOGRAM_SPAN = 1 << 24
+
+
+def rank(n: int, q: float) -> int:
+    """The 0-based rank polars' ``quantile(q, interpolation="nearest")`` reads among ``n`` values."""
+    return int(np.floor((n - 1) * q + 0.5))
+
+
+def request_stats(arrival, start, finish, outcome, preempt, lat, queue) -> tuple:
+    """Per outcome code the requests (``counts``, 4 codes), the requests preempted at least once, and the
+    served ones' (``finish ≥ 0``) latency ``finish − arrival`` and queueing delay ``start − arrival`` written
+    to ``lat[:k]``, ``queue[:k]`` in request order; returns (counts, preempted, k, first arrival, last
+    arrival, whether every latency and delay fits ``lat``'s dtype — else nothing is written and the caller
+    passes wider arrays)."""
+    arrival = np.asarray(arrival, np.int64)
+    outcome = np.asarray(outcome)
+    counts = np.bincount(outcome.view(np.uint8), minlength=4)[:4].astype(np.int64) if len(outcome) else \
+        np.zeros(4, np.int64)
+    pre = int(np.count_nonzero(preempt))
+    served = np.asarray(finish) >= 0
+    k = int(np.count_nonzero(served))
+    lo, hi = (int(arrival.min()), int(arrival.max())) if len(arrival) else (0, 0)
+    if k == len(arrival):  # every request served (the usual case): no gathers
+        v, w = np.subtract(finish, arrival), np.subtract(start, arrival)
+    else:
+        idx = np.flatnonzero(served)
+        a = arrival[idx]
+        v, w = np.take(finish, idx) - a, np.take(start, idx) - a
+    info = np.iinfo(lat.dtype)
+    # a served request starts before it finishes: its delay is at most its latency, so the delays' minimum
+    # and the latencies' maximum bound both
+    fits = not k or bool(int(w.min()) >= info.min and int(v.max()) <= info.max)
+    if fits:
+        lat[:k], queue[:k] = v, w
+    return counts, pre, k, lo, hi, fits
+
+
+def batch_stats(size, end, pre) -> tuple:
+    """The completed (not preempted) batches per size, the preempted batches and the latest end (−1 when
+    there is no batch)."""
+    size, end, pre = np.asarray(size, np.int64), np.asarray(end, np.int64), np.asarray(pre) != 0
+    if not len(size):
+        return np.zeros(1, np.int64), 0, -1
+    n_pre = int(np.count_nonzero(pre))
+    counts = np.bincount(size[~pre] if n_pre else size, minlength=int(size.max()) + 1).astype(np.int64)
+    return counts, n_pre, int(end.max())
+
+
+def nearest(values: np.ndarray, qs: tuple[float, ...]) -> list[float | None]:
+    """Polars' ``quantile(q, interpolation="nearest")`` of integer ``values`` for each ``q`` (as floats; None
+    when there are none): from a histogram where the values span at most :data:`HISTOGRAM_SPAN` (latencies
+    in µs: one counting pass), else by a partial partition."""
+    if not len(values):
+        return [None] * len(qs)
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo <= HISTOGRAM_SPAN:
+        return [v + lo for v in nearest_counts(np.bincount(values - values.dtype.type(lo)), qs)]
+    ks = [rank(len(values), q) for q in qs]
+    part = np.partition(values, sorted(set(ks)))
+    return [float(part[k]) for k in ks]
+
+
+def nearest_counts(counts: np.ndarray, qs: tuple[float, ...]) -> list[float | None]:
+    """The same quantiles of the values ``0, 1, …`` repeated ``counts[v]`` times (a histogram: exact)."""
+    n = int(counts.sum())
+    if not n:
+        return [None] * len(qs)
+    cum = np.cumsum(counts)
+    return [float(np.searchsorted(cum, rank(n, q), side="right")) for q in qs]
