@@ -6,37 +6,36 @@ start and finish, per batch every column, per worker busy time, the shed request
 (``tests/test_engine_fast_nexus.py``) — for any ``epoch_s``, ``peak_window_s``, ``provision``,
 ``frontends`` (K ≥ 1) and ``spare``, overhead mode ``model`` or ``none``, any hardware mix in the group
 (plans and drops on the group's first worker's table, as the policy does; a batch runs for its own
-worker's ℓ(b)), one serving group: its epoch and duty-cycle timers are not in the clock replay of
-:mod:`.replay` (a timer's place among other groups' equal-time events), so several groups run on the
-reference engine (``why_not`` in :mod:`shepherd.core.engine.fast`).
+worker's ℓ(b)), one serving group (``why_not`` in :mod:`shepherd.core.engine.fast`).
 
-**Planning stays in Python**, once per epoch, not per request: the policy object is built as the
-reference builds it (its constructor draws the admission coins — and, with K > 1 frontends, the seed of
-their generator — from the run's generator, in the reference's order), and its own ``_plan`` (squishy bin
-packing, the admitted fraction's bisection, ``spread``) and ``layout`` give every epoch's duty cycles,
-(session, batch) slots, allocations, shares and token buckets; those are flattened into arrays
-(:func:`run_group`). Planning does not depend on the run (it reads the trace's peaks and the coins), so
-every epoch is planned before the kernel starts.
+**Nothing is drawn or planned here.** The policy object, built as the reference builds it, holds the group's
+:class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` — every request's session, admission coin and
+frontend, and every epoch's plan laid out with its routers' phases — made before the run from the group's
+own seed; :func:`plans` flattens the epochs into a :data:`Plans` record, and the kernel reads that and the
+per-request arrays.
 
-**The kernel** re-enacts the rest, per request, without Python objects:
+**The kernel** re-enacts the rest, per request:
 
 * the clock (:mod:`..clock`): at equal times completions (in batch order), then timers (in the order they
   were set: the epoch timer, and per worker the end of its duty cycle — the policy never cancels one, a
   stale one still fires and re-dispatches an idle worker), then arrivals (in trace order); the first
   epoch's configuration is the policy's ``on_start`` (a timer at 0 set first, which is the same order);
 * the policy (whose docstring gives the reasons): the admission coin against the epoch's factor s, the
-  session's token bucket, the frontends' smooth weighted round-robin (with K > 1 frontends a frontend
-  drawn per request by ``random.Random.randrange`` — the Mersenne Twister re-implemented here on the
-  generator's own state, :func:`mt_next`, checked draw for draw against CPython's in the tests — and each
-  frontend's router phases drawn at every configuration), the per-slot FIFO queues, a backend's
-  round-robin over its slots within its duty cycle (heads that cannot finish in the batch dropped, each
-  slot at most once per cycle, a wake-up at the cycle's end), and at an epoch boundary the queued
-  requests re-routed in (deadline, id) order or dropped, then the idle workers dispatched lowest first;
+  session's token bucket, the request's frontend's smooth weighted round-robin (each router set to its
+  phase at every configuration), the per-slot FIFO queues, a backend's round-robin over its slots within
+  its duty cycle (heads that cannot finish in the batch dropped, each slot at most once per cycle, a wake-up
+  at the cycle's end), and at an epoch boundary the queued requests re-routed in (deadline, id) order or
+  dropped, then the idle workers dispatched lowest first;
 * the scheduler clock and admission control, the batch log, the completion order: :mod:`.common`.
+
+State travels in named records (:data:`Requests`, :data:`Plans`, :data:`Workers`, :data:`Slots`,
+:data:`Routers`, :data:`Sched`, :data:`Tables`, the run's scalars in one structured record :data:`RUN`);
+every helper is inlined into the loop (``inline='always'``), so handing it a record costs no call.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any, Callable
 
 import numpy as np
@@ -46,57 +45,28 @@ from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive,
                                               log_batch, next_completion, ready_us, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
-MT_N = 624  #: words of the Mersenne Twister's state (CPython's ``random``)
-
-
-# ---------------------------------------------------------------------- CPython's random, on its own state
-
-
-@njit(cache=True)
-def _mt_twist(mt):
-    for k in range(MT_N):
-        y = (mt[k] & 0x80000000) | (mt[(k + 1) % MT_N] & 0x7fffffff)
-        v = mt[(k + 397) % MT_N] ^ (y >> 1)
-        if y & 1:
-            v ^= 0x9908b0df
-        mt[k] = v
-
-
-@njit(cache=True, inline='always')
-def mt_next(mt, pos):
-    """The next 32-bit output of MT19937 (``genrand_uint32`` of CPython's ``_randommodule.c``); ``mt`` holds
-    ``random.getstate()[1][:624]``, ``pos[0]`` its index."""
-    if pos[0] >= MT_N:
-        _mt_twist(mt)
-        pos[0] = 0
-    y = mt[pos[0]]
-    pos[0] += 1
-    y ^= y >> 11
-    y ^= (y << 7) & 0x9d2c5680
-    y ^= (y << 15) & 0xefc60000
-    y ^= y >> 18
-    return y
-
-
-@njit(cache=True, inline='always')
-def mt_random(mt, pos):
-    """``random.random()``: 53 bits from two outputs."""
-    a = mt_next(mt, pos) >> 5
-    b = mt_next(mt, pos) >> 6
-    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
-
-
-@njit(cache=True, inline='always')
-def mt_below(mt, pos, n):
-    """``random.randrange(n)`` for 1 ≤ n < 2³² (``_randbelow_with_getrandbits``: k = n.bit_length() bits,
-    redrawn while ≥ n)."""
-    k = 0
-    while (n >> k) > 0:
-        k += 1
-    r = mt_next(mt, pos) >> (32 - k)
-    while r >= n:
-        r = mt_next(mt, pos) >> (32 - k)
-    return r
+#: the group's requests (arrival, deadline, session, coin, frontend; the recorder's columns written in place)
+Requests = namedtuple("Requests", "t d sess coin front start finish worker batch outcome shed")
+#: every epoch's plan, flattened (:func:`plans`): per epoch and worker its duty cycle and slots
+#: ``[sb, sb + ns)``; per epoch its factor s; per epoch and session whether it is planned, its bucket's rate
+#: and depth, its allocations ``[eb, eb + ne)`` and their total weight; per allocation (unique over the run)
+#: its slot, worker, weight and, per frontend, router phase; per slot its batch cap and model
+Plans = namedtuple("Plans", "duty sb ns scale planned rate depth eb ne total ent_slot ent_worker ent_w phase "
+                            "cap model")
+#: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end, slots served,
+#: pending wake-up), idle, and its running batch (free since, start, end, batch id) and busy time
+Workers = namedtuple("Workers", "duty sb ns rr cyc nserved wake idle free start end bid busy")
+#: per slot a FIFO of requests linked by ``nxt`` (per request), and whether it ran in the current cycle
+Slots = namedtuple("Slots", "head tail length served nxt")
+#: per frontend and allocation the round-robin's current value; per session its token bucket
+Routers = namedtuple("Routers", "cur tokens last")
+#: the scheduler's costs (:mod:`.common`)
+Sched = namedtuple("Sched", "decision_ns per_request_ns arrival_ns active admit_on max_lag_ns chunk")
+#: latency tables: per hardware (``lat``), the planning worker's (``lat0``); each worker's hardware
+Tables = namedtuple("Tables", "lat lat0 w_hw")
+#: the run's scalars: the epoch now, its factor s, the next arrival, batches logged, timers (count, set order)
+RUN = np.dtype([("epoch", np.int64), ("scale", np.float64), ("i", np.int64), ("nb", np.int64),
+                ("hsize", np.int64), ("hseq", np.int64)])
 
 
 # ---------------------------------------------------------------------- timers: (at, set order, payload)
@@ -142,357 +112,361 @@ def t_pop(h, size):
         i = m
 
 
+@njit(cache=True, inline='always')
+def _set_timer(heap, run, at, payload):
+    """``act.set_timer``: push (the set order counts up); returns the heap."""
+    rs = run[0]
+    rs.hseq += 1
+    heap = t_push(heap, rs.hsize, at, rs.hseq, payload)
+    rs.hsize += 1
+    return heap
+
+
 # ---------------------------------------------------------------------- the policy's steps
 
 
 @njit(cache=True, inline='always')
-def _route(fe, mt, mtpos, cur, x, nx, ent_w, tot):
-    """``Nexus._enqueue``'s pick: among the session's allocations ``[x, x + nx)``, the one its smooth weighted
+def _enqueue(sl, slot, r):
+    """Append request ``r`` to ``slot``'s FIFO."""
+    sl.nxt[r] = -1
+    if sl.length[slot] == 0:
+        sl.head[slot] = r
+    else:
+        sl.nxt[sl.tail[slot]] = r
+    sl.tail[slot] = r
+    sl.length[slot] += 1
+
+
+@njit(cache=True, inline='always')
+def _route(plan, rt, e, s, f):
+    """``Nexus._enqueue``'s pick: among session ``s``'s allocations, the one frontend ``f``'s smooth weighted
     round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take the first maximum, subtract
-    the total) — a frontend's own, drawn per request (``randrange``) when there are several."""
-    f = mt_below(mt, mtpos, fe) if fe > 1 else 0
+    the total)."""
+    x, nx = plan.eb[e, s], plan.ne[e, s]
     if nx == 1:
         return x
     best = x
+    cur = rt.cur
     for y in range(x, x + nx):
-        cur[f, y] += ent_w[y]
+        cur[f, y] += plan.ent_w[y]
         if cur[f, y] > cur[f, best]:
             best = y
-    cur[f, best] -= tot
+    cur[f, best] -= plan.total[e, s]
     return best
 
 
-@njit(cache=True)
-def run_nexus(t, d, sess, coin, lat, w_hw, lat0, epoch_us, last_epoch, fe, mt, mtpos, EP, l_cap, l_model,
-              decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
-              r_start, r_finish, r_worker, r_batch, r_outcome, shed):
-    """One group's Nexus run over the whole trace (``sess``: each request's session, ``coin``: its admission
-    coin); writes the request columns in place and returns (batch log, w_busy, w_waste, shed count).
-    ``EP`` holds the epochs' plans (:func:`plans`); ``l_cap`` / ``l_model`` every epoch's slots.
+@njit(cache=True, inline='always')
+def _queued(req, wk, sl, qbuf):
+    """Every request queued under the current plan, in (deadline, id) order."""
+    nq = 0
+    for w in range(len(wk.ns)):
+        for slot in range(wk.sb[w], wk.sb[w] + wk.ns[w]):
+            r = sl.head[slot]
+            for _ in range(sl.length[slot]):
+                qbuf[nq] = r
+                nq += 1
+                r = sl.nxt[r]
+    queued = np.sort(qbuf[:nq])
+    return queued[np.argsort(req.d[queued], kind="mergesort")]
 
-    Each event names the workers to dispatch (``Nexus._dispatch``), which one block of the loop then does in
-    order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker if idle,
-    an epoch every idle worker, lowest first. Every array is a local of this function: a helper handed
-    tuples of arrays pays an atomic reference count per array per call (measured: ~75 % of the loop)."""
-    n = len(t)
-    n_workers = len(w_hw)
-    ep_duty, ep_sb, ep_ns, ep_scale, ep_planned, ep_rate, ep_depth = EP[0], EP[1], EP[2], EP[3], EP[4], EP[5], EP[6]
-    eb, ne, ent_slot, ent_worker, ent_w, total, order, n_order = EP[7], EP[8], EP[9], EP[10], EP[11], EP[12], \
-        EP[13], EP[14]
-    n_sess = ep_planned.shape[1]
-    rr = np.zeros(n_workers, np.int64)
-    duty = np.zeros(n_workers, np.int64)
-    cyc = np.zeros(n_workers, np.int64)  # when the worker's duty cycle ends
-    nserved = np.zeros(n_workers, np.int64)  # slots served in it
-    wake = np.full(n_workers, -1, np.int64)
-    idle = np.ones(n_workers, np.bool_)
-    w_free = np.zeros(n_workers, np.int64)
-    w_start = np.zeros(n_workers, np.int64)
-    w_end = np.zeros(n_workers, np.int64)
-    w_bid = np.full(n_workers, NONE, np.int64)
-    w_busy = np.zeros(n_workers, np.int64)
-    sb = np.zeros(n_workers, np.int64)  # the worker's slots this epoch: [sb, sb + ns)
-    ns = np.zeros(n_workers, np.int64)
-    dq = np.empty(n_workers, np.int64)  # the workers an event dispatches, in order
-    n_slots = len(l_cap)
-    l_head = np.full(n_slots, -1, np.int64)  # per slot a FIFO of requests linked by ``nxt``
-    l_tail = np.full(n_slots, -1, np.int64)
-    l_len = np.zeros(n_slots, np.int64)
-    l_served = np.zeros(n_slots, np.bool_)  # started in its worker's current duty cycle
-    nxt = np.empty(n, np.int64)
+
+@njit(cache=True, inline='always')
+def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
+    """``Nexus._configure``: epoch ``e``'s plan on the workers, fresh buckets and routers (each at its phase),
+    the queued requests re-routed or dropped."""
+    queued = _queued(req, wk, sl, qbuf)
+    run[0].epoch = e
+    run[0].scale = plan.scale[e]
+    for w in range(len(wk.ns)):
+        wk.sb[w], wk.ns[w], wk.duty[w] = plan.sb[e, w], plan.ns[e, w], plan.duty[e, w]
+        wk.rr[w], wk.cyc[w], wk.nserved[w] = 0, 0, 0
+    for s in range(plan.planned.shape[1]):
+        if plan.planned[e, s]:
+            rt.tokens[s] = plan.depth[e, s]
+            rt.last[s] = now
+            for x in range(plan.eb[e, s], plan.eb[e, s] + plan.ne[e, s]):
+                for f in range(rt.cur.shape[0]):
+                    rt.cur[f, x] = plan.ent_w[x] * plan.ne[e, s] * plan.phase[f, x]
+    for r in queued:
+        s = req.sess[r]
+        if plan.planned[e, s]:
+            _enqueue(sl, plan.ent_slot[_route(plan, rt, e, s, req.front[r])], r)
+        else:
+            req.outcome[r] = DROPPED
+
+
+@njit(cache=True, inline='always')
+def _admit(req, plan, sl, rt, run, r, now):
+    """``Nexus.on_arrival`` for request ``r``: the coin, the session's token bucket, the frontend's round-robin;
+    the worker of the allocation it joins, or −1 (dropped)."""
+    e = run[0].epoch
+    s = req.sess[r]
+    if not plan.planned[e, s] or req.coin[r] >= run[0].scale:
+        req.outcome[r] = DROPPED
+        return -1
+    tokens = rt.tokens[s] + (now - rt.last[s]) * plan.rate[e, s]
+    depth = plan.depth[e, s]
+    rt.tokens[s] = tokens if tokens < depth else depth
+    rt.last[s] = now
+    if rt.tokens[s] < 1.0:
+        req.outcome[r] = DROPPED
+        return -1
+    rt.tokens[s] -= 1.0
+    x = _route(plan, rt, e, s, req.front[r])
+    _enqueue(sl, plan.ent_slot[x], r)
+    return plan.ent_worker[x]
+
+
+@njit(cache=True, inline='always')
+def _batch_size(req, plan, sl, lat0, slot, ready):
+    """Drop the heads of ``slot`` that would miss their deadline in its batch (at most its cap, ready at
+    ``ready``); the batch size then (0: the slot is empty)."""
+    cap, m = plan.cap[slot], plan.model[slot]
+    while sl.length[slot] > 0:
+        h = sl.head[slot]
+        if req.d[h] >= ready + lat0[m, cap if cap < sl.length[slot] else sl.length[slot]]:
+            break
+        req.outcome[h] = DROPPED
+        sl.head[slot] = sl.nxt[h]
+        sl.length[slot] -= 1
+    return cap if cap < sl.length[slot] else sl.length[slot]
+
+
+@njit(cache=True, inline='always')
+def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
+    """Start a batch of ``b`` of model ``m`` on worker ``k``: its start (the worker free, the decision
+    issued) and end on the worker, the batch logged as ``run``'s next; returns the log."""
+    start = wk.free[k]
+    if sc.active:
+        disp = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
+        start = start if start > disp else disp
+    elif start < now:
+        start = now
+    end = start + tb.lat[tb.w_hw[k], m, b]
+    nb = run[0].nb
+    wk.bid[k], wk.start[k], wk.end[k] = nb, start, end
+    run[0].nb = nb + 1
+    return log_batch(blog, nb, k, m, b, start, end, unit[0], unit[1])
+
+
+@njit(cache=True, inline='always')
+def _serve(req, wk, sl, k, slot, b):
+    """The first ``b`` requests of ``slot`` go in worker ``k``'s batch just started: their columns."""
+    start, end, nb = wk.start[k], wk.end[k], wk.bid[k]
+    r = sl.head[slot]
+    for _ in range(b):
+        req.start[r], req.finish[r], req.worker[r], req.batch[r] = start, end, k, nb
+        req.outcome[r] = SERVED if req.d[r] >= end else LATE
+        r = sl.nxt[r]
+    sl.head[slot] = r
+    sl.length[slot] -= b
+
+
+@njit(cache=True, inline='always')
+def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
+    """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
+    finish dropped first) started; or idling, with a wake-up at the cycle's end if it served a slot in the
+    cycle (-1 − k as the timer's payload, the cycle's end as ``wk.wake``). Returns the log."""
+    ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
+    b0, nsl = wk.sb[k], wk.ns[k]
+    if now >= wk.cyc[k]:
+        wk.cyc[k] = now + wk.duty[k]
+        sl.served[b0:b0 + nsl] = False
+        wk.nserved[k] = 0
+    for step in range(nsl):
+        j = wk.rr[k] + step
+        j = j - nsl if j >= nsl else j
+        slot = b0 + j
+        if sl.served[slot]:
+            continue
+        b = _batch_size(req, plan, sl, tb.lat0, slot, ready)
+        if b == 0:
+            continue
+        blog = _start(req, wk, tb, sc, s, run, blog, k, plan.model[slot], b, now, unit)
+        _serve(req, wk, sl, k, slot, b)
+        sl.served[slot] = True
+        wk.nserved[k] += 1
+        wk.rr[k] = j + 1 if j + 1 < nsl else 0
+        wk.idle[k] = False
+        return blog
+    wk.idle[k] = True
+    return blog
+
+
+@njit(cache=True, inline='always')
+def _wake_at(wk, k, now):
+    """After an idle dispatch: the time of worker ``k``'s wake-up to set (its cycle's end), or −1."""
+    if wk.idle[k] and wk.nserved[k] > 0 and wk.wake[k] != wk.cyc[k] and wk.cyc[k] > now:
+        wk.wake[k] = wk.cyc[k]
+        return wk.cyc[k]
+    return -1
+
+
+@njit(cache=True, inline='always')
+def _complete(wk, k, now):
+    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``."""
+    wk.busy[k] += now - wk.start[k]
+    uk = wk.bid[k]
+    wk.bid[k] = NONE
+    wk.free[k] = now
+    return uk
+
+
+@njit(cache=True, inline='always')
+def _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq):
+    """``Nexus.on_timer``: a worker's cycle end (payload −1 − k: dispatch it if idle) or epoch ``p``'s
+    configuration (then every idle worker, lowest first). Fills ``dq`` with the workers to dispatch; their
+    number."""
+    if p < 0:
+        w = -p - 1
+        if wk.wake[w] == now:
+            wk.wake[w] = -1
+        dq[0] = w
+        return 1 if wk.idle[w] else 0
+    _configure(req, plan, wk, sl, rt, run, p, now, qbuf)
+    nd = 0
+    for w in range(len(wk.idle)):
+        if wk.idle[w]:
+            dq[nd] = w
+            nd += 1
+    return nd
+
+
+@njit(cache=True)
+def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
+    """One group's Nexus run over the whole trace; writes the request columns in place and returns (batch log,
+    w_busy, w_waste, shed count). Each event names the workers to dispatch, which the loop then does in order:
+    a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker if idle, an
+    epoch every idle worker, lowest first."""
+    n = len(req.t)
+    dq = np.empty(len(wk.idle), np.int64)  # the workers an event dispatches, in order
     qbuf = np.empty(n, np.int64)
-    cur = np.zeros((fe, len(ent_w)), np.float64)  # per frontend, every allocation's round-robin state
-    tok = np.zeros(n_sess, np.float64)  # token buckets: tokens, last refill
-    t_last = np.zeros(n_sess, np.int64)
     s = np.zeros(4, np.int64)  # the scheduler clock (.common)
     blog = np.empty((B_COLS, 1024), np.int64)
-    nb = 0
-    heap = np.empty((3, 4 * n_workers + 8), np.int64)
-    heap = t_push(heap, 0, 0, 0, 0)  # on_start: the first epoch's configuration, before anything at 0
-    hsize, hseq = 1, 0
-    e = -1
-    scale = 0.0
-    i = 0
-    k = -1
-    dirty = True
+    heap = _set_timer(np.empty((3, 4 * len(wk.idle) + 8), np.int64), run, 0, 0)  # on_start: epoch 0 first
+    rs = run[0]
+    k, dirty = -1, True
     while True:
         if dirty:
-            k = next_completion(w_bid, w_end)
-            dirty = False
-        ce = w_end[k] if k >= 0 else INF
-        te = heap[0, 0] if hsize > 0 else INF
-        ta = t[i] if i < n else INF
-        nd = 0
-        arriving = False
-        next_epoch = -1
-        if k >= 0 and ce <= te and ce <= ta:
-            # ---- a completion (Nexus.on_completion)
-            now = ce
-            w_busy[k] += now - w_start[k]
-            ua, uk = 0, w_bid[k]
-            w_bid[k] = NONE
-            w_free[k] = now
-            dirty = True
-            dq[0] = k
-            nd = 1
-        elif hsize > 0 and te <= ta:
-            # ---- a timer (Nexus.on_timer)
-            now = te
-            ua, uk = 3, now
-            p = heap[2, 0]
-            t_pop(heap, hsize)
-            hsize -= 1
-            if p < 0:  # a worker's duty cycle ended
-                w = -p - 1
-                if wake[w] == now:
-                    wake[w] = -1
-                if idle[w]:
-                    dq[0] = w
-                    nd = 1
-            else:
-                # ---- an epoch begins (Nexus._configure): the requests queued under the old plan, in
-                # (deadline, id) order
-                nq = 0
-                if e >= 0:
-                    for w in range(n_workers):
-                        for sl in range(sb[w], sb[w] + ns[w]):
-                            r = l_head[sl]
-                            for _ in range(l_len[sl]):
-                                qbuf[nq] = r
-                                nq += 1
-                                r = nxt[r]
-                queued = np.sort(qbuf[:nq])
-                queued = queued[np.argsort(d[queued], kind="mergesort")]
-                e = p
-                for w in range(n_workers):
-                    sb[w] = ep_sb[e, w]
-                    ns[w] = ep_ns[e, w]
-                    duty[w] = ep_duty[e, w]
-                    rr[w] = 0
-                    cyc[w] = 0
-                    nserved[w] = 0
-                scale = ep_scale[e]
-                for ss in range(n_sess):
-                    if ep_planned[e, ss]:
-                        tok[ss] = ep_depth[e, ss]
-                        t_last[ss] = now
-                if fe > 1:  # each frontend's routers start at a random phase
-                    for f in range(fe):
-                        for j in range(n_order[e]):
-                            ss = order[e, j]
-                            x0 = eb[e, ss]
-                            nx = ne[e, ss]
-                            for x in range(x0, x0 + nx):
-                                cur[f, x] = ent_w[x] * nx * mt_random(mt, mtpos)
-                for r in queued:
-                    ss = sess[r]
-                    if ep_planned[e, ss]:
-                        sl = ent_slot[_route(fe, mt, mtpos, cur, eb[e, ss], ne[e, ss], ent_w, total[e, ss])]
-                        nxt[r] = -1
-                        if l_len[sl] == 0:
-                            l_head[sl] = r
-                        else:
-                            nxt[l_tail[sl]] = r
-                        l_tail[sl] = r
-                        l_len[sl] += 1
-                    else:
-                        r_outcome[r] = DROPPED
-                for w in range(n_workers):
-                    if idle[w]:
-                        dq[nd] = w
-                        nd += 1
-                if e < last_epoch:
-                    next_epoch = e + 1
-        elif i < n:
-            # ---- an arrival (Nexus.on_arrival): coin, token bucket, a frontend's round-robin, the backend
+            k, dirty = next_completion(wk.bid, wk.end), False
+        ce = wk.end[k] if k >= 0 else INF
+        te = heap[0, 0] if rs.hsize > 0 else INF
+        i = rs.i
+        ta = req.t[i] if i < n else INF
+        nd, arriving, next_epoch = 0, False, -1
+        if k >= 0 and ce <= te and ce <= ta:  # a completion
+            now, ua, uk = ce, 0, _complete(wk, k, ce)
+            dq[0], nd, dirty = k, 1, True
+        elif rs.hsize > 0 and te <= ta:  # a timer
+            now, ua, uk, p = te, 3, te, heap[2, 0]
+            t_pop(heap, rs.hsize)
+            rs.hsize -= 1
+            nd = _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
+            if 0 <= p < last_epoch:
+                next_epoch = p + 1
+        elif i < n:  # an arrival
             now = ta
-            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-                i = shed_arrival(s, shed, r_outcome, i, 0, chunk, n, arrival_ns, DROPPED)
+            if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
+                rs.i = shed_arrival(s, req.shed, req.outcome, i, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
-            ua, uk = 1, now
-            arriving = True
-            r = i
-            i += 1
-            ss = sess[r]
-            if not ep_planned[e, ss] or coin[r] >= scale:
-                r_outcome[r] = DROPPED
-            else:
-                tokens = tok[ss] + (now - t_last[ss]) * ep_rate[e, ss]
-                depth = ep_depth[e, ss]
-                tok[ss] = tokens if tokens < depth else depth
-                t_last[ss] = now
-                if tok[ss] < 1.0:
-                    r_outcome[r] = DROPPED
-                else:
-                    tok[ss] -= 1.0
-                    x = _route(fe, mt, mtpos, cur, eb[e, ss], ne[e, ss], ent_w, total[e, ss])
-                    sl = ent_slot[x]
-                    nxt[r] = -1
-                    if l_len[sl] == 0:
-                        l_head[sl] = r
-                    else:
-                        nxt[l_tail[sl]] = r
-                    l_tail[sl] = r
-                    l_len[sl] += 1
-                    w = ent_worker[x]
-                    if idle[w]:
-                        dq[0] = w
-                        nd = 1
+            ua, uk, arriving = 1, now, True
+            rs.i = i + 1
+            w = _admit(req, plan, sl, rt, run, i, now)
+            if w >= 0 and wk.idle[w]:
+                dq[0], nd = w, 1
         else:
             break
-        # ---- Nexus._dispatch, for each worker the event named: the next slot of its duty cycle with
-        # requests (heads that cannot finish in the slot's batch dropped first), or idling — with a wake-up at
-        # the cycle's end if it served a slot in the cycle
         for q in range(nd):
             kk = dq[q]
-            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            nsl = ns[kk]
-            b0 = sb[kk]
-            if now >= cyc[kk]:
-                cyc[kk] = now + duty[kk]
-                for j in range(b0, b0 + nsl):
-                    l_served[j] = False
-                nserved[kk] = 0
-            started = False
-            for step in range(nsl):
-                j = rr[kk] + step
-                if j >= nsl:
-                    j -= nsl
-                sl = b0 + j
-                if l_served[sl]:
-                    continue
-                cap = l_cap[sl]
-                m = l_model[sl]
-                while l_len[sl] > 0:
-                    h = l_head[sl]
-                    if d[h] < ready + lat0[m, cap if cap < l_len[sl] else l_len[sl]]:
-                        r_outcome[h] = DROPPED
-                        l_head[sl] = nxt[h]
-                        l_len[sl] -= 1
-                    else:
-                        break
-                if l_len[sl] == 0:
-                    continue
-                b = cap if cap < l_len[sl] else l_len[sl]
-                start = w_free[kk]
-                if active:
-                    disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
-                    if start < disp:
-                        start = disp
-                elif start < now:
-                    start = now
-                end = start + lat[w_hw[kk], m, b]
-                blog = log_batch(blog, nb, kk, m, b, start, end, ua, uk)
-                r = l_head[sl]
-                for _ in range(b):
-                    r_start[r] = start
-                    r_finish[r] = end
-                    r_worker[r] = kk
-                    r_batch[r] = nb
-                    r_outcome[r] = SERVED if d[r] >= end else LATE
-                    r = nxt[r]
-                l_head[sl] = r
-                l_len[sl] -= b
-                w_bid[kk] = nb
-                w_start[kk] = start
-                w_end[kk] = end
-                nb += 1
-                l_served[sl] = True
-                nserved[kk] += 1
-                rr[kk] = j + 1 if j + 1 < nsl else 0
-                idle[kk] = False
-                dirty = True
-                started = True
-                break
-            if not started:
-                idle[kk] = True
-                if nserved[kk] > 0 and wake[kk] != cyc[kk] and cyc[kk] > now:
-                    wake[kk] = cyc[kk]
-                    hseq += 1
-                    heap = t_push(heap, hsize, cyc[kk], hseq, -kk - 1)
-                    hsize += 1
+            blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now, (ua, uk))
+            dirty = dirty or not wk.idle[kk]
+            wake = _wake_at(wk, kk, now)
+            if wake >= 0:
+                heap = _set_timer(heap, run, wake, -kk - 1)
         if next_epoch >= 0:
-            hseq += 1
-            heap = t_push(heap, hsize, next_epoch * epoch_us, hseq, next_epoch)
-            hsize += 1
+            heap = _set_timer(heap, run, next_epoch * epoch_us, next_epoch)
         if arriving:
-            at_chunk_end(s, i, 0, chunk, n, arrival_ns)
-    finish(r_outcome, DROPPED)
-    return blog[:, :nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED]
+            at_chunk_end(s, rs.i, 0, sc.chunk, n, sc.arrival_ns)
+    finish(req.outcome, DROPPED)
+    return blog[:, :rs.nb].copy(), wk.busy, np.zeros(len(wk.idle), np.int64), s[S_SHED]
 
 
-def plans(pol: Any) -> tuple:
-    """Every epoch's plan as the policy object ``pol`` makes and lays it out (``Nexus._plan``,
-    ``Nexus.layout``), flattened into the kernel's arrays: (last epoch, the per-epoch arrays ``EP``, every
-    slot's batch cap and model). Slots and allocations get ids unique over the run (an epoch's are fresh)."""
-    last = max(pol.peaks) if pol.peaks else 0
-    n_epochs, n_workers, n_sess = last + 1, len(pol.workers), len(pol.stream_model)
-    ep_duty = np.zeros((n_epochs, n_workers), np.int64)
-    ep_sb = np.zeros((n_epochs, n_workers), np.int64)
-    ep_ns = np.zeros((n_epochs, n_workers), np.int64)
-    ep_scale = np.zeros(n_epochs, np.float64)
-    ep_planned = np.zeros((n_epochs, n_sess), np.bool_)
-    ep_rate = np.zeros((n_epochs, n_sess), np.float64)
-    ep_depth = np.zeros((n_epochs, n_sess), np.float64)
-    eb = np.zeros((n_epochs, n_sess), np.int64)
-    ne = np.zeros((n_epochs, n_sess), np.int64)
-    total = np.zeros((n_epochs, n_sess), np.float64)
-    order = np.zeros((n_epochs, n_sess), np.int64)
-    n_order = np.zeros(n_epochs, np.int64)
-    l_cap: list[int] = []
-    l_model: list[int] = []
-    ent_slot: list[int] = []
-    ent_worker: list[int] = []
-    ent_w: list[float] = []
-    for e in range(n_epochs):
-        plan, scale, planned = pol._plan(e)
-        duty, slots, targets, weights, rates, _ = pol.layout(plan, planned)
-        ep_duty[e] = duty
-        ep_scale[e] = scale
+# ---------------------------------------------------------------------- the schedule, flattened
+
+
+def _epoch_arrays(schedule: Any, n_workers: int, n_sess: int) -> dict[str, np.ndarray]:
+    """The per-epoch fields of :data:`Plans` (zeros), sized for ``schedule``'s epochs."""
+    n_e = len(schedule.epochs)
+    out = {name: np.zeros((n_e, n_workers), np.int64) for name in ("duty", "sb", "ns")}
+    out.update({name: np.zeros((n_e, n_sess), np.int64) for name in ("eb", "ne")})
+    out.update({name: np.zeros((n_e, n_sess), np.float64) for name in ("rate", "depth", "total")})
+    out["planned"] = np.zeros((n_e, n_sess), np.bool_)
+    out["scale"] = np.array([ep.scale for ep in schedule.epochs], np.float64)
+    return out
+
+
+def plans(schedule: Any, session_model: dict[int, int], n_workers: int) -> tuple:
+    """The group's :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` flattened into a
+    :data:`Plans` record. Slots and allocations get ids unique over the run (an epoch's are fresh)."""
+    a = _epoch_arrays(schedule, n_workers, len(session_model))
+    cap, model, ent_slot, ent_worker, ent_w, phase = [], [], [], [], [], []
+    for e, ep in enumerate(schedule.epochs):
+        a["duty"][e] = ep.duty
         for w in range(n_workers):
-            ep_sb[e, w], ep_ns[e, w] = len(l_cap), len(slots[w])
-            for ss, cap in slots[w]:
-                l_cap.append(cap)
-                l_model.append(pol.stream_model[ss])
-        for j, (ss, tg) in enumerate(targets.items()):
-            order[e, j] = ss
-            eb[e, ss], ne[e, ss] = len(ent_slot), len(tg)
-            acc = 0.0
-            for (w, slot), weight in zip(tg, weights[ss]):
-                ent_slot.append(int(ep_sb[e, w]) + slot)
-                ent_worker.append(w)
-                ent_w.append(weight)
-                acc += weight  # SmoothWeightedRoundRobin.total: summed in entry order
-            total[e, ss] = acc
-            rate, depth = rates[ss]
-            ep_planned[e, ss], ep_rate[e, ss], ep_depth[e, ss] = True, rate, depth
-        n_order[e] = len(targets)
-    EP = (ep_duty, ep_sb, ep_ns, ep_scale, ep_planned, ep_rate, ep_depth, eb, ne,
-          np.array(ent_slot, np.int64), np.array(ent_worker, np.int64), np.array(ent_w, np.float64), total,
-          order, n_order)
-    return last, EP, np.array(l_cap, np.int64), np.array(l_model, np.int64)
+            a["sb"][e, w], a["ns"][e, w] = len(cap), len(ep.slots[w])
+            cap += [b for _s, b in ep.slots[w]]
+            model += [session_model[s] for s, _b in ep.slots[w]]
+        for s, tg in ep.targets.items():
+            a["eb"][e, s], a["ne"][e, s] = len(ent_slot), len(tg)
+            ent_slot += [int(a["sb"][e, w]) + j for w, j in tg]
+            ent_worker += [w for w, _j in tg]
+            ent_w += ep.weights[s]
+            total = 0.0
+            for weight in ep.weights[s]:  # SmoothWeightedRoundRobin.total: summed in entry order
+                total += weight
+            a["total"][e, s] = total
+            a["planned"][e, s] = True
+            a["rate"][e, s], a["depth"][e, s] = ep.rates[s]
+        phase.append(ep.phase)
+    return Plans(**a, ent_slot=np.array(ent_slot, np.int64), ent_worker=np.array(ent_worker, np.int64),
+                 ent_w=np.array(ent_w, np.float64), phase=np.ascontiguousarray(np.concatenate(phase, axis=1)),
+                 cap=np.array(cap, np.int64), model=np.array(model, np.int64))
+
+
+def _state(n: int, n_workers: int, plan: tuple, n_sess: int) -> tuple:
+    """The kernel's fresh state: :data:`Workers`, :data:`Slots`, :data:`Routers`, the run record."""
+    def z(size, dtype=np.int64):
+        return np.zeros(size, dtype)
+
+    wk = Workers(z(n_workers), z(n_workers), z(n_workers), z(n_workers), z(n_workers), z(n_workers),
+                 np.full(n_workers, -1, np.int64), np.ones(n_workers, np.bool_), z(n_workers), z(n_workers),
+                 z(n_workers), np.full(n_workers, NONE, np.int64), z(n_workers))
+    n_slots = len(plan.cap)
+    sl = Slots(np.full(n_slots, -1, np.int64), np.full(n_slots, -1, np.int64), z(n_slots), z(n_slots, np.bool_),
+               np.empty(n, np.int64))
+    rt = Routers(np.zeros(plan.phase.shape, np.float64), z(n_sess, np.float64), z(n_sess))
+    run = np.zeros(1, RUN)
+    run[0]["epoch"] = -1
+    return wk, sl, rt, run
 
 
 def run_group(make_policy: Callable[[], Any], config: Any, common: tuple, lat: np.ndarray, w_hw: np.ndarray,
               t: np.ndarray, d: np.ndarray, out: tuple) -> tuple:
-    """One group's run: the policy object built as the reference builds it (``make_policy``: its draws from
-    the run's generator), its plans (:func:`plans`), then the kernel; returns (batch log, w_busy, w_waste,
+    """One group's run: the policy object built as the reference builds it (its schedule: the draws and the
+    plans), the schedule flattened (:func:`plans`), then the kernel; returns (batch log, w_busy, w_waste,
     shed count, the policy's counters — Nexus keeps none)."""
     pol = make_policy()
-    last, EP, l_cap, l_model = plans(pol)
-    fe = config.frontends if pol.fe_rng is not None else 1
-    if pol.fe_rng is not None:
-        state = pol.fe_rng.getstate()[1]  # (624 words, index)
-        mt, mtpos = np.array(state[:-1], np.int64), np.array([state[-1]], np.int64)
-    else:
-        mt, mtpos = np.zeros(1, np.int64), np.zeros(1, np.int64)
-    lat0 = np.ascontiguousarray(lat[pol.hw])
+    sch = pol.schedule
+    n_sess = len(pol.stream_model)
+    plan = plans(sch, pol.stream_model, len(pol.workers))
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
-    sess = np.ascontiguousarray(pol._session, dtype=np.int64)
-    coin = np.ascontiguousarray(pol.coin[:len(t)])
-    blog, w_busy, w_waste, n_shed = run_nexus(
-        t, d, sess, coin, lat, w_hw, lat0, pol.epoch_us, last, fe, mt, mtpos, EP, l_cap, l_model, *common,
-        r_start, r_finish, r_worker, r_batch, r_outcome, shed)
+    req = Requests(t, d, np.ascontiguousarray(sch.session, dtype=np.int64), np.ascontiguousarray(sch.coin),
+                   np.ascontiguousarray(sch.frontend, dtype=np.int64), r_start, r_finish, r_worker, r_batch,
+                   r_outcome, shed)
+    wk, sl, rt, run = _state(len(t), len(w_hw), plan, n_sess)
+    tb = Tables(lat, np.ascontiguousarray(lat[pol.hw]), w_hw)
+    blog, w_busy, w_waste, n_shed = run_nexus(req, plan, wk, sl, rt, tb, Sched(*common), run, pol.epoch_us,
+                                              pol.last_epoch)
     return blog, w_busy, w_waste, n_shed, {}
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
