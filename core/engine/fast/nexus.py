@@ -28,9 +28,12 @@ per-request arrays.
   dropped, then the idle workers dispatched lowest first;
 * the scheduler clock and admission control, the batch log, the completion order: :mod:`.common`.
 
-State travels in named records (:data:`Requests`, :data:`Plans`, :data:`Workers`, :data:`Slots`,
-:data:`Routers`, :data:`Sched`, :data:`Tables`, the run's scalars in one structured record :data:`RUN`);
-every helper is inlined into the loop (``inline='always'``), so handing it a record costs no call.
+State travels in named records: structured arrays (per worker :data:`WORKER`, per slot :data:`QUEUE`, per
+session :data:`BUCKET`, the plans' :data:`EPOCH_WORKER`, :data:`EPOCH_SESSION`, :data:`ENTRY`, :data:`SLOT`,
+the run's scalars :data:`RUN`) and named tuples of arrays (:data:`Requests`, :data:`Plans`, :data:`Routers`,
+:data:`Sched`, :data:`Tables`). Every helper is inlined into the loop (``inline='always'``); an inlined
+helper's record arguments are reference-counted per array, which is why the per-index state is structured
+(measured: named tuples of ~40 arrays made the kernel ~5× slower).
 """
 
 from __future__ import annotations
@@ -42,24 +45,38 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, decide, finish,
-                                              log_batch, next_completion, ready_us, shed_arrival)
+                                              log_batch, ready_us, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
-#: the group's requests (arrival, deadline, session, coin, frontend; the recorder's columns written in place)
-Requests = namedtuple("Requests", "t d sess coin front start finish worker batch outcome shed")
-#: every epoch's plan, flattened (:func:`plans`): per epoch and worker its duty cycle and slots
-#: ``[sb, sb + ns)``; per epoch its factor s; per epoch and session whether it is planned, its bucket's rate
-#: and depth, its allocations ``[eb, eb + ne)`` and their total weight; per allocation (unique over the run)
-#: its slot, worker, weight and, per frontend, router phase; per slot its batch cap and model
-Plans = namedtuple("Plans", "duty sb ns scale planned rate depth eb ne total ent_slot ent_worker ent_w phase "
-                            "cap model")
-#: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end, slots served,
-#: pending wake-up), idle, and its running batch (free since, start, end, batch id) and busy time
-Workers = namedtuple("Workers", "duty sb ns rr cyc nserved wake idle free start end bid busy")
-#: per slot a FIFO of requests linked by ``nxt`` (per request), and whether it ran in the current cycle
-Slots = namedtuple("Slots", "head tail length served nxt")
-#: per frontend and allocation the round-robin's current value; per session its token bucket
-Routers = namedtuple("Routers", "cur tokens last")
+#: the group's requests (arrival, deadline, session, coin, frontend; the recorder's columns written in place;
+#: the next request in its slot's queue)
+Requests = namedtuple("Requests", "t d sess coin front start finish worker batch outcome shed nxt")
+#: every epoch's plan, flattened (:func:`plans`): ``ew[e, w]`` (:data:`EPOCH_WORKER`), ``es[e, s]``
+#: (:data:`EPOCH_SESSION`), ``ent[x]`` per allocation, unique over the run (:data:`ENTRY`), ``slot[j]`` per
+#: slot (:data:`SLOT`), per epoch its factor s, per frontend and allocation its router's phase
+Plans = namedtuple("Plans", "ew es ent slot scale phase")
+#: per epoch and worker: its duty cycle and slots ``[sb, sb + ns)``
+EPOCH_WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64)])
+#: per epoch and session: planned, its bucket's rate and depth, its allocations ``[eb, eb + ne)`` and their
+#: total weight
+EPOCH_SESSION = np.dtype([("planned", np.bool_), ("rate", np.float64), ("depth", np.float64), ("eb", np.int64),
+                          ("ne", np.int64), ("total", np.float64)])
+#: per allocation: its slot, its worker, its weight
+ENTRY = np.dtype([("slot", np.int64), ("worker", np.int64), ("w", np.float64)])
+#: per slot: its batch cap and model
+SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
+#: per worker (the records are structured arrays: one reference count each in the loop, where a tuple of
+#: arrays costs one per array): its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end,
+#: slots served, pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
+WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
+                   ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
+                   ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
+#: per slot its FIFO of requests (head, tail, length; linked by ``Requests.nxt``), whether it ran this cycle
+QUEUE = np.dtype([("head", np.int64), ("tail", np.int64), ("length", np.int64), ("served", np.bool_)])
+#: per session its token bucket (tokens, last refill)
+BUCKET = np.dtype([("tokens", np.float64), ("last", np.int64)])
+#: per frontend and allocation the round-robin's current value; per session its bucket
+Routers = namedtuple("Routers", "cur bucket")
 #: the scheduler's costs (:mod:`.common`)
 Sched = namedtuple("Sched", "decision_ns per_request_ns arrival_ns active admit_on max_lag_ns chunk")
 #: latency tables: per hardware (``lat``), the planning worker's (``lat0``); each worker's hardware
@@ -126,15 +143,16 @@ def _set_timer(heap, run, at, payload):
 
 
 @njit(cache=True, inline='always')
-def _enqueue(sl, slot, r):
+def _enqueue(req, sl, slot, r):
     """Append request ``r`` to ``slot``'s FIFO."""
-    sl.nxt[r] = -1
-    if sl.length[slot] == 0:
-        sl.head[slot] = r
+    q = sl[slot]
+    req.nxt[r] = -1
+    if q.length == 0:
+        q.head = r
     else:
-        sl.nxt[sl.tail[slot]] = r
-    sl.tail[slot] = r
-    sl.length[slot] += 1
+        req.nxt[q.tail] = r
+    q.tail = r
+    q.length += 1
 
 
 @njit(cache=True, inline='always')
@@ -142,16 +160,17 @@ def _route(plan, rt, e, s, f):
     """``Nexus._enqueue``'s pick: among session ``s``'s allocations, the one frontend ``f``'s smooth weighted
     round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take the first maximum, subtract
     the total)."""
-    x, nx = plan.eb[e, s], plan.ne[e, s]
+    es = plan.es[e, s]
+    x, nx = es.eb, es.ne
     if nx == 1:
         return x
     best = x
     cur = rt.cur
     for y in range(x, x + nx):
-        cur[f, y] += plan.ent_w[y]
+        cur[f, y] += plan.ent[y].w
         if cur[f, y] > cur[f, best]:
             best = y
-    cur[f, best] -= plan.total[e, s]
+    cur[f, best] -= es.total
     return best
 
 
@@ -159,13 +178,13 @@ def _route(plan, rt, e, s, f):
 def _queued(req, wk, sl, qbuf):
     """Every request queued under the current plan, in (deadline, id) order."""
     nq = 0
-    for w in range(len(wk.ns)):
-        for slot in range(wk.sb[w], wk.sb[w] + wk.ns[w]):
-            r = sl.head[slot]
-            for _ in range(sl.length[slot]):
+    for w in range(len(wk)):
+        for slot in range(wk[w].sb, wk[w].sb + wk[w].ns):
+            r = sl[slot].head
+            for _ in range(sl[slot].length):
                 qbuf[nq] = r
                 nq += 1
-                r = sl.nxt[r]
+                r = req.nxt[r]
     queued = np.sort(qbuf[:nq])
     return queued[np.argsort(req.d[queued], kind="mergesort")]
 
@@ -177,20 +196,22 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
     queued = _queued(req, wk, sl, qbuf)
     run[0].epoch = e
     run[0].scale = plan.scale[e]
-    for w in range(len(wk.ns)):
-        wk.sb[w], wk.ns[w], wk.duty[w] = plan.sb[e, w], plan.ns[e, w], plan.duty[e, w]
-        wk.rr[w], wk.cyc[w], wk.nserved[w] = 0, 0, 0
-    for s in range(plan.planned.shape[1]):
-        if plan.planned[e, s]:
-            rt.tokens[s] = plan.depth[e, s]
-            rt.last[s] = now
-            for x in range(plan.eb[e, s], plan.eb[e, s] + plan.ne[e, s]):
+    for w in range(len(wk)):
+        ew, x = plan.ew[e, w], wk[w]
+        x.sb, x.ns, x.duty = ew.sb, ew.ns, ew.duty
+        x.rr, x.cyc, x.nserved = 0, 0, 0
+    for s in range(plan.es.shape[1]):
+        es = plan.es[e, s]
+        if es.planned:
+            rt.bucket[s].tokens = es.depth
+            rt.bucket[s].last = now
+            for x in range(es.eb, es.eb + es.ne):
                 for f in range(rt.cur.shape[0]):
-                    rt.cur[f, x] = plan.ent_w[x] * plan.ne[e, s] * plan.phase[f, x]
+                    rt.cur[f, x] = plan.ent[x].w * es.ne * plan.phase[f, x]
     for r in queued:
         s = req.sess[r]
-        if plan.planned[e, s]:
-            _enqueue(sl, plan.ent_slot[_route(plan, rt, e, s, req.front[r])], r)
+        if plan.es[e, s].planned:
+            _enqueue(req, sl, plan.ent[_route(plan, rt, e, s, req.front[r])].slot, r)
         else:
             req.outcome[r] = DROPPED
 
@@ -201,42 +222,45 @@ def _admit(req, plan, sl, rt, run, r, now):
     the worker of the allocation it joins, or −1 (dropped)."""
     e = run[0].epoch
     s = req.sess[r]
-    if not plan.planned[e, s] or req.coin[r] >= run[0].scale:
+    es = plan.es[e, s]
+    if not es.planned or req.coin[r] >= run[0].scale:
         req.outcome[r] = DROPPED
         return -1
-    tokens = rt.tokens[s] + (now - rt.last[s]) * plan.rate[e, s]
-    depth = plan.depth[e, s]
-    rt.tokens[s] = tokens if tokens < depth else depth
-    rt.last[s] = now
-    if rt.tokens[s] < 1.0:
+    bk = rt.bucket[s]
+    tokens = bk.tokens + (now - bk.last) * es.rate
+    bk.tokens = tokens if tokens < es.depth else es.depth
+    bk.last = now
+    if bk.tokens < 1.0:
         req.outcome[r] = DROPPED
         return -1
-    rt.tokens[s] -= 1.0
-    x = _route(plan, rt, e, s, req.front[r])
-    _enqueue(sl, plan.ent_slot[x], r)
-    return plan.ent_worker[x]
+    bk.tokens -= 1.0
+    ent = plan.ent[_route(plan, rt, e, s, req.front[r])]
+    _enqueue(req, sl, ent.slot, r)
+    return ent.worker
 
 
 @njit(cache=True, inline='always')
 def _batch_size(req, plan, sl, lat0, slot, ready):
     """Drop the heads of ``slot`` that would miss their deadline in its batch (at most its cap, ready at
     ``ready``); the batch size then (0: the slot is empty)."""
-    cap, m = plan.cap[slot], plan.model[slot]
-    while sl.length[slot] > 0:
-        h = sl.head[slot]
-        if req.d[h] >= ready + lat0[m, cap if cap < sl.length[slot] else sl.length[slot]]:
+    cap, m = plan.slot[slot].cap, plan.slot[slot].model
+    q = sl[slot]
+    while q.length > 0:
+        h = q.head
+        if req.d[h] >= ready + lat0[m, cap if cap < q.length else q.length]:
             break
         req.outcome[h] = DROPPED
-        sl.head[slot] = sl.nxt[h]
-        sl.length[slot] -= 1
-    return cap if cap < sl.length[slot] else sl.length[slot]
+        q.head = req.nxt[h]
+        q.length -= 1
+    return cap if cap < q.length else q.length
 
 
 @njit(cache=True, inline='always')
 def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
     """Start a batch of ``b`` of model ``m`` on worker ``k``: its start (the worker free, the decision
     issued) and end on the worker, the batch logged as ``run``'s next; returns the log."""
-    start = wk.free[k]
+    x = wk[k]
+    start = x.free
     if sc.active:
         disp = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
         start = start if start > disp else disp
@@ -244,7 +268,7 @@ def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
         start = now
     end = start + tb.lat[tb.w_hw[k], m, b]
     nb = run[0].nb
-    wk.bid[k], wk.start[k], wk.end[k] = nb, start, end
+    x.bid, x.start, x.end = nb, start, end
     run[0].nb = nb + 1
     return log_batch(blog, nb, k, m, b, start, end, unit[0], unit[1])
 
@@ -252,64 +276,79 @@ def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
 @njit(cache=True, inline='always')
 def _serve(req, wk, sl, k, slot, b):
     """The first ``b`` requests of ``slot`` go in worker ``k``'s batch just started: their columns."""
-    start, end, nb = wk.start[k], wk.end[k], wk.bid[k]
-    r = sl.head[slot]
+    x, q = wk[k], sl[slot]
+    r = q.head
     for _ in range(b):
-        req.start[r], req.finish[r], req.worker[r], req.batch[r] = start, end, k, nb
-        req.outcome[r] = SERVED if req.d[r] >= end else LATE
-        r = sl.nxt[r]
-    sl.head[slot] = r
-    sl.length[slot] -= b
+        req.start[r], req.finish[r], req.worker[r], req.batch[r] = x.start, x.end, k, x.bid
+        req.outcome[r] = SERVED if req.d[r] >= x.end else LATE
+        r = req.nxt[r]
+    q.head = r
+    q.length -= b
 
 
 @njit(cache=True, inline='always')
 def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
     """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
-    finish dropped first) started; or idling, with a wake-up at the cycle's end if it served a slot in the
-    cycle (-1 − k as the timer's payload, the cycle's end as ``wk.wake``). Returns the log."""
+    finish dropped first) started; or idling (then :func:`_wake_at`). Returns the log."""
     ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
-    b0, nsl = wk.sb[k], wk.ns[k]
-    if now >= wk.cyc[k]:
-        wk.cyc[k] = now + wk.duty[k]
-        sl.served[b0:b0 + nsl] = False
-        wk.nserved[k] = 0
+    x = wk[k]
+    b0, nsl = x.sb, x.ns
+    if now >= x.cyc:
+        x.cyc = now + x.duty
+        for j in range(b0, b0 + nsl):
+            sl[j].served = False
+        x.nserved = 0
     for step in range(nsl):
-        j = wk.rr[k] + step
+        j = x.rr + step
         j = j - nsl if j >= nsl else j
         slot = b0 + j
-        if sl.served[slot]:
+        if sl[slot].served:
             continue
         b = _batch_size(req, plan, sl, tb.lat0, slot, ready)
         if b == 0:
             continue
-        blog = _start(req, wk, tb, sc, s, run, blog, k, plan.model[slot], b, now, unit)
+        blog = _start(req, wk, tb, sc, s, run, blog, k, plan.slot[slot].model, b, now, unit)
         _serve(req, wk, sl, k, slot, b)
-        sl.served[slot] = True
-        wk.nserved[k] += 1
-        wk.rr[k] = j + 1 if j + 1 < nsl else 0
-        wk.idle[k] = False
+        sl[slot].served = True
+        x.nserved += 1
+        x.rr = j + 1 if j + 1 < nsl else 0
+        x.idle = False
         return blog
-    wk.idle[k] = True
+    x.idle = True
     return blog
 
 
 @njit(cache=True, inline='always')
 def _wake_at(wk, k, now):
-    """After an idle dispatch: the time of worker ``k``'s wake-up to set (its cycle's end), or −1."""
-    if wk.idle[k] and wk.nserved[k] > 0 and wk.wake[k] != wk.cyc[k] and wk.cyc[k] > now:
-        wk.wake[k] = wk.cyc[k]
-        return wk.cyc[k]
+    """After a dispatch that left worker ``k`` idle having served a slot in its cycle: the time of its wake-up
+    to set (its cycle's end, recorded as ``wake``), or −1."""
+    x = wk[k]
+    if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
+        x.wake = x.cyc
+        return x.cyc
     return -1
 
 
 @njit(cache=True, inline='always')
 def _complete(wk, k, now):
-    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``."""
-    wk.busy[k] += now - wk.start[k]
-    uk = wk.bid[k]
-    wk.bid[k] = NONE
-    wk.free[k] = now
+    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``; its batch id."""
+    x = wk[k]
+    x.busy += now - x.start
+    uk = x.bid
+    x.bid = NONE
+    x.free = now
     return uk
+
+
+@njit(cache=True, inline='always')
+def _next_completion(wk):
+    """The worker whose batch completes next: earliest end, then lowest batch id; −1 if none runs."""
+    k = -1
+    for w in range(len(wk)):
+        x = wk[w]
+        if x.bid >= 0 and (k < 0 or x.end < wk[k].end or (x.end == wk[k].end and x.bid < wk[k].bid)):
+            k = w
+    return k
 
 
 @njit(cache=True, inline='always')
@@ -319,14 +358,14 @@ def _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq):
     number."""
     if p < 0:
         w = -p - 1
-        if wk.wake[w] == now:
-            wk.wake[w] = -1
+        if wk[w].wake == now:
+            wk[w].wake = -1
         dq[0] = w
-        return 1 if wk.idle[w] else 0
+        return 1 if wk[w].idle else 0
     _configure(req, plan, wk, sl, rt, run, p, now, qbuf)
     nd = 0
-    for w in range(len(wk.idle)):
-        if wk.idle[w]:
+    for w in range(len(wk)):
+        if wk[w].idle:
             dq[nd] = w
             nd += 1
     return nd
@@ -334,22 +373,22 @@ def _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq):
 
 @njit(cache=True)
 def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
-    """One group's Nexus run over the whole trace; writes the request columns in place and returns (batch log,
-    w_busy, w_waste, shed count). Each event names the workers to dispatch, which the loop then does in order:
-    a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker if idle, an
-    epoch every idle worker, lowest first."""
+    """One group's Nexus run over the whole trace; writes the request columns and the workers' records in
+    place and returns (batch log, shed count). Each event names the workers to dispatch, which the loop then
+    does in order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker
+    if idle, an epoch every idle worker, lowest first."""
     n = len(req.t)
-    dq = np.empty(len(wk.idle), np.int64)  # the workers an event dispatches, in order
+    dq = np.empty(len(wk), np.int64)  # the workers an event dispatches, in order
     qbuf = np.empty(n, np.int64)
     s = np.zeros(4, np.int64)  # the scheduler clock (.common)
     blog = np.empty((B_COLS, 1024), np.int64)
-    heap = _set_timer(np.empty((3, 4 * len(wk.idle) + 8), np.int64), run, 0, 0)  # on_start: epoch 0 first
+    heap = _set_timer(np.empty((3, 4 * len(wk) + 8), np.int64), run, 0, 0)  # on_start: epoch 0 first
     rs = run[0]
     k, dirty = -1, True
     while True:
         if dirty:
-            k, dirty = next_completion(wk.bid, wk.end), False
-        ce = wk.end[k] if k >= 0 else INF
+            k, dirty = _next_completion(wk), False
+        ce = wk[k].end if k >= 0 else INF
         te = heap[0, 0] if rs.hsize > 0 else INF
         i = rs.i
         ta = req.t[i] if i < n else INF
@@ -372,14 +411,14 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             ua, uk, arriving = 1, now, True
             rs.i = i + 1
             w = _admit(req, plan, sl, rt, run, i, now)
-            if w >= 0 and wk.idle[w]:
+            if w >= 0 and wk[w].idle:
                 dq[0], nd = w, 1
         else:
             break
         for q in range(nd):
             kk = dq[q]
             blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now, (ua, uk))
-            dirty = dirty or not wk.idle[kk]
+            dirty = dirty or not wk[kk].idle
             wake = _wake_at(wk, kk, now)
             if wake >= 0:
                 heap = _set_timer(heap, run, wake, -kk - 1)
@@ -388,65 +427,45 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         if arriving:
             at_chunk_end(s, rs.i, 0, sc.chunk, n, sc.arrival_ns)
     finish(req.outcome, DROPPED)
-    return blog[:, :rs.nb].copy(), wk.busy, np.zeros(len(wk.idle), np.int64), s[S_SHED]
+    return blog[:, :rs.nb].copy(), s[S_SHED]
 
 
 # ---------------------------------------------------------------------- the schedule, flattened
 
 
-def _epoch_arrays(schedule: Any, n_workers: int, n_sess: int) -> dict[str, np.ndarray]:
-    """The per-epoch fields of :data:`Plans` (zeros), sized for ``schedule``'s epochs."""
-    n_e = len(schedule.epochs)
-    out = {name: np.zeros((n_e, n_workers), np.int64) for name in ("duty", "sb", "ns")}
-    out.update({name: np.zeros((n_e, n_sess), np.int64) for name in ("eb", "ne")})
-    out.update({name: np.zeros((n_e, n_sess), np.float64) for name in ("rate", "depth", "total")})
-    out["planned"] = np.zeros((n_e, n_sess), np.bool_)
-    out["scale"] = np.array([ep.scale for ep in schedule.epochs], np.float64)
-    return out
-
-
 def plans(schedule: Any, session_model: dict[int, int], n_workers: int) -> tuple:
     """The group's :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` flattened into a
     :data:`Plans` record. Slots and allocations get ids unique over the run (an epoch's are fresh)."""
-    a = _epoch_arrays(schedule, n_workers, len(session_model))
-    cap, model, ent_slot, ent_worker, ent_w, phase = [], [], [], [], [], []
+    n_e = len(schedule.epochs)
+    ew = np.zeros((n_e, n_workers), EPOCH_WORKER)
+    es = np.zeros((n_e, len(session_model)), EPOCH_SESSION)
+    slots: list[tuple[int, int]] = []
+    ents: list[tuple[int, int, float]] = []
     for e, ep in enumerate(schedule.epochs):
-        a["duty"][e] = ep.duty
+        ew["duty"][e] = ep.duty
         for w in range(n_workers):
-            a["sb"][e, w], a["ns"][e, w] = len(cap), len(ep.slots[w])
-            cap += [b for _s, b in ep.slots[w]]
-            model += [session_model[s] for s, _b in ep.slots[w]]
+            ew["sb"][e, w], ew["ns"][e, w] = len(slots), len(ep.slots[w])
+            slots += [(b, session_model[s]) for s, b in ep.slots[w]]
         for s, tg in ep.targets.items():
-            a["eb"][e, s], a["ne"][e, s] = len(ent_slot), len(tg)
-            ent_slot += [int(a["sb"][e, w]) + j for w, j in tg]
-            ent_worker += [w for w, _j in tg]
-            ent_w += ep.weights[s]
             total = 0.0
             for weight in ep.weights[s]:  # SmoothWeightedRoundRobin.total: summed in entry order
                 total += weight
-            a["total"][e, s] = total
-            a["planned"][e, s] = True
-            a["rate"][e, s], a["depth"][e, s] = ep.rates[s]
-        phase.append(ep.phase)
-    return Plans(**a, ent_slot=np.array(ent_slot, np.int64), ent_worker=np.array(ent_worker, np.int64),
-                 ent_w=np.array(ent_w, np.float64), phase=np.ascontiguousarray(np.concatenate(phase, axis=1)),
-                 cap=np.array(cap, np.int64), model=np.array(model, np.int64))
+            es[e, s] = (True, *ep.rates[s], len(ents), len(tg), total)
+            ents += [(int(ew["sb"][e, w]) + j, w, weight) for (w, j), weight in zip(tg, ep.weights[s])]
+    return Plans(ew, es, np.array(ents, ENTRY), np.array(slots, SLOT),
+                 np.array([ep.scale for ep in schedule.epochs], np.float64),
+                 np.ascontiguousarray(np.concatenate([ep.phase for ep in schedule.epochs], axis=1)))
 
 
-def _state(n: int, n_workers: int, plan: tuple, n_sess: int) -> tuple:
-    """The kernel's fresh state: :data:`Workers`, :data:`Slots`, :data:`Routers`, the run record."""
-    def z(size, dtype=np.int64):
-        return np.zeros(size, dtype)
-
-    wk = Workers(z(n_workers), z(n_workers), z(n_workers), z(n_workers), z(n_workers), z(n_workers),
-                 np.full(n_workers, -1, np.int64), np.ones(n_workers, np.bool_), z(n_workers), z(n_workers),
-                 z(n_workers), np.full(n_workers, NONE, np.int64), z(n_workers))
-    n_slots = len(plan.cap)
-    sl = Slots(np.full(n_slots, -1, np.int64), np.full(n_slots, -1, np.int64), z(n_slots), z(n_slots, np.bool_),
-               np.empty(n, np.int64))
-    rt = Routers(np.zeros(plan.phase.shape, np.float64), z(n_sess, np.float64), z(n_sess))
+def _state(n_workers: int, plan: tuple, n_sess: int) -> tuple:
+    """The kernel's fresh state: the workers', the slots' and the run's records, :data:`Routers`."""
+    wk = np.zeros(n_workers, WORKER)
+    wk["wake"], wk["idle"], wk["bid"] = -1, True, NONE
+    sl = np.zeros(len(plan.slot), QUEUE)
+    sl["head"], sl["tail"] = -1, -1
+    rt = Routers(np.zeros(plan.phase.shape, np.float64), np.zeros(n_sess, BUCKET))
     run = np.zeros(1, RUN)
-    run[0]["epoch"] = -1
+    run["epoch"] = -1
     return wk, sl, rt, run
 
 
@@ -457,17 +476,15 @@ def run_group(make_policy: Callable[[], Any], config: Any, common: tuple, lat: n
     shed count, the policy's counters — Nexus keeps none)."""
     pol = make_policy()
     sch = pol.schedule
-    n_sess = len(pol.stream_model)
     plan = plans(sch, pol.stream_model, len(pol.workers))
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
     req = Requests(t, d, np.ascontiguousarray(sch.session, dtype=np.int64), np.ascontiguousarray(sch.coin),
                    np.ascontiguousarray(sch.frontend, dtype=np.int64), r_start, r_finish, r_worker, r_batch,
-                   r_outcome, shed)
-    wk, sl, rt, run = _state(len(t), len(w_hw), plan, n_sess)
+                   r_outcome, shed, np.empty(len(t), np.int64))
+    wk, sl, rt, run = _state(len(w_hw), plan, len(pol.stream_model))
     tb = Tables(lat, np.ascontiguousarray(lat[pol.hw]), w_hw)
-    blog, w_busy, w_waste, n_shed = run_nexus(req, plan, wk, sl, rt, tb, Sched(*common), run, pol.epoch_us,
-                                              pol.last_epoch)
-    return blog, w_busy, w_waste, n_shed, {}
+    blog, n_shed = run_nexus(req, plan, wk, sl, rt, tb, Sched(*common), run, pol.epoch_us, pol.last_epoch)
+    return blog, wk["busy"].copy(), np.zeros(len(w_hw), np.int64), n_shed, {}
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
