@@ -33,7 +33,8 @@ session :data:`BUCKET`, the plans' :data:`EPOCH_WORKER`, :data:`EPOCH_SESSION`, 
 the run's scalars :data:`RUN`) and named tuples of arrays (:data:`Requests`, :data:`Plans`, :data:`Routers`,
 :data:`Sched`, :data:`Tables`). Every helper is inlined into the loop (``inline='always'``); an inlined
 helper's record arguments are reference-counted per array, which is why the per-index state is structured
-(measured: named tuples of ~40 arrays made the kernel ~5× slower).
+(measured: named tuples of ~40 arrays made the kernel ~5× slower). Per-request fields the loop alone reads
+sit in one structured array too, copied to and from the recorder's columns around the run.
 """
 
 from __future__ import annotations
@@ -48,9 +49,13 @@ from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive,
                                               log_batch, ready_us, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
-#: the group's requests (arrival, deadline, session, coin, frontend; the recorder's columns written in place;
-#: the next request in its slot's queue)
-Requests = namedtuple("Requests", "t d sess coin front start finish worker batch outcome shed nxt")
+#: the group's requests: arrival, deadline, shed and outcome (the recorder's columns, written in place) and
+#: the rest per request in one structured array ``rq`` (:data:`REQUEST`)
+Requests = namedtuple("Requests", "t d shed outcome rq")
+#: per request: its session, frontend and admission coin, the next request in its slot's queue, and the
+#: recorder's start, finish, worker and batch (copied to its columns after the run)
+REQUEST = np.dtype([("sess", np.int64), ("front", np.int64), ("coin", np.float32), ("nxt", np.int64),
+                    ("start", np.int64), ("finish", np.int64), ("worker", np.int64), ("batch", np.int64)])
 #: every epoch's plan, flattened (:func:`plans`): ``ew[e, w]`` (:data:`EPOCH_WORKER`), ``es[e, s]``
 #: (:data:`EPOCH_SESSION`), ``ent[x]`` per allocation, unique over the run (:data:`ENTRY`), ``slot[j]`` per
 #: slot (:data:`SLOT`), per epoch its factor s, per frontend and allocation its router's phase
@@ -146,11 +151,11 @@ def _set_timer(heap, run, at, payload):
 def _enqueue(req, sl, slot, r):
     """Append request ``r`` to ``slot``'s FIFO."""
     q = sl[slot]
-    req.nxt[r] = -1
+    req.rq[r].nxt = -1
     if q.length == 0:
         q.head = r
     else:
-        req.nxt[q.tail] = r
+        req.rq[q.tail].nxt = r
     q.tail = r
     q.length += 1
 
@@ -184,7 +189,7 @@ def _queued(req, wk, sl, qbuf):
             for _ in range(sl[slot].length):
                 qbuf[nq] = r
                 nq += 1
-                r = req.nxt[r]
+                r = req.rq[r].nxt
     queued = np.sort(qbuf[:nq])
     return queued[np.argsort(req.d[queued], kind="mergesort")]
 
@@ -209,9 +214,9 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
                 for f in range(rt.cur.shape[0]):
                     rt.cur[f, x] = plan.ent[x].w * es.ne * plan.phase[f, x]
     for r in queued:
-        s = req.sess[r]
+        s = req.rq[r].sess
         if plan.es[e, s].planned:
-            _enqueue(req, sl, plan.ent[_route(plan, rt, e, s, req.front[r])].slot, r)
+            _enqueue(req, sl, plan.ent[_route(plan, rt, e, s, req.rq[r].front)].slot, r)
         else:
             req.outcome[r] = DROPPED
 
@@ -221,9 +226,9 @@ def _admit(req, plan, sl, rt, run, r, now):
     """``Nexus.on_arrival`` for request ``r``: the coin, the session's token bucket, the frontend's round-robin;
     the worker of the allocation it joins, or −1 (dropped)."""
     e = run[0].epoch
-    s = req.sess[r]
+    s = req.rq[r].sess
     es = plan.es[e, s]
-    if not es.planned or req.coin[r] >= run[0].scale:
+    if not es.planned or req.rq[r].coin >= run[0].scale:
         req.outcome[r] = DROPPED
         return -1
     bk = rt.bucket[s]
@@ -234,7 +239,7 @@ def _admit(req, plan, sl, rt, run, r, now):
         req.outcome[r] = DROPPED
         return -1
     bk.tokens -= 1.0
-    ent = plan.ent[_route(plan, rt, e, s, req.front[r])]
+    ent = plan.ent[_route(plan, rt, e, s, req.rq[r].front)]
     _enqueue(req, sl, ent.slot, r)
     return ent.worker
 
@@ -250,7 +255,7 @@ def _batch_size(req, plan, sl, lat0, slot, ready):
         if req.d[h] >= ready + lat0[m, cap if cap < q.length else q.length]:
             break
         req.outcome[h] = DROPPED
-        q.head = req.nxt[h]
+        q.head = req.rq[h].nxt
         q.length -= 1
     return cap if cap < q.length else q.length
 
@@ -279,9 +284,10 @@ def _serve(req, wk, sl, k, slot, b):
     x, q = wk[k], sl[slot]
     r = q.head
     for _ in range(b):
-        req.start[r], req.finish[r], req.worker[r], req.batch[r] = x.start, x.end, k, x.bid
+        rr = req.rq[r]
+        rr.start, rr.finish, rr.worker, rr.batch = x.start, x.end, k, x.bid
         req.outcome[r] = SERVED if req.d[r] >= x.end else LATE
-        r = req.nxt[r]
+        r = rr.nxt
     q.head = r
     q.length -= b
 
@@ -478,12 +484,17 @@ def run_group(make_policy: Callable[[], Any], config: Any, common: tuple, lat: n
     sch = pol.schedule
     plan = plans(sch, pol.stream_model, len(pol.workers))
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
-    req = Requests(t, d, np.ascontiguousarray(sch.session, dtype=np.int64), np.ascontiguousarray(sch.coin),
-                   np.ascontiguousarray(sch.frontend, dtype=np.int64), r_start, r_finish, r_worker, r_batch,
-                   r_outcome, shed, np.empty(len(t), np.int64))
+    rq = np.zeros(len(t), REQUEST)
+    rq["sess"], rq["front"], rq["coin"] = sch.session, sch.frontend, sch.coin
+    cols = {"start": r_start, "finish": r_finish, "worker": r_worker, "batch": r_batch}
+    for name, col in cols.items():
+        rq[name] = col
+    req = Requests(t, d, shed, r_outcome, rq)
     wk, sl, rt, run = _state(len(w_hw), plan, len(pol.stream_model))
     tb = Tables(lat, np.ascontiguousarray(lat[pol.hw]), w_hw)
     blog, n_shed = run_nexus(req, plan, wk, sl, rt, tb, Sched(*common), run, pol.epoch_us, pol.last_epoch)
+    for name, col in cols.items():
+        col[:] = rq[name]
     return blog, wk["busy"].copy(), np.zeros(len(w_hw), np.int64), n_shed, {}
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
