@@ -42,7 +42,6 @@ BISECT_STEPS = 14
 class EpochPlan:
     """One epoch's plan laid out on the group's workers (:meth:`Planner.layout`)."""
 
-    epoch: int
     scale: float  #: the admitted fraction s (< 1 under overload; > 1 spread)
     gpus: int  #: GPUs the plan uses
     duty: list[int]  #: per worker: its duty cycle, µs
@@ -53,10 +52,6 @@ class EpochPlan:
     #: per frontend, per allocation (sessions in ``targets`` order, then their allocations): the router's
     #: starting phase u ∈ [0, 1) (zeros with one frontend)
     phase: np.ndarray
-
-    def entries(self) -> list[tuple[int, float]]:
-        """Every allocation as (session, weight), in the order of ``phase``'s columns."""
-        return [(s, w) for s, ws in self.weights.items() for w in ws]
 
 
 @dataclass(frozen=True)
@@ -194,7 +189,7 @@ class Planner:
         n_entries = sum(len(tg) for tg in targets.values())
         phase = (phase_rng.random((frontends, n_entries)) if phase_rng is not None
                  else np.zeros((1, n_entries), np.float64))
-        return EpochPlan(epoch, scale, k, duty, slots, targets, weights, rates, phase)
+        return EpochPlan(scale, k, duty, slots, targets, weights, rates, phase)
 
 
 def make_schedule(planner: Planner, frontend: np.ndarray, phase_rng: np.random.Generator | None, frontends: int,

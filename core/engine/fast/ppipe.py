@@ -64,10 +64,14 @@ Requests = namedtuple("Requests", "t d model start finish worker batch outcome")
 #: batch size and stages ``[st_off[p], st_off[p + 1])``; per stage its pool's candidates
 #: ``[pool_off[s], pool_off[s + 1])`` (vGPU, its server's downlink and uplink) and latency and inbound
 #: transfer per batch size
-Pipes = namedtuple("Pipes", "mp_off mp_pipe p_batch st_off pool_off c_w c_down c_up lat tin")
-#: per resource (vGPU, link) its reservations, sorted: ``IS``/``IE[r, ilo[r]:ihi[r]]``; its last end and the
-#: start of its final gap-free block
-Reservations = namedtuple("Reservations", "IS IE ilo ihi last_end busy_from")
+Pipes = namedtuple("Pipes", "mp_off mp_pipe p_batch st_off pool_off cand lat tin")
+#: a pool's candidate: its vGPU, its server's downlink and uplink
+CAND = np.dtype([("w", np.int64), ("down", np.int64), ("up", np.int64)])
+#: per resource (vGPU, link) its reservations, sorted: ``IS``/``IE[r, res[r].ilo:res[r].ihi]`` (:data:`RES`)
+Reservations = namedtuple("Reservations", "IS IE res")
+#: per resource: its reservations' range in ``IS``/``IE``, its last end and the start of its final gap-free
+#: block (one structured array: an inlined helper's named-tuple argument is reference-counted per array)
+RES = np.dtype([("ilo", np.int64), ("ihi", np.int64), ("last_end", np.int64), ("busy_from", np.int64)])
 #: per DNN its queue ``q_order[qh[m]:qe[m]]``, the head admitted last (rule (b)), the moment it waits for and
 #: the batch it awaits; the timers' binary heap (time, set order, DNN)
 Dnns = namedtuple("Dnns", "q_order qh qe admitted wait_until wait_need ht hs hm")
@@ -91,19 +95,19 @@ DECISION = np.dtype([("best", np.int64), ("kb", np.int64), ("bs", np.int64), ("f
 @njit(cache=True, inline='always')
 def _fit(rv, r, t, length):
     """``earliestSlot`` of one resource: the earliest ``s ≥ t`` at which ``r`` is free for ``length``."""
-    last = rv.last_end[r]
+    last = rv.res[r].last_end
     if last <= t or length <= 0:
         return t
-    if t >= rv.busy_from[r]:  # inside the final gap-free block
+    if t >= rv.res[r].busy_from:  # inside the final gap-free block
         return last
-    lo, hi = rv.ilo[r], rv.ihi[r]
+    lo, hi = rv.res[r].ilo, rv.res[r].ihi
     while lo < hi:  # the first interval ending after t
         mid = (lo + hi) >> 1
         if rv.IE[r, mid] <= t:
             lo = mid + 1
         else:
             hi = mid
-    i, n = lo, rv.ihi[r]
+    i, n = lo, rv.res[r].ihi
     while i < n and rv.IS[r, i] < t + length:
         if rv.IE[r, i] > t:
             t = rv.IE[r, i]
@@ -130,14 +134,14 @@ def _first_stage(pl, rv, s0, bs, now, buf):
     li = pl.lat[s0, bs]
     best, bw = NEVER, -1
     for c in range(pl.pool_off[s0], pl.pool_off[s0 + 1]):
-        t = rv.last_end[pl.c_w[c]]
+        t = rv.res[pl.cand[c].w].last_end
         if t <= now:
             best, bw = now, c
             break
         if t < best:
             best, bw = t, c
-    buf[P_W, 0], buf[P_START, 0], buf[P_LI, 0] = pl.c_w[bw], best, li
-    return best + li, pl.c_up[bw]
+    buf[P_W, 0], buf[P_START, 0], buf[P_LI, 0] = pl.cand[bw].w, best, li
+    return best + li, pl.cand[bw].up
 
 
 @njit(cache=True, inline='always')
@@ -152,20 +156,20 @@ def _probe(pl, rv, p, bs, now, buf):
         busy += li + ln
         floor = tg + ln  # no GPU of the pool starts earlier
         best, bw, bts = NEVER, -1, 0
-        up_busy = ln > 0 and rv.last_end[up] > tg
+        up_busy = ln > 0 and rv.res[up].last_end > tg
         tu = _fit(rv, up, tg, ln) if up_busy else tg
         for c in range(pl.pool_off[s], pl.pool_off[s + 1]):
-            down = pl.c_down[c]
-            ts = _link_slot(rv, up, down, tu, ln) if ln > 0 and (up_busy or rv.last_end[down] > tg) else tg
-            start = _fit(rv, pl.c_w[c], ts + ln, li)
+            down = pl.cand[c].down
+            ts = _link_slot(rv, up, down, tu, ln) if ln > 0 and (up_busy or rv.res[down].last_end > tg) else tg
+            start = _fit(rv, pl.cand[c].w, ts + ln, li)
             if start < best:
                 best, bw, bts = start, c, ts
                 if start <= floor:
                     break
-        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = pl.c_w[bw], best, li
-        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, pl.c_down[bw], bts, ln
+        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = pl.cand[bw].w, best, li
+        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, pl.cand[bw].down, bts, ln
         tg = best + li
-        up = pl.c_up[bw]
+        up = pl.cand[bw].up
     return tg, tg - now - busy
 
 
@@ -184,21 +188,21 @@ def _probe_scored(pl, rv, p, bs, now, buf):
         busy += li + ln
         best, bw, bts, bstart = NEVER, -1, 0, 0
         for c in range(pl.pool_off[s], pl.pool_off[s + 1]):
-            down = pl.c_down[c]
-            if j and ln > 0 and (rv.last_end[up] > tg or rv.last_end[down] > tg):
+            down = pl.cand[c].down
+            if j and ln > 0 and (rv.res[up].last_end > tg or rv.res[down].last_end > tg):
                 ts = _link_slot(rv, up, down, _fit(rv, up, tg, ln), ln)
             else:
                 ts = tg
-            start = _fit(rv, pl.c_w[c], ts + ln, li)
+            start = _fit(rv, pl.cand[c].w, ts + ln, li)
             score = start + li
-            if j < last_j and rv.last_end[pl.c_up[c]] > score:
-                score = rv.last_end[pl.c_up[c]]
+            if j < last_j and rv.res[pl.cand[c].up].last_end > score:
+                score = rv.res[pl.cand[c].up].last_end
             if score < best:
                 best, bw, bts, bstart = score, c, ts, start
-        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = pl.c_w[bw], bstart, li
-        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, pl.c_down[bw], bts, ln
+        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = pl.cand[bw].w, bstart, li
+        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, pl.cand[bw].down, bts, ln
         tg = bstart + li
-        up = pl.c_up[bw]
+        up = pl.cand[bw].up
     return tg, tg - now - busy
 
 
@@ -359,16 +363,16 @@ def _room(rv, r, now, need):
     """Make room for ``need`` more intervals of ``r`` (drop those over by ``now``, move the rest to the front);
     False if there is not enough room even so."""
     cap = rv.IS.shape[1]
-    if rv.ihi[r] + need <= cap:
+    if rv.res[r].ihi + need <= cap:
         return True
-    lo = rv.ilo[r]
-    while lo < rv.ihi[r] and rv.IE[r, lo] <= now:
+    lo = rv.res[r].ilo
+    while lo < rv.res[r].ihi and rv.IE[r, lo] <= now:
         lo += 1
-    k = rv.ihi[r] - lo
+    k = rv.res[r].ihi - lo
     for i in range(k):
         rv.IS[r, i] = rv.IS[r, lo + i]
         rv.IE[r, i] = rv.IE[r, lo + i]
-    rv.ilo[r], rv.ihi[r] = 0, k
+    rv.res[r].ilo, rv.res[r].ihi = 0, k
     return k + need <= cap
 
 
@@ -389,7 +393,7 @@ def _make_room(rv, buf, ns, now):
     IE2 = np.zeros((rv.IS.shape[0], c2), np.int64)
     IS2[:, :rv.IS.shape[1]] = rv.IS
     IE2[:, :rv.IE.shape[1]] = rv.IE
-    return Reservations(IS2, IE2, rv.ilo, rv.ihi, rv.last_end, rv.busy_from)
+    return Reservations(IS2, IE2, rv.res)
 
 
 @njit(cache=True, inline='always')
@@ -398,17 +402,17 @@ def _reserve(rv, r, start, length):
     if length <= 0:
         return E_OK
     end = start + length
-    last = rv.last_end[r]
-    lo, hi = rv.ilo[r], rv.ihi[r]
+    last = rv.res[r].last_end
+    lo, hi = rv.res[r].ilo, rv.res[r].ihi
     if start >= last:
         if start == last and hi > lo:  # right after the last interval: extend it (the same busy time)
             rv.IE[r, hi - 1] = end
         else:
             rv.IS[r, hi], rv.IE[r, hi] = start, end
-            rv.ihi[r] = hi + 1
+            rv.res[r].ihi = hi + 1
             if start > last:  # after a gap: the gap-free block restarts here
-                rv.busy_from[r] = start
-        rv.last_end[r] = end
+                rv.res[r].busy_from = start
+        rv.res[r].last_end = end
         return E_OK
     a, b = lo, hi  # the first interval starting after start
     while a < b:
@@ -423,7 +427,7 @@ def _reserve(rv, r, start, length):
         rv.IS[r, i] = rv.IS[r, i - 1]
         rv.IE[r, i] = rv.IE[r, i - 1]
     rv.IS[r, a], rv.IE[r, a] = start, end
-    rv.ihi[r] = hi + 1
+    rv.res[r].ihi = hi + 1
     return E_OK
 
 
@@ -540,9 +544,7 @@ def _next_event(req, dn, rules, run):
 def run_ppipe(req, pl, dn, rules, run, n_res, n_gpus, max_stages, cap):
     """The run (module docstring): fills the request columns; returns (batch log [5, rows]: worker, model, size,
     start, end; w_busy). ``run`` holds the counters and the error (code, resource, start and length)."""
-    rv = Reservations(np.zeros((n_res, cap), np.int64), np.zeros((n_res, cap), np.int64),
-                      np.zeros(n_res, np.int64), np.zeros(n_res, np.int64), np.zeros(n_res, np.int64),
-                      np.zeros(n_res, np.int64))
+    rv = Reservations(np.zeros((n_res, cap), np.int64), np.zeros((n_res, cap), np.int64), np.zeros(n_res, RES))
     w_busy = np.zeros(n_gpus, np.int64)
     sc = Scratch(np.zeros((2, 7, max(max_stages, 1)), np.int64), np.zeros(1, DECISION))
     blog = np.zeros((5, max(len(req.t), 16)), np.int64)
@@ -615,8 +617,10 @@ def run_group(engine, config, runtime) -> dict:
     req = Requests(t, d, m, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome)
     rules = Rules(bool(config.wait), bool(config.uplink_score), bool(config.head_drop), bool(config.fill_wait))
     run = np.zeros(1, RUN)
-    blog, w_busy = run_ppipe(req, Pipes(mp_off, mp_pipe, p_batch, st_off, pool_off, c_w, c_down, c_up, lat, tin),
-                             dn, rules, run, n_res, n_gpus, max_stages, 64)
+    cand = np.zeros(len(c_w), CAND)
+    cand["w"], cand["down"], cand["up"] = c_w, c_down, c_up
+    blog, w_busy = run_ppipe(req, Pipes(mp_off, mp_pipe, p_batch, st_off, pool_off, cand, lat, tin), dn, rules,
+                             run, n_res, n_gpus, max_stages, 64)
     err = run[0]
     slot = f"[{err['err_start']}, {err['err_start'] + err['err_len']})"
     if err["err"] == E_OVERLAP:  # pragma: no cover - the reference's Reservations.reserve refuses it so
