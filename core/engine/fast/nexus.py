@@ -148,31 +148,28 @@ def _set_timer(heap, run, at, payload):
 
 
 @njit(cache=True, inline='always')
-def _enqueue(req, sl, slot, r):
-    """Append request ``r`` to ``slot``'s FIFO."""
-    q = sl[slot]
-    req.rq[r].nxt = -1
+def _enqueue(rq, q, r):
+    """Append request ``r`` to the FIFO of slot record ``q``."""
+    rq[r].nxt = -1
     if q.length == 0:
         q.head = r
     else:
-        req.rq[q.tail].nxt = r
+        rq[q.tail].nxt = r
     q.tail = r
     q.length += 1
 
 
 @njit(cache=True, inline='always')
-def _route(plan, rt, e, s, f):
-    """``Nexus._enqueue``'s pick: among session ``s``'s allocations, the one frontend ``f``'s smooth weighted
-    round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take the first maximum, subtract
-    the total)."""
-    es = plan.es[e, s]
+def _route(es, ent, cur, f):
+    """``Nexus._enqueue``'s pick: among the allocations of a session (its epoch record ``es``), the one
+    frontend ``f``'s smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight,
+    take the first maximum, subtract the total)."""
     x, nx = es.eb, es.ne
     if nx == 1:
         return x
     best = x
-    cur = rt.cur
     for y in range(x, x + nx):
-        cur[f, y] += plan.ent[y].w
+        cur[f, y] += ent[y].w
         if cur[f, y] > cur[f, best]:
             best = y
     cur[f, best] -= es.total
@@ -216,7 +213,8 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
     for r in queued:
         s = req.rq[r].sess
         if plan.es[e, s].planned:
-            _enqueue(req, sl, plan.ent[_route(plan, rt, e, s, req.rq[r].front)].slot, r)
+            y = _route(plan.es[e, s], plan.ent, rt.cur, req.rq[r].front)
+            _enqueue(req.rq, sl[plan.ent[y].slot], r)
         else:
             req.outcome[r] = DROPPED
 
@@ -239,17 +237,15 @@ def _admit(req, plan, sl, rt, run, r, now):
         req.outcome[r] = DROPPED
         return -1
     bk.tokens -= 1.0
-    ent = plan.ent[_route(plan, rt, e, s, req.rq[r].front)]
-    _enqueue(req, sl, ent.slot, r)
+    ent = plan.ent[_route(es, plan.ent, rt.cur, req.rq[r].front)]
+    _enqueue(req.rq, sl[ent.slot], r)
     return ent.worker
 
 
 @njit(cache=True, inline='always')
-def _batch_size(req, plan, sl, lat0, slot, ready):
-    """Drop the heads of ``slot`` that would miss their deadline in its batch (at most its cap, ready at
-    ``ready``); the batch size then (0: the slot is empty)."""
-    cap, m = plan.slot[slot].cap, plan.slot[slot].model
-    q = sl[slot]
+def _batch_size(req, q, lat0, cap, m, ready):
+    """Drop the heads of slot record ``q`` that would miss their deadline in its batch (at most ``cap`` of model
+    ``m``, ready at ``ready``); the batch size then (0: the slot is empty)."""
     while q.length > 0:
         h = q.head
         if req.d[h] >= ready + lat0[m, cap if cap < q.length else q.length]:
@@ -279,9 +275,9 @@ def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
 
 
 @njit(cache=True, inline='always')
-def _serve(req, wk, sl, k, slot, b):
-    """The first ``b`` requests of ``slot`` go in worker ``k``'s batch just started: their columns."""
-    x, q = wk[k], sl[slot]
+def _serve(req, x, q, k, b):
+    """The first ``b`` requests of slot record ``q`` go in worker ``k``'s (record ``x``) batch just started:
+    their columns."""
     r = q.head
     for _ in range(b):
         rr = req.rq[r]
@@ -310,11 +306,12 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
         slot = b0 + j
         if sl[slot].served:
             continue
-        b = _batch_size(req, plan, sl, tb.lat0, slot, ready)
+        ps = plan.slot[slot]
+        b = _batch_size(req, sl[slot], tb.lat0, ps.cap, ps.model, ready)
         if b == 0:
             continue
-        blog = _start(req, wk, tb, sc, s, run, blog, k, plan.slot[slot].model, b, now, unit)
-        _serve(req, wk, sl, k, slot, b)
+        blog = _start(req, wk, tb, sc, s, run, blog, k, ps.model, b, now, unit)
+        _serve(req, x, sl[slot], k, b)
         sl[slot].served = True
         x.nserved += 1
         x.rr = j + 1 if j + 1 < nsl else 0
