@@ -83,27 +83,19 @@ def test_nexus_plans_for_the_peaks_of_the_traffic_it_admits():
                              "coin": pol.coin[: len(arrival)]}).filter(pl.col("coin") < s)
     ref = admitted.group_by("session", "w").len().group_by("session").agg(pl.col("len").max() * 10.0)
     want = dict(ref.iter_rows())
-    got = pol._admitted_peaks(0, s)
+    got = pol.planner.admitted_peaks(0, s)
     assert got == pytest.approx(want)
 
 
 def test_nexus_utilization_does_not_climb_with_the_overload():
     """§7.1: Nexus's utilization stays low "even under high load". Planning for s × the applied
     peak let it climb (0.88 → 0.95 from 2× to 36× overload here): the applied traffic's peak/mean
-    tends to 1 as it grows, the admitted traffic's does not."""
+    tends to 1 as it grows, the admitted traffic's does not. Averaged over 8 seeds: one run's
+    utilization varies by ± 0.04 with its coins (the busiest admitted window sets the plan)."""
     def util(rate):
         trace = assemble([_poisson(rate, 3.0, 0)], ["ResNet50"], [100_000])
-        res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.1}, gpus=2, overhead=NO_OVERHEAD, seed=1)
-        return res.summary_frame()["utilization"][0]
+        runs = [simulate(trace, PROF, "nexus", {"peak_window_s": 0.1}, gpus=2, overhead=NO_OVERHEAD, seed=seed)
+                for seed in range(1, 9)]
+        return float(np.mean([r.summary_frame()["utilization"][0] for r in runs]))
 
     assert util(72_000) < util(4_000) + 0.03
-
-
-def test_nexus_peak_window_defaults_to_the_slo():
-    """Documented choice: the demand a plan must sustain is the busiest SLO-long interval."""
-    _, pol = _run(1_000)
-    assert pol.window_us == 100_000  # the trace's SLO
-    trace = assemble([_poisson(500, 1.0, 3)], ["ResNet50"], [100_000])
-    res = simulate(trace, PROF, "nexus", {"peak_window_s": 0.5}, gpus=1, overhead=NO_OVERHEAD, seed=1,
-                   engine=REFERENCE)
-    assert res.engine.policies[0].window_us == 500_000

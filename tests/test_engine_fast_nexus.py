@@ -1,5 +1,5 @@
 """Nexus's compiled fast path (core/engine/fast/nexus.py): the reference engine's tables, identical, for the same
-inputs and seed — the admission coins, the frontends' draws and the epochs' plans included.
+inputs and seed (both read the draws and plans the policy makes before the run: core/policies/nexus_schedule.py).
 
 Hypothesis-generated small workloads (seeds, K frontends, ``spare``, ``provision``, epochs shorter than the
 trace, light load to overload, the policy's own overhead model, a free scheduler or a costly one that sheds,
@@ -7,8 +7,6 @@ one hardware type or two), and three fixed medium ones of ≥ 100 k requests (Sh
 Nexus 8FE, an overloaded Nexus planning for a fraction of its traffic behind a shedding scheduler)."""
 
 from __future__ import annotations
-
-import random
 
 import numpy as np
 import polars as pl
@@ -83,22 +81,43 @@ def test_fast_nexus_equals_reference(seed, gpus, streams, rate, ties, ovh, chunk
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), ns=st.lists(st.integers(1, 300), min_size=1, max_size=40),
-       mixes=st.lists(st.booleans(), min_size=1, max_size=40))
-def test_mersenne_twister_draws_as_cpython(seed, ns, mixes):
-    """The kernel's ``random.random()`` and ``randrange(n)`` on a ``random.Random``'s state: CPython's draws,
-    in any interleaving, across the state's regeneration (624 words)."""
-    from shepherd.core.engine.fast.nexus import mt_below, mt_random
+@given(seed=st.integers(0, 2**31 - 1), draws=st.integers(0, 50), n_groups=st.integers(1, 6))
+def test_group_seeds_are_children_of_the_run_generator_and_do_not_advance_it(seed, draws, n_groups):
+    """Each group's seed is its own child of the run's seed (``SeedSequence.spawn``): reading it leaves the
+    run's generator where it was (so every group sees the same root, in any order), the children differ,
+    and the same state gives the same children."""
+    from shepherd.core.policies.nexus_schedule import group_seed
 
-    py = random.Random(seed)
-    state = py.getstate()[1]
-    mt, pos = np.array(state[:-1], np.int64), np.array([state[-1]], np.int64)
-    for _ in range(20):  # over 624 outputs
-        for n, as_float in zip(ns, mixes):
-            if as_float:
-                assert mt_random(mt, pos) == py.random()
-            else:
-                assert mt_below(mt, pos, n) == py.randrange(n)
+    rng = np.random.default_rng(seed)
+    rng.random(draws)  # a router's draws before the policy's
+    state = rng.bit_generator.state
+    kids = [group_seed(rng, g, n_groups) for g in range(n_groups)]
+    assert rng.bit_generator.state == state
+    firsts = [np.random.default_rng(k).integers(1 << 62) for k in kids]
+    assert len(set(firsts)) == n_groups
+    again = np.random.default_rng(seed)
+    again.random(draws)
+    assert [np.random.default_rng(group_seed(again, g, n_groups)).integers(1 << 62)
+            for g in reversed(range(n_groups))] == firsts[::-1]
+
+
+def test_nexus_groups_draw_independently():
+    """A group's draws do not depend on the other groups: with two groups, group 1's coins and frontends are
+    the same whether group 0 (built, and once drawing from the run's generator, first) serves one stream or
+    five (group 1's own requests unchanged)."""
+    def group1(extra: int):
+        base = nexus_workload(8, 2, 60_000, 2000.0, False)
+        other = nexus_workload(9, 1 + extra, 60_000, 2000.0, False).with_columns(pl.col("stream") + 2)
+        trace = pl.concat([base, other]).sort("arrival_us", maintain_order=True)
+        plan = plan_frame([1, 1], [1, 1, *([0] * (1 + extra))])
+        res = simulate(trace, PROF, "nexus", {"frontends": 3}, plan=plan, seed=4,
+                       engine=EngineConfig(path="reference"))
+        pol = next(p for p in res.engine.policies if p.act.group == 1)
+        return pol.schedule.coin, pol.schedule.frontend
+
+    c1, f1 = group1(0)
+    c5, f5 = group1(4)
+    assert len(c1) > 50 and np.array_equal(c1, c5) and np.array_equal(f1, f5) and f1.max() > 0
 
 
 #: (config, overhead, where, per-stream rate, SLOs)

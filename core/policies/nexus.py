@@ -40,7 +40,7 @@ Symphony §2.2 / §4.2 describe it:
   coin per request, drawn once when the run starts (request i is admitted
   while its uniform u_i < s), so the admitted traffic of a window at factor s
   is known exactly: its peaks are the busiest ``peak_window_s`` counts of the
-  requests with u_i < s (:meth:`Nexus._admitted_peaks`). Documented choice:
+  requests with u_i < s (:meth:`.nexus_schedule.Planner.admitted_peaks`). Documented choice:
   planning for s × the applied peak instead (as before) under-provisions the
   thinned traffic, whose relative bursts are those of its own, lower rate —
   then the utilization rose towards 1 with the load (0.93 → 0.95 from 12k to
@@ -74,19 +74,20 @@ Symphony §2.2 / §4.2 describe it:
   under the last plan instead of being dropped by an empty one).
 * At an epoch boundary running batches finish; queued requests are re-routed
   under the new plan (dropped if their session lost its allocation).
+* Every draw (coins, frontends, routers' phases) and every epoch's plan is
+  made when the policy is built, from the group's own child seed, by
+  :mod:`shepherd.core.policies.nexus_schedule` (whose docstring states the
+  choices); the compiled fast path reads the same schedule.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.fastpath import FastPath, modelled, one_group
@@ -98,11 +99,9 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
-from shepherd.solvers.nexus import plan_epoch
+from shepherd.core.policies.nexus_schedule import Planner, draws, group_seed, make_schedule
 
 
-#: ``spare="spread"``: the largest load factor tried when scaling a plan up to the cluster
-MAX_SPREAD = 1024.0
 #: stream ids below this are used as count indices directly (else they are densified)
 DENSE_STREAM_IDS = 1 << 20
 #: runs of arrivals at least this long take the vectorised admission of ``Nexus.on_arrivals``
@@ -236,33 +235,35 @@ class Nexus(Policy):
         self.stream_slo = {sid: slo for (_m, slo), sid in keys.items()}  # session → SLO
         self.stream_ids = ids  #: sorted stream ids of the group …
         self.session_lut = np.array([self.session_of[int(x)] for x in ids], dtype=np.int64)  #: … their sessions
-        session = self.session_lut[inverse] if len(stream) else stream
+        session = self.session_lut[inverse] if len(stream) else np.asarray(stream, dtype=np.int64)
         self.planned = np.zeros(len(keys), dtype=bool)  #: per session: has an allocation this epoch
         if config.peak_window_s is None:  # the tightest SLO (Shepherd's runs have one SLO each)
             self.window_us = min([self.epoch_us, *self.stream_slo.values()])
         else:
             self.window_us = max(1, int(round(config.peak_window_s * 1e6)))
-        self.peaks = epoch_peaks(arrival, session, self.epoch_us, self.window_us)
+        peaks = epoch_peaks(arrival, session, self.epoch_us, self.window_us)
+        self.last_epoch = max(peaks) if peaks else 0  #: no epoch after the last with arrivals: queues drain
         self.scale = 1.0  #: admitted fraction under overload (the plan's load factor)
-        self.rng = act.rng
-        # admission coins, one per request, drawn once (request i is admitted while u_i < s);
-        # indexed by request id (a group's ids index the engine's arrays)
-        ids_g = act.request_ids
-        coins = act.rng.random(len(arrival), dtype=np.float32)
-        if ids_g is None:
-            self.coin = coins
-        else:
-            self.coin = np.ones(int(ids_g.max()) + 1 if len(ids_g) else 0, dtype=np.float32)
-            self.coin[ids_g] = coins
-        self._arrival, self._session, self._coins = arrival, session, coins
-        self._by_coin: dict[int, tuple] = {}  # epoch → its requests' (sorted coins, keys, windows)
-        self.hw = act.hardware[0]
+        self.hw = act.hardware[0]  # plans and drops on the group's first worker's table
         self.lat = act.lat[self.hw]
-        self.tables = {act.models[m]: np.asarray(self.lat[m], dtype=np.int64) for m in range(len(act.models))}
+        # the group's draws and every epoch's plan, before the run (.nexus_schedule: the fast path reads them too)
+        groups = act.runtime.cluster.groups
+        seed = group_seed(act.rng, groups.index(act.group_id), len(groups))
+        coins, frontend, phase_rng = draws(seed, len(arrival), config.frontends)
+        self.planner = Planner(arrival, session, coins, peaks, self.stream_model, self.stream_slo, act.models,
+                               self.lat, len(act.workers), config, self.epoch_us, self.window_us)
+        self.schedule = make_schedule(self.planner, frontend, phase_rng, config.frontends, self.last_epoch)
+        # the per-request draws indexed by request id (a group's ids index the engine's arrays)
+        self.coin, self.front = coins, frontend
+        ids_g = act.request_ids
+        if ids_g is not None:
+            size = int(ids_g.max()) + 1 if len(ids_g) else 0
+            self.coin, self.front = np.ones(size, np.float32), np.zeros(size, np.int64)
+            self.coin[ids_g], self.front[ids_g] = coins, frontend
         self.workers = list(act.workers)
         self.local = {w: k for k, w in enumerate(act.workers)}
         n = len(act.workers)
-        self.slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # per worker: (stream, batch)
+        self.slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]  # per worker: (session, batch)
         self.queues: list[list[deque]] = [[] for _ in range(n)]  # per worker, per slot
         self.rr = [0] * n
         self.idle = set(range(n))
@@ -272,136 +273,33 @@ class Nexus(Policy):
         self.wake = [-1] * n  # per worker: the time of its pending cycle timer
         self.targets: dict[int, list[tuple[int, int]]] = {}  # session → its (worker, slot) allocations
         self.weights: dict[int, list[float]] = {}  # session → each allocation's share of its requests
-        self.router: dict[int, SmoothWeightedRoundRobin] = {}  # session → its round-robin over ``targets``
-        self.bucket: dict[int, list[float]] = {}  # stream → [tokens, last_t, rate_per_us, depth]
-        self.plans: list[dict] = []  # per epoch: GPUs used, scale factor
-        self.fronts: list[dict[int, SmoothWeightedRoundRobin]] = []  # per frontend: its own ``router``
-        self.fe_rng = random.Random(int(act.rng.integers(1 << 31))) if config.frontends > 1 else None
-
-    # ------------------------------------------------------------------ planning
-
-    def _source(self, epoch: int) -> int:
-        """The epoch whose traffic plans ``epoch``: the previous one (its own for the first, or
-        always with ``provision="oracle"``)."""
-        return epoch if (self.config.provision == "oracle" or epoch == 0) else epoch - 1
-
-    def _admitted_peaks(self, epoch: int, scale: float) -> dict[int, float]:
-        """Per session: the peak rate (req/s over ``peak_window_s`` windows) of epoch
-        ``epoch``'s requests admitted at factor ``scale`` < 1 (those whose coin is below it)."""
-        if epoch not in self._by_coin:
-            lo, hi = np.searchsorted(self._arrival, [epoch * self.epoch_us, (epoch + 1) * self.epoch_us])
-            window = self._arrival[lo:hi] // self.window_us
-            window -= window[0] if hi > lo else 0
-            n_sess = len(self.stream_model)
-            order = np.argsort(self._coins[lo:hi], kind="stable")
-            keys = (window * n_sess + self._session[lo:hi])[order]
-            self._by_coin[epoch] = (self._coins[lo:hi][order], keys, int(window[-1]) + 1 if hi > lo else 0)
-        coins, keys, windows = self._by_coin[epoch]
-        if windows == 0:
-            return {}
-        k = int(np.searchsorted(coins, np.float32(scale)))
-        n_sess = len(self.stream_model)
-        counts = np.bincount(keys[:k], minlength=windows * n_sess).reshape(windows, n_sess).max(axis=0)
-        nz = np.flatnonzero(counts)
-        return {int(s): float(counts[s]) * 1e6 / self.window_us for s in nz}
-
-    def _plan(self, epoch: int) -> tuple[list[dict], float, dict[int, float]]:
-        """The epoch's allocations, its admitted fraction s and the per-session rates planned."""
-        names = self.act.models
-        src = self._source(epoch)
-        peaks = self.peaks.get(src, {})
-
-        def usable(s: int) -> bool:
-            return s in self.stream_model and self.lat[self.stream_model[s]][1] <= self.stream_slo[s]
-
-        def rates(scale: float) -> dict[int, float]:
-            if scale >= 1.0:  # more than the applied traffic (``spread``): its peaks scaled up
-                return {s: r * scale for s, r in peaks.items()}
-            return self._admitted_peaks(src, scale)
-
-        def alloc(scale: float) -> tuple[list[dict], dict[int, float]]:
-            want = rates(scale)
-            rows = [(s, names[self.stream_model[s]], self.stream_slo[s], r) for s, r in sorted(want.items())
-                    if r > 0 and usable(s)]
-            if not rows:
-                return [], want
-            frame = pl.DataFrame(rows, schema={"stream": pl.Int64, "model": pl.String, "slo_us": pl.Int64,
-                                               "peak_rps": pl.Float64}, orient="row")
-            return plan_epoch(frame, self.tables), want
-
-        if not any(r > 0 and usable(s) for s, r in peaks.items()):
-            return [], 1.0, {}
-        n = len(self.workers)
-        plan, want = alloc(1.0)
-        fits = sum(a["gpus"] for a in plan) <= n
-        if fits and self.config.spare == "idle":
-            return plan, 1.0, want
-        lo, hi, best = (1.0, 2.0, (plan, want)) if fits else (0.0, 1.0, ([], {}))
-        while fits and hi <= MAX_SPREAD:
-            cand = alloc(hi)
-            if sum(a["gpus"] for a in cand[0]) > n:
-                break
-            lo, hi, best = hi, 2 * hi, cand
-        for _ in range(14):
-            mid = (lo + hi) / 2
-            cand = alloc(mid)
-            if sum(a["gpus"] for a in cand[0]) <= n:
-                lo, best = mid, cand
-            else:
-                hi = mid
-        return best[0], lo, best[1]
-
-    def layout(self, plan: list[dict], planned: dict[int, float]) -> tuple[list[int], list[list[tuple[int, int]]],
-                                                                         dict, dict, dict, int]:
-        """An epoch's plan laid out on the group's workers: per worker its duty cycle (µs) and its
-        (session, batch) slots; per session its (worker, slot) allocations and their shares of its
-        requests, and its token bucket's (rate per µs, depth); the GPUs used. Sessions keep the
-        plan's order (the frontends' routers are made in it). The compiled fast path
-        (``core/engine/fast/nexus.py``) lays its epochs out with this too."""
-        n = len(self.workers)
-        duty = [0] * n
-        slots: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        targets: dict[int, list[tuple[int, int]]] = {}
-        weights: dict[int, list[float]] = {}
-        k = 0
-        for a in plan:
-            for _ in range(a["gpus"]):
-                duty[k] = int(a["duty_us"])
-                for stream, _model, batch, share in a["streams"]:
-                    slots[k].append((stream, int(batch)))
-                    targets.setdefault(stream, []).append((k, len(slots[k]) - 1))
-                    weights.setdefault(stream, []).append(share / a["gpus"])
-                k += 1
-        window_us = self.window_us
-        rates = {}
-        for stream, tg in targets.items():
-            rate = planned[stream] / 1e6
-            rates[stream] = (rate, float(max(1, sum(slots[kk][j][1] for kk, j in tg), rate * window_us)))
-        return duty, slots, targets, weights, rates, k
+        self.bucket: dict[int, list[float]] = {}  # session → [tokens, last_t, rate_per_us, depth]
+        self.plans: list[dict] = []  # per epoch configured: GPUs used, scale factor
+        #: per frontend, per session: its smooth weighted round-robin over ``targets``
+        self.fronts: list[dict[int, SmoothWeightedRoundRobin]] = []
 
     def _configure(self, now: int, epoch: int) -> None:
-        plan, scale, planned = self._plan(epoch)
+        plan = self.schedule.epochs[epoch]
         queued = []
         for per_w in self.queues:
             for q in per_w:
                 queued.extend(q)
         n = len(self.workers)
-        self.duty, self.slots, self.targets, self.weights, rates, k = self.layout(plan, planned)
+        self.duty, self.slots, self.targets, self.weights = plan.duty, plan.slots, plan.targets, plan.weights
         self.queues = [[deque() for _ in slots] for slots in self.slots]
         self.rr = [0] * n
         self.cycle_end = [0] * n
         self.served = [set() for _ in range(n)]
-        self.bucket = {s: [depth, now, rate, depth] for s, (rate, depth) in rates.items()}
-        self.scale = scale
+        self.bucket = {s: [depth, now, rate, depth] for s, (rate, depth) in plan.rates.items()}
+        self.scale = plan.scale
         self.planned[:] = False
         self.planned[list(self.bucket)] = True
-        self.plans.append({"epoch": epoch, "gpus": k, "scale": scale})
-        if self.fe_rng is not None:
-            r = self.fe_rng.random
-            self.fronts = [{s: SmoothWeightedRoundRobin(ws, [w * len(ws) * r() for w in ws])
-                            for s, ws in self.weights.items()} for _ in range(self.config.frontends)]
-        else:
-            self.router = {s: SmoothWeightedRoundRobin(ws) for s, ws in self.weights.items()}
+        self.plans.append({"epoch": epoch, "gpus": plan.gpus, "scale": plan.scale})
+        self.fronts = []
+        for phase in plan.phase:  # per frontend: each router's entries start at w · n · u
+            it = iter(phase.tolist())
+            self.fronts.append({s: SmoothWeightedRoundRobin(ws, [w * len(ws) * next(it) for w in ws])
+                                for s, ws in self.weights.items()})
         dropped = []
         for d, r, s in sorted(queued):  # s: the session
             if s in self.targets:
@@ -416,7 +314,7 @@ class Nexus(Policy):
 
     def on_start(self, now: int) -> None:
         self._configure(now, 0)
-        if self.peaks and max(self.peaks) >= 1:  # no epoch after the last arrival: queues drain
+        if self.last_epoch >= 1:
             self.act.set_timer(self.epoch_us, 1)
 
     def on_timer(self, now: int, payload: Any) -> None:
@@ -428,13 +326,13 @@ class Nexus(Policy):
                 self._dispatch(k, now)
             return
         self._configure(now, int(payload))
-        if self.peaks and int(payload) < max(self.peaks):
+        if int(payload) < self.last_epoch:
             self.act.set_timer((int(payload) + 1) * self.epoch_us, int(payload) + 1)
 
     def _enqueue(self, s: int, d: int, r: int) -> int:
-        """Smooth weighted round-robin over the session's allocations; returns the worker."""
-        rr = self.router[s] if self.fe_rng is None else self.fronts[self.fe_rng.randrange(len(self.fronts))][s]
-        k, j = self.targets[s][rr.pick()]
+        """The smooth weighted round-robin of request ``r``'s frontend over the session's allocations; returns
+        the worker."""
+        k, j = self.targets[s][self.fronts[self.front[r]][s].pick()]
         self.queues[k][j].append((d, r, s))
         return k
 

@@ -6,97 +6,89 @@ start and finish, per batch every column, per worker busy time, the shed request
 (``tests/test_engine_fast_nexus.py``) — for any ``epoch_s``, ``peak_window_s``, ``provision``,
 ``frontends`` (K ≥ 1) and ``spare``, overhead mode ``model`` or ``none``, any hardware mix in the group
 (plans and drops on the group's first worker's table, as the policy does; a batch runs for its own
-worker's ℓ(b)), one serving group: its epoch and duty-cycle timers are not in the clock replay of
-:mod:`.replay` (a timer's place among other groups' equal-time events), so several groups run on the
-reference engine (``why_not`` in :mod:`shepherd.core.engine.fast`).
+worker's ℓ(b)), one serving group (``why_not`` in :mod:`shepherd.core.engine.fast`).
 
-**Planning stays in Python**, once per epoch, not per request: the policy object is built as the
-reference builds it (its constructor draws the admission coins — and, with K > 1 frontends, the seed of
-their generator — from the run's generator, in the reference's order), and its own ``_plan`` (squishy bin
-packing, the admitted fraction's bisection, ``spread``) and ``layout`` give every epoch's duty cycles,
-(session, batch) slots, allocations, shares and token buckets; those are flattened into arrays
-(:func:`run_group`). Planning does not depend on the run (it reads the trace's peaks and the coins), so
-every epoch is planned before the kernel starts.
+**Nothing is drawn or planned here.** The policy object, built as the reference builds it, holds the group's
+:class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` — every request's session, admission coin and
+frontend, and every epoch's plan laid out with its routers' phases — made before the run from the group's
+own seed; :func:`plans` flattens the epochs into a :data:`Plans` record, and the kernel reads that and the
+per-request arrays.
 
-**The kernel** re-enacts the rest, per request, without Python objects:
+**The kernel** re-enacts the rest, per request:
 
 * the clock (:mod:`..clock`): at equal times completions (in batch order), then timers (in the order they
   were set: the epoch timer, and per worker the end of its duty cycle — the policy never cancels one, a
   stale one still fires and re-dispatches an idle worker), then arrivals (in trace order); the first
   epoch's configuration is the policy's ``on_start`` (a timer at 0 set first, which is the same order);
 * the policy (whose docstring gives the reasons): the admission coin against the epoch's factor s, the
-  session's token bucket, the frontends' smooth weighted round-robin (with K > 1 frontends a frontend
-  drawn per request by ``random.Random.randrange`` — the Mersenne Twister re-implemented here on the
-  generator's own state, :func:`mt_next`, checked draw for draw against CPython's in the tests — and each
-  frontend's router phases drawn at every configuration), the per-slot FIFO queues, a backend's
-  round-robin over its slots within its duty cycle (heads that cannot finish in the batch dropped, each
-  slot at most once per cycle, a wake-up at the cycle's end), and at an epoch boundary the queued
-  requests re-routed in (deadline, id) order or dropped, then the idle workers dispatched lowest first;
+  session's token bucket, the request's frontend's smooth weighted round-robin (each router set to its
+  phase at every configuration), the per-slot FIFO queues, a backend's round-robin over its slots within
+  its duty cycle (heads that cannot finish in the batch dropped, each slot at most once per cycle, a wake-up
+  at the cycle's end), and at an epoch boundary the queued requests re-routed in (deadline, id) order or
+  dropped, then the idle workers dispatched lowest first;
 * the scheduler clock and admission control, the batch log, the completion order: :mod:`.common`.
+
+State travels in named records: structured arrays (per worker :data:`WORKER`, per slot :data:`QUEUE`, per
+session :data:`BUCKET`, the plans' :data:`EPOCH_WORKER`, :data:`EPOCH_SESSION`, :data:`ENTRY`, :data:`SLOT`,
+the run's scalars :data:`RUN`) and named tuples of arrays (:data:`Requests`, :data:`Plans`, :data:`Routers`,
+:data:`Sched`, :data:`Tables`). Every helper is inlined into the loop (``inline='always'``); an inlined
+helper's record arguments are reference-counted per array, which is why the per-index state is structured
+(measured: named tuples of ~40 arrays made the kernel ~5× slower). Per-request fields the loop alone reads
+sit in one structured array too, copied to and from the recorder's columns around the run.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any, Callable
 
 import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, decide, finish,
-                                              log_batch, next_completion, ready_us, shed_arrival)
+                                              log_batch, ready_us, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
-MT_N = 624  #: words of the Mersenne Twister's state (CPython's ``random``)
-
-
-# ---------------------------------------------------------------------- CPython's random, on its own state
-
-
-@njit(cache=True)
-def _mt_twist(mt):
-    for k in range(MT_N):
-        y = (mt[k] & 0x80000000) | (mt[(k + 1) % MT_N] & 0x7fffffff)
-        v = mt[(k + 397) % MT_N] ^ (y >> 1)
-        if y & 1:
-            v ^= 0x9908b0df
-        mt[k] = v
-
-
-@njit(cache=True, inline='always')
-def mt_next(mt, pos):
-    """The next 32-bit output of MT19937 (``genrand_uint32`` of CPython's ``_randommodule.c``); ``mt`` holds
-    ``random.getstate()[1][:624]``, ``pos[0]`` its index."""
-    if pos[0] >= MT_N:
-        _mt_twist(mt)
-        pos[0] = 0
-    y = mt[pos[0]]
-    pos[0] += 1
-    y ^= y >> 11
-    y ^= (y << 7) & 0x9d2c5680
-    y ^= (y << 15) & 0xefc60000
-    y ^= y >> 18
-    return y
-
-
-@njit(cache=True, inline='always')
-def mt_random(mt, pos):
-    """``random.random()``: 53 bits from two outputs."""
-    a = mt_next(mt, pos) >> 5
-    b = mt_next(mt, pos) >> 6
-    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
-
-
-@njit(cache=True, inline='always')
-def mt_below(mt, pos, n):
-    """``random.randrange(n)`` for 1 ≤ n < 2³² (``_randbelow_with_getrandbits``: k = n.bit_length() bits,
-    redrawn while ≥ n)."""
-    k = 0
-    while (n >> k) > 0:
-        k += 1
-    r = mt_next(mt, pos) >> (32 - k)
-    while r >= n:
-        r = mt_next(mt, pos) >> (32 - k)
-    return r
+#: the group's requests: arrival, deadline, shed and outcome (the recorder's columns, written in place) and
+#: the rest per request in one structured array ``rq`` (:data:`REQUEST`)
+Requests = namedtuple("Requests", "t d shed outcome rq")
+#: per request: its session, frontend and admission coin, the next request in its slot's queue, and the
+#: recorder's start, finish, worker and batch (copied to its columns after the run)
+REQUEST = np.dtype([("sess", np.int64), ("front", np.int64), ("coin", np.float32), ("nxt", np.int64),
+                    ("start", np.int64), ("finish", np.int64), ("worker", np.int64), ("batch", np.int64)])
+#: every epoch's plan, flattened (:func:`plans`): ``ew[e, w]`` (:data:`EPOCH_WORKER`), ``es[e, s]``
+#: (:data:`EPOCH_SESSION`), ``ent[x]`` per allocation, unique over the run (:data:`ENTRY`), ``slot[j]`` per
+#: slot (:data:`SLOT`), per epoch its factor s, per frontend and allocation its router's phase
+Plans = namedtuple("Plans", "ew es ent slot scale phase")
+#: per epoch and worker: its duty cycle and slots ``[sb, sb + ns)``
+EPOCH_WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64)])
+#: per epoch and session: planned, its bucket's rate and depth, its allocations ``[eb, eb + ne)`` and their
+#: total weight
+EPOCH_SESSION = np.dtype([("planned", np.bool_), ("rate", np.float64), ("depth", np.float64), ("eb", np.int64),
+                          ("ne", np.int64), ("total", np.float64)])
+#: per allocation: its slot, its worker, its weight
+ENTRY = np.dtype([("slot", np.int64), ("worker", np.int64), ("w", np.float64)])
+#: per slot: its batch cap and model
+SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
+#: per worker (the records are structured arrays: one reference count each in the loop, where a tuple of
+#: arrays costs one per array): its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end,
+#: slots served, pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
+WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
+                   ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
+                   ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
+#: per slot its FIFO of requests (head, tail, length; linked by ``Requests.nxt``), whether it ran this cycle
+QUEUE = np.dtype([("head", np.int64), ("tail", np.int64), ("length", np.int64), ("served", np.bool_)])
+#: per session its token bucket (tokens, last refill)
+BUCKET = np.dtype([("tokens", np.float64), ("last", np.int64)])
+#: per frontend and allocation the round-robin's current value; per session its bucket
+Routers = namedtuple("Routers", "cur bucket")
+#: the scheduler's costs (:mod:`.common`)
+Sched = namedtuple("Sched", "decision_ns per_request_ns arrival_ns active admit_on max_lag_ns chunk")
+#: latency tables: per hardware (``lat``), the planning worker's (``lat0``); each worker's hardware
+Tables = namedtuple("Tables", "lat lat0 w_hw")
+#: the run's scalars: the epoch now, its factor s, the next arrival, batches logged, timers (count, set order)
+RUN = np.dtype([("epoch", np.int64), ("scale", np.float64), ("i", np.int64), ("nb", np.int64),
+                ("hsize", np.int64), ("hseq", np.int64)])
 
 
 # ---------------------------------------------------------------------- timers: (at, set order, payload)
@@ -142,358 +134,365 @@ def t_pop(h, size):
         i = m
 
 
+@njit(cache=True, inline='always')
+def _set_timer(heap, run, at, payload):
+    """``act.set_timer``: push (the set order counts up); returns the heap."""
+    rs = run[0]
+    rs.hseq += 1
+    heap = t_push(heap, rs.hsize, at, rs.hseq, payload)
+    rs.hsize += 1
+    return heap
+
+
 # ---------------------------------------------------------------------- the policy's steps
 
 
 @njit(cache=True, inline='always')
-def _route(fe, mt, mtpos, cur, x, nx, ent_w, tot):
-    """``Nexus._enqueue``'s pick: among the session's allocations ``[x, x + nx)``, the one its smooth weighted
-    round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take the first maximum, subtract
-    the total) — a frontend's own, drawn per request (``randrange``) when there are several."""
-    f = mt_below(mt, mtpos, fe) if fe > 1 else 0
+def _enqueue(rq, q, r):
+    """Append request ``r`` to the FIFO of slot record ``q``."""
+    rq[r].nxt = -1
+    if q.length == 0:
+        q.head = r
+    else:
+        rq[q.tail].nxt = r
+    q.tail = r
+    q.length += 1
+
+
+@njit(cache=True, inline='always')
+def _route(es, ent, cur, f):
+    """``Nexus._enqueue``'s pick: among the allocations of a session (its epoch record ``es``), the one
+    frontend ``f``'s smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight,
+    take the first maximum, subtract the total)."""
+    x, nx = es.eb, es.ne
     if nx == 1:
         return x
     best = x
     for y in range(x, x + nx):
-        cur[f, y] += ent_w[y]
+        cur[f, y] += ent[y].w
         if cur[f, y] > cur[f, best]:
             best = y
-    cur[f, best] -= tot
+    cur[f, best] -= es.total
     return best
 
 
-@njit(cache=True)
-def run_nexus(t, d, sess, coin, lat, w_hw, lat0, epoch_us, last_epoch, fe, mt, mtpos, EP, l_cap, l_model,
-              decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
-              r_start, r_finish, r_worker, r_batch, r_outcome, shed):
-    """One group's Nexus run over the whole trace (``sess``: each request's session, ``coin``: its admission
-    coin); writes the request columns in place and returns (batch log, w_busy, w_waste, shed count).
-    ``EP`` holds the epochs' plans (:func:`plans`); ``l_cap`` / ``l_model`` every epoch's slots.
+@njit(cache=True, inline='always')
+def _queued(req, wk, sl, qbuf):
+    """Every request queued under the current plan, in (deadline, id) order."""
+    nq = 0
+    for w in range(len(wk)):
+        for slot in range(wk[w].sb, wk[w].sb + wk[w].ns):
+            r = sl[slot].head
+            for _ in range(sl[slot].length):
+                qbuf[nq] = r
+                nq += 1
+                r = req.rq[r].nxt
+    queued = np.sort(qbuf[:nq])
+    return queued[np.argsort(req.d[queued], kind="mergesort")]
 
-    Each event names the workers to dispatch (``Nexus._dispatch``), which one block of the loop then does in
-    order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker if idle,
-    an epoch every idle worker, lowest first. Every array is a local of this function: a helper handed
-    tuples of arrays pays an atomic reference count per array per call (measured: ~75 % of the loop)."""
-    n = len(t)
-    n_workers = len(w_hw)
-    ep_duty, ep_sb, ep_ns, ep_scale, ep_planned, ep_rate, ep_depth = EP[0], EP[1], EP[2], EP[3], EP[4], EP[5], EP[6]
-    eb, ne, ent_slot, ent_worker, ent_w, total, order, n_order = EP[7], EP[8], EP[9], EP[10], EP[11], EP[12], \
-        EP[13], EP[14]
-    n_sess = ep_planned.shape[1]
-    rr = np.zeros(n_workers, np.int64)
-    duty = np.zeros(n_workers, np.int64)
-    cyc = np.zeros(n_workers, np.int64)  # when the worker's duty cycle ends
-    nserved = np.zeros(n_workers, np.int64)  # slots served in it
-    wake = np.full(n_workers, -1, np.int64)
-    idle = np.ones(n_workers, np.bool_)
-    w_free = np.zeros(n_workers, np.int64)
-    w_start = np.zeros(n_workers, np.int64)
-    w_end = np.zeros(n_workers, np.int64)
-    w_bid = np.full(n_workers, NONE, np.int64)
-    w_busy = np.zeros(n_workers, np.int64)
-    sb = np.zeros(n_workers, np.int64)  # the worker's slots this epoch: [sb, sb + ns)
-    ns = np.zeros(n_workers, np.int64)
-    dq = np.empty(n_workers, np.int64)  # the workers an event dispatches, in order
-    n_slots = len(l_cap)
-    l_head = np.full(n_slots, -1, np.int64)  # per slot a FIFO of requests linked by ``nxt``
-    l_tail = np.full(n_slots, -1, np.int64)
-    l_len = np.zeros(n_slots, np.int64)
-    l_served = np.zeros(n_slots, np.bool_)  # started in its worker's current duty cycle
-    nxt = np.empty(n, np.int64)
+
+@njit(cache=True, inline='always')
+def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
+    """``Nexus._configure``: epoch ``e``'s plan on the workers, fresh buckets and routers (each at its phase),
+    the queued requests re-routed or dropped."""
+    queued = _queued(req, wk, sl, qbuf)
+    run[0].epoch = e
+    run[0].scale = plan.scale[e]
+    for w in range(len(wk)):
+        ew, x = plan.ew[e, w], wk[w]
+        x.sb, x.ns, x.duty = ew.sb, ew.ns, ew.duty
+        x.rr, x.cyc, x.nserved = 0, 0, 0
+    for s in range(plan.es.shape[1]):
+        es = plan.es[e, s]
+        if es.planned:
+            rt.bucket[s].tokens = es.depth
+            rt.bucket[s].last = now
+            for x in range(es.eb, es.eb + es.ne):
+                for f in range(rt.cur.shape[0]):
+                    rt.cur[f, x] = plan.ent[x].w * es.ne * plan.phase[f, x]
+    for r in queued:
+        s = req.rq[r].sess
+        if plan.es[e, s].planned:
+            y = _route(plan.es[e, s], plan.ent, rt.cur, req.rq[r].front)
+            _enqueue(req.rq, sl[plan.ent[y].slot], r)
+        else:
+            req.outcome[r] = DROPPED
+
+
+@njit(cache=True, inline='always')
+def _admit(req, plan, sl, rt, run, r, now):
+    """``Nexus.on_arrival`` for request ``r``: the coin, the session's token bucket, the frontend's round-robin;
+    the worker of the allocation it joins, or −1 (dropped)."""
+    e = run[0].epoch
+    s = req.rq[r].sess
+    es = plan.es[e, s]
+    if not es.planned or req.rq[r].coin >= run[0].scale:
+        req.outcome[r] = DROPPED
+        return -1
+    bk = rt.bucket[s]
+    tokens = bk.tokens + (now - bk.last) * es.rate
+    bk.tokens = tokens if tokens < es.depth else es.depth
+    bk.last = now
+    if bk.tokens < 1.0:
+        req.outcome[r] = DROPPED
+        return -1
+    bk.tokens -= 1.0
+    ent = plan.ent[_route(es, plan.ent, rt.cur, req.rq[r].front)]
+    _enqueue(req.rq, sl[ent.slot], r)
+    return ent.worker
+
+
+@njit(cache=True, inline='always')
+def _batch_size(req, q, lat0, cap, m, ready):
+    """Drop the heads of slot record ``q`` that would miss their deadline in its batch (at most ``cap`` of model
+    ``m``, ready at ``ready``); the batch size then (0: the slot is empty)."""
+    while q.length > 0:
+        h = q.head
+        if req.d[h] >= ready + lat0[m, cap if cap < q.length else q.length]:
+            break
+        req.outcome[h] = DROPPED
+        q.head = req.rq[h].nxt
+        q.length -= 1
+    return cap if cap < q.length else q.length
+
+
+@njit(cache=True, inline='always')
+def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
+    """Start a batch of ``b`` of model ``m`` on worker ``k``: its start (the worker free, the decision
+    issued) and end on the worker, the batch logged as ``run``'s next; returns the log."""
+    x = wk[k]
+    start = x.free
+    if sc.active:
+        disp = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
+        start = start if start > disp else disp
+    elif start < now:
+        start = now
+    end = start + tb.lat[tb.w_hw[k], m, b]
+    nb = run[0].nb
+    x.bid, x.start, x.end = nb, start, end
+    run[0].nb = nb + 1
+    return log_batch(blog, nb, k, m, b, start, end, unit[0], unit[1])
+
+
+@njit(cache=True, inline='always')
+def _serve(req, x, q, k, b):
+    """The first ``b`` requests of slot record ``q`` go in worker ``k``'s (record ``x``) batch just started:
+    their columns."""
+    r = q.head
+    for _ in range(b):
+        rr = req.rq[r]
+        rr.start, rr.finish, rr.worker, rr.batch = x.start, x.end, k, x.bid
+        req.outcome[r] = SERVED if req.d[r] >= x.end else LATE
+        r = rr.nxt
+    q.head = r
+    q.length -= b
+
+
+@njit(cache=True, inline='always')
+def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
+    """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
+    finish dropped first) started; or idling (then :func:`_wake_at`). Returns the log."""
+    ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
+    x = wk[k]
+    b0, nsl = x.sb, x.ns
+    if now >= x.cyc:
+        x.cyc = now + x.duty
+        for j in range(b0, b0 + nsl):
+            sl[j].served = False
+        x.nserved = 0
+    for step in range(nsl):
+        j = x.rr + step
+        j = j - nsl if j >= nsl else j
+        slot = b0 + j
+        if sl[slot].served:
+            continue
+        ps = plan.slot[slot]
+        b = _batch_size(req, sl[slot], tb.lat0, ps.cap, ps.model, ready)
+        if b == 0:
+            continue
+        blog = _start(req, wk, tb, sc, s, run, blog, k, ps.model, b, now, unit)
+        _serve(req, x, sl[slot], k, b)
+        sl[slot].served = True
+        x.nserved += 1
+        x.rr = j + 1 if j + 1 < nsl else 0
+        x.idle = False
+        return blog
+    x.idle = True
+    return blog
+
+
+@njit(cache=True, inline='always')
+def _wake_at(wk, k, now):
+    """After a dispatch that left worker ``k`` idle having served a slot in its cycle: the time of its wake-up
+    to set (its cycle's end, recorded as ``wake``), or −1."""
+    x = wk[k]
+    if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
+        x.wake = x.cyc
+        return x.cyc
+    return -1
+
+
+@njit(cache=True, inline='always')
+def _complete(wk, k, now):
+    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``; its batch id."""
+    x = wk[k]
+    x.busy += now - x.start
+    uk = x.bid
+    x.bid = NONE
+    x.free = now
+    return uk
+
+
+@njit(cache=True, inline='always')
+def _next_completion(wk):
+    """The worker whose batch completes next: earliest end, then lowest batch id; −1 if none runs."""
+    k = -1
+    for w in range(len(wk)):
+        x = wk[w]
+        if x.bid >= 0 and (k < 0 or x.end < wk[k].end or (x.end == wk[k].end and x.bid < wk[k].bid)):
+            k = w
+    return k
+
+
+@njit(cache=True, inline='always')
+def _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq):
+    """``Nexus.on_timer``: a worker's cycle end (payload −1 − k: dispatch it if idle) or epoch ``p``'s
+    configuration (then every idle worker, lowest first). Fills ``dq`` with the workers to dispatch; their
+    number."""
+    if p < 0:
+        w = -p - 1
+        if wk[w].wake == now:
+            wk[w].wake = -1
+        dq[0] = w
+        return 1 if wk[w].idle else 0
+    _configure(req, plan, wk, sl, rt, run, p, now, qbuf)
+    nd = 0
+    for w in range(len(wk)):
+        if wk[w].idle:
+            dq[nd] = w
+            nd += 1
+    return nd
+
+
+@njit(cache=True)
+def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
+    """One group's Nexus run over the whole trace; writes the request columns and the workers' records in
+    place and returns (batch log, shed count). Each event names the workers to dispatch, which the loop then
+    does in order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker
+    if idle, an epoch every idle worker, lowest first."""
+    n = len(req.t)
+    dq = np.empty(len(wk), np.int64)  # the workers an event dispatches, in order
     qbuf = np.empty(n, np.int64)
-    cur = np.zeros((fe, len(ent_w)), np.float64)  # per frontend, every allocation's round-robin state
-    tok = np.zeros(n_sess, np.float64)  # token buckets: tokens, last refill
-    t_last = np.zeros(n_sess, np.int64)
     s = np.zeros(4, np.int64)  # the scheduler clock (.common)
     blog = np.empty((B_COLS, 1024), np.int64)
-    nb = 0
-    heap = np.empty((3, 4 * n_workers + 8), np.int64)
-    heap = t_push(heap, 0, 0, 0, 0)  # on_start: the first epoch's configuration, before anything at 0
-    hsize, hseq = 1, 0
-    e = -1
-    scale = 0.0
-    i = 0
-    k = -1
-    dirty = True
+    heap = _set_timer(np.empty((3, 4 * len(wk) + 8), np.int64), run, 0, 0)  # on_start: epoch 0 first
+    rs = run[0]
+    k, dirty = -1, True
     while True:
         if dirty:
-            k = next_completion(w_bid, w_end)
-            dirty = False
-        ce = w_end[k] if k >= 0 else INF
-        te = heap[0, 0] if hsize > 0 else INF
-        ta = t[i] if i < n else INF
-        nd = 0
-        arriving = False
-        next_epoch = -1
-        if k >= 0 and ce <= te and ce <= ta:
-            # ---- a completion (Nexus.on_completion)
-            now = ce
-            w_busy[k] += now - w_start[k]
-            ua, uk = 0, w_bid[k]
-            w_bid[k] = NONE
-            w_free[k] = now
-            dirty = True
-            dq[0] = k
-            nd = 1
-        elif hsize > 0 and te <= ta:
-            # ---- a timer (Nexus.on_timer)
-            now = te
-            ua, uk = 3, now
-            p = heap[2, 0]
-            t_pop(heap, hsize)
-            hsize -= 1
-            if p < 0:  # a worker's duty cycle ended
-                w = -p - 1
-                if wake[w] == now:
-                    wake[w] = -1
-                if idle[w]:
-                    dq[0] = w
-                    nd = 1
-            else:
-                # ---- an epoch begins (Nexus._configure): the requests queued under the old plan, in
-                # (deadline, id) order
-                nq = 0
-                if e >= 0:
-                    for w in range(n_workers):
-                        for sl in range(sb[w], sb[w] + ns[w]):
-                            r = l_head[sl]
-                            for _ in range(l_len[sl]):
-                                qbuf[nq] = r
-                                nq += 1
-                                r = nxt[r]
-                queued = np.sort(qbuf[:nq])
-                queued = queued[np.argsort(d[queued], kind="mergesort")]
-                e = p
-                for w in range(n_workers):
-                    sb[w] = ep_sb[e, w]
-                    ns[w] = ep_ns[e, w]
-                    duty[w] = ep_duty[e, w]
-                    rr[w] = 0
-                    cyc[w] = 0
-                    nserved[w] = 0
-                scale = ep_scale[e]
-                for ss in range(n_sess):
-                    if ep_planned[e, ss]:
-                        tok[ss] = ep_depth[e, ss]
-                        t_last[ss] = now
-                if fe > 1:  # each frontend's routers start at a random phase
-                    for f in range(fe):
-                        for j in range(n_order[e]):
-                            ss = order[e, j]
-                            x0 = eb[e, ss]
-                            nx = ne[e, ss]
-                            for x in range(x0, x0 + nx):
-                                cur[f, x] = ent_w[x] * nx * mt_random(mt, mtpos)
-                for r in queued:
-                    ss = sess[r]
-                    if ep_planned[e, ss]:
-                        sl = ent_slot[_route(fe, mt, mtpos, cur, eb[e, ss], ne[e, ss], ent_w, total[e, ss])]
-                        nxt[r] = -1
-                        if l_len[sl] == 0:
-                            l_head[sl] = r
-                        else:
-                            nxt[l_tail[sl]] = r
-                        l_tail[sl] = r
-                        l_len[sl] += 1
-                    else:
-                        r_outcome[r] = DROPPED
-                for w in range(n_workers):
-                    if idle[w]:
-                        dq[nd] = w
-                        nd += 1
-                if e < last_epoch:
-                    next_epoch = e + 1
-        elif i < n:
-            # ---- an arrival (Nexus.on_arrival): coin, token bucket, a frontend's round-robin, the backend
+            k, dirty = _next_completion(wk), False
+        ce = wk[k].end if k >= 0 else INF
+        te = heap[0, 0] if rs.hsize > 0 else INF
+        i = rs.i
+        ta = req.t[i] if i < n else INF
+        nd, arriving, next_epoch = 0, False, -1
+        if k >= 0 and ce <= te and ce <= ta:  # a completion
+            now, ua, uk = ce, 0, _complete(wk, k, ce)
+            dq[0], nd, dirty = k, 1, True
+        elif rs.hsize > 0 and te <= ta:  # a timer
+            now, ua, uk, p = te, 3, te, heap[2, 0]
+            t_pop(heap, rs.hsize)
+            rs.hsize -= 1
+            nd = _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
+            if 0 <= p < last_epoch:
+                next_epoch = p + 1
+        elif i < n:  # an arrival
             now = ta
-            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-                i = shed_arrival(s, shed, r_outcome, i, 0, chunk, n, arrival_ns, DROPPED)
+            if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
+                rs.i = shed_arrival(s, req.shed, req.outcome, i, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
-            ua, uk = 1, now
-            arriving = True
-            r = i
-            i += 1
-            ss = sess[r]
-            if not ep_planned[e, ss] or coin[r] >= scale:
-                r_outcome[r] = DROPPED
-            else:
-                tokens = tok[ss] + (now - t_last[ss]) * ep_rate[e, ss]
-                depth = ep_depth[e, ss]
-                tok[ss] = tokens if tokens < depth else depth
-                t_last[ss] = now
-                if tok[ss] < 1.0:
-                    r_outcome[r] = DROPPED
-                else:
-                    tok[ss] -= 1.0
-                    x = _route(fe, mt, mtpos, cur, eb[e, ss], ne[e, ss], ent_w, total[e, ss])
-                    sl = ent_slot[x]
-                    nxt[r] = -1
-                    if l_len[sl] == 0:
-                        l_head[sl] = r
-                    else:
-                        nxt[l_tail[sl]] = r
-                    l_tail[sl] = r
-                    l_len[sl] += 1
-                    w = ent_worker[x]
-                    if idle[w]:
-                        dq[0] = w
-                        nd = 1
+            ua, uk, arriving = 1, now, True
+            rs.i = i + 1
+            w = _admit(req, plan, sl, rt, run, i, now)
+            if w >= 0 and wk[w].idle:
+                dq[0], nd = w, 1
         else:
             break
-        # ---- Nexus._dispatch, for each worker the event named: the next slot of its duty cycle with
-        # requests (heads that cannot finish in the slot's batch dropped first), or idling — with a wake-up at
-        # the cycle's end if it served a slot in the cycle
         for q in range(nd):
             kk = dq[q]
-            ready = ready_us(s, t, shed, i, now, active, decision_ns, arrival_ns)
-            nsl = ns[kk]
-            b0 = sb[kk]
-            if now >= cyc[kk]:
-                cyc[kk] = now + duty[kk]
-                for j in range(b0, b0 + nsl):
-                    l_served[j] = False
-                nserved[kk] = 0
-            started = False
-            for step in range(nsl):
-                j = rr[kk] + step
-                if j >= nsl:
-                    j -= nsl
-                sl = b0 + j
-                if l_served[sl]:
-                    continue
-                cap = l_cap[sl]
-                m = l_model[sl]
-                while l_len[sl] > 0:
-                    h = l_head[sl]
-                    if d[h] < ready + lat0[m, cap if cap < l_len[sl] else l_len[sl]]:
-                        r_outcome[h] = DROPPED
-                        l_head[sl] = nxt[h]
-                        l_len[sl] -= 1
-                    else:
-                        break
-                if l_len[sl] == 0:
-                    continue
-                b = cap if cap < l_len[sl] else l_len[sl]
-                start = w_free[kk]
-                if active:
-                    disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * b, arrival_ns)
-                    if start < disp:
-                        start = disp
-                elif start < now:
-                    start = now
-                end = start + lat[w_hw[kk], m, b]
-                blog = log_batch(blog, nb, kk, m, b, start, end, ua, uk)
-                r = l_head[sl]
-                for _ in range(b):
-                    r_start[r] = start
-                    r_finish[r] = end
-                    r_worker[r] = kk
-                    r_batch[r] = nb
-                    r_outcome[r] = SERVED if d[r] >= end else LATE
-                    r = nxt[r]
-                l_head[sl] = r
-                l_len[sl] -= b
-                w_bid[kk] = nb
-                w_start[kk] = start
-                w_end[kk] = end
-                nb += 1
-                l_served[sl] = True
-                nserved[kk] += 1
-                rr[kk] = j + 1 if j + 1 < nsl else 0
-                idle[kk] = False
-                dirty = True
-                started = True
-                break
-            if not started:
-                idle[kk] = True
-                if nserved[kk] > 0 and wake[kk] != cyc[kk] and cyc[kk] > now:
-                    wake[kk] = cyc[kk]
-                    hseq += 1
-                    heap = t_push(heap, hsize, cyc[kk], hseq, -kk - 1)
-                    hsize += 1
+            blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now, (ua, uk))
+            dirty = dirty or not wk[kk].idle
+            wake = _wake_at(wk, kk, now)
+            if wake >= 0:
+                heap = _set_timer(heap, run, wake, -kk - 1)
         if next_epoch >= 0:
-            hseq += 1
-            heap = t_push(heap, hsize, next_epoch * epoch_us, hseq, next_epoch)
-            hsize += 1
+            heap = _set_timer(heap, run, next_epoch * epoch_us, next_epoch)
         if arriving:
-            at_chunk_end(s, i, 0, chunk, n, arrival_ns)
-    finish(r_outcome, DROPPED)
-    return blog[:, :nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED]
+            at_chunk_end(s, rs.i, 0, sc.chunk, n, sc.arrival_ns)
+    finish(req.outcome, DROPPED)
+    return blog[:, :rs.nb].copy(), s[S_SHED]
 
 
-def plans(pol: Any) -> tuple:
-    """Every epoch's plan as the policy object ``pol`` makes and lays it out (``Nexus._plan``,
-    ``Nexus.layout``), flattened into the kernel's arrays: (last epoch, the per-epoch arrays ``EP``, every
-    slot's batch cap and model). Slots and allocations get ids unique over the run (an epoch's are fresh)."""
-    last = max(pol.peaks) if pol.peaks else 0
-    n_epochs, n_workers, n_sess = last + 1, len(pol.workers), len(pol.stream_model)
-    ep_duty = np.zeros((n_epochs, n_workers), np.int64)
-    ep_sb = np.zeros((n_epochs, n_workers), np.int64)
-    ep_ns = np.zeros((n_epochs, n_workers), np.int64)
-    ep_scale = np.zeros(n_epochs, np.float64)
-    ep_planned = np.zeros((n_epochs, n_sess), np.bool_)
-    ep_rate = np.zeros((n_epochs, n_sess), np.float64)
-    ep_depth = np.zeros((n_epochs, n_sess), np.float64)
-    eb = np.zeros((n_epochs, n_sess), np.int64)
-    ne = np.zeros((n_epochs, n_sess), np.int64)
-    total = np.zeros((n_epochs, n_sess), np.float64)
-    order = np.zeros((n_epochs, n_sess), np.int64)
-    n_order = np.zeros(n_epochs, np.int64)
-    l_cap: list[int] = []
-    l_model: list[int] = []
-    ent_slot: list[int] = []
-    ent_worker: list[int] = []
-    ent_w: list[float] = []
-    for e in range(n_epochs):
-        plan, scale, planned = pol._plan(e)
-        duty, slots, targets, weights, rates, _ = pol.layout(plan, planned)
-        ep_duty[e] = duty
-        ep_scale[e] = scale
+# ---------------------------------------------------------------------- the schedule, flattened
+
+
+def plans(schedule: Any, session_model: dict[int, int], n_workers: int) -> tuple:
+    """The group's :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` flattened into a
+    :data:`Plans` record. Slots and allocations get ids unique over the run (an epoch's are fresh)."""
+    n_e = len(schedule.epochs)
+    ew = np.zeros((n_e, n_workers), EPOCH_WORKER)
+    es = np.zeros((n_e, len(session_model)), EPOCH_SESSION)
+    slots: list[tuple[int, int]] = []
+    ents: list[tuple[int, int, float]] = []
+    for e, ep in enumerate(schedule.epochs):
+        ew["duty"][e] = ep.duty
         for w in range(n_workers):
-            ep_sb[e, w], ep_ns[e, w] = len(l_cap), len(slots[w])
-            for ss, cap in slots[w]:
-                l_cap.append(cap)
-                l_model.append(pol.stream_model[ss])
-        for j, (ss, tg) in enumerate(targets.items()):
-            order[e, j] = ss
-            eb[e, ss], ne[e, ss] = len(ent_slot), len(tg)
-            acc = 0.0
-            for (w, slot), weight in zip(tg, weights[ss]):
-                ent_slot.append(int(ep_sb[e, w]) + slot)
-                ent_worker.append(w)
-                ent_w.append(weight)
-                acc += weight  # SmoothWeightedRoundRobin.total: summed in entry order
-            total[e, ss] = acc
-            rate, depth = rates[ss]
-            ep_planned[e, ss], ep_rate[e, ss], ep_depth[e, ss] = True, rate, depth
-        n_order[e] = len(targets)
-    EP = (ep_duty, ep_sb, ep_ns, ep_scale, ep_planned, ep_rate, ep_depth, eb, ne,
-          np.array(ent_slot, np.int64), np.array(ent_worker, np.int64), np.array(ent_w, np.float64), total,
-          order, n_order)
-    return last, EP, np.array(l_cap, np.int64), np.array(l_model, np.int64)
+            ew["sb"][e, w], ew["ns"][e, w] = len(slots), len(ep.slots[w])
+            slots += [(b, session_model[s]) for s, b in ep.slots[w]]
+        for s, tg in ep.targets.items():
+            total = 0.0
+            for weight in ep.weights[s]:  # SmoothWeightedRoundRobin.total: summed in entry order
+                total += weight
+            es[e, s] = (True, *ep.rates[s], len(ents), len(tg), total)
+            ents += [(int(ew["sb"][e, w]) + j, w, weight) for (w, j), weight in zip(tg, ep.weights[s])]
+    return Plans(ew, es, np.array(ents, ENTRY), np.array(slots, SLOT),
+                 np.array([ep.scale for ep in schedule.epochs], np.float64),
+                 np.ascontiguousarray(np.concatenate([ep.phase for ep in schedule.epochs], axis=1)))
+
+
+def _state(n_workers: int, plan: tuple, n_sess: int) -> tuple:
+    """The kernel's fresh state: the workers', the slots' and the run's records, :data:`Routers`."""
+    wk = np.zeros(n_workers, WORKER)
+    wk["wake"], wk["idle"], wk["bid"] = -1, True, NONE
+    sl = np.zeros(len(plan.slot), QUEUE)
+    sl["head"], sl["tail"] = -1, -1
+    rt = Routers(np.zeros(plan.phase.shape, np.float64), np.zeros(n_sess, BUCKET))
+    run = np.zeros(1, RUN)
+    run["epoch"] = -1
+    return wk, sl, rt, run
 
 
 def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_batch: int, common: tuple,
               lat: np.ndarray, w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
     """One group's run (the ``whole`` mode, :mod:`.whole`): the policy object built as the reference builds it
-    (``make_policy(0)``: its draws from the run's generator), its plans (:func:`plans`), then the kernel;
-    returns (batch log, w_busy, w_waste, shed count, the policy's counters — Nexus keeps none)."""
+    (``make_policy(0)``: its schedule — the draws and the plans), the schedule flattened (:func:`plans`), then
+    the kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters — Nexus keeps none)."""
     pol = make_policy(0)
-    last, EP, l_cap, l_model = plans(pol)
-    fe = config.frontends if pol.fe_rng is not None else 1
-    if pol.fe_rng is not None:
-        state = pol.fe_rng.getstate()[1]  # (624 words, index)
-        mt, mtpos = np.array(state[:-1], np.int64), np.array([state[-1]], np.int64)
-    else:
-        mt, mtpos = np.zeros(1, np.int64), np.zeros(1, np.int64)
-    lat0 = np.ascontiguousarray(lat[pol.hw])
+    sch = pol.schedule
+    plan = plans(sch, pol.stream_model, len(pol.workers))
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
-    sess = np.ascontiguousarray(pol._session, dtype=np.int64)
-    coin = np.ascontiguousarray(pol.coin[:len(t)])
-    blog, w_busy, w_waste, n_shed = run_nexus(
-        t, d, sess, coin, lat, w_hw, lat0, pol.epoch_us, last, fe, mt, mtpos, EP, l_cap, l_model, *common,
-        r_start, r_finish, r_worker, r_batch, r_outcome, shed)
-    return blog, w_busy, w_waste, n_shed, {}
+    rq = np.zeros(len(t), REQUEST)
+    rq["sess"], rq["front"], rq["coin"] = sch.session, sch.frontend, sch.coin
+    cols = {"start": r_start, "finish": r_finish, "worker": r_worker, "batch": r_batch}
+    for name, col in cols.items():
+        rq[name] = col
+    req = Requests(t, d, shed, r_outcome, rq)
+    wk, sl, rt, run = _state(len(w_hw), plan, len(pol.stream_model))
+    tb = Tables(lat, np.ascontiguousarray(lat[pol.hw]), w_hw)
+    blog, n_shed = run_nexus(req, plan, wk, sl, rt, tb, Sched(*common), run, pol.epoch_us, pol.last_epoch)
+    for name, col in cols.items():
+        col[:] = rq[name]
+    return blog, wk["busy"].copy(), np.zeros(len(w_hw), np.int64), n_shed, {}
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402

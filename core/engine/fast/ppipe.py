@@ -43,6 +43,8 @@ What it re-enacts, and where the reference says it:
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -53,141 +55,225 @@ NEVER = np.int64(1) << 62
 P_W, P_START, P_LI, P_UP, P_DOWN, P_TS, P_LN = range(7)
 #: what the kernel returns as its error: none, a reservation overlapping another, a slot of zero length
 E_OK, E_OVERLAP, E_EMPTY = range(3)
+#: what Algorithm 1 does with the head of a queue: send a batch, wait (a timer is set), drop the head
+SEND, WAIT, DROP = range(3)
+
+#: the trace (arrival, deadline, model) and the recorder's request columns, written in place
+Requests = namedtuple("Requests", "t d model start finish worker batch outcome")
+#: the plan (:func:`arrays`): per model its pipelines ``mp_pipe[mp_off[m]:mp_off[m + 1]]``; per pipeline its
+#: batch size and stages ``[st_off[p], st_off[p + 1])``; per stage its pool's candidates
+#: ``[pool_off[s], pool_off[s + 1])`` (vGPU, its server's downlink and uplink) and latency and inbound
+#: transfer per batch size
+Pipes = namedtuple("Pipes", "mp_off mp_pipe p_batch st_off pool_off cand lat tin")
+#: a pool's candidate: its vGPU, its server's downlink and uplink
+CAND = np.dtype([("w", np.int64), ("down", np.int64), ("up", np.int64)])
+#: per resource (vGPU, link) its reservations, sorted: ``IS``/``IE[r, res[r].ilo:res[r].ihi]`` (:data:`RES`)
+Reservations = namedtuple("Reservations", "IS IE res")
+#: per resource: its reservations' range in ``IS``/``IE``, its last end and the start of its final gap-free
+#: block (one structured array: an inlined helper's named-tuple argument is reference-counted per array)
+RES = np.dtype([("ilo", np.int64), ("ihi", np.int64), ("last_end", np.int64), ("busy_from", np.int64)])
+#: per DNN its queue ``q_order[qh[m]:qe[m]]``, the head admitted last (rule (b)), the moment it waits for and
+#: the batch it awaits; the timers' binary heap (time, set order, DNN)
+Dnns = namedtuple("Dnns", "q_order qh qe admitted wait_until wait_need ht hs hm")
+#: the policy's switches (``wait`` and the artifact rules (a), (b), (e))
+Rules = namedtuple("Rules", "wait scored head_drop fill_wait")
+#: the run's scalars: next arrival, timers (count, set order), batch rows, counters, and the error
+RUN = np.dtype([("i", np.int64), ("nh", np.int64), ("seq", np.int64), ("nb", np.int64), ("probes", np.int64),
+                ("dispatched", np.int64), ("err", np.int64), ("err_res", np.int64), ("err_start", np.int64),
+                ("err_len", np.int64)])
+#: scratch: two probe buffers (the best path so far and the next probe's) and the decision
+Scratch = namedtuple("Scratch", "bufs dec")
+#: one decision of Algorithm 1: the pipeline, which probe buffer holds its path, the batch size, the path's
+#: finish, the head and its deadline
+DECISION = np.dtype([("best", np.int64), ("kb", np.int64), ("bs", np.int64), ("finish", np.int64),
+                     ("head", np.int64), ("deadline", np.int64)])
+
+
+# ---------------------------------------------------------------------- Algorithm 2: probe
 
 
 @njit(cache=True, inline='always')
-def _fit(IS, IE, ilo, ihi, last_end, busy_from, r, t, length):
+def _fit(rv, r, t, length):
     """``earliestSlot`` of one resource: the earliest ``s ≥ t`` at which ``r`` is free for ``length``."""
-    last = last_end[r]
+    last = rv.res[r].last_end
     if last <= t or length <= 0:
         return t
-    if t >= busy_from[r]:  # inside the final gap-free block
+    if t >= rv.res[r].busy_from:  # inside the final gap-free block
         return last
-    lo, hi = ilo[r], ihi[r]
+    lo, hi = rv.res[r].ilo, rv.res[r].ihi
     while lo < hi:  # the first interval ending after t
         mid = (lo + hi) >> 1
-        if IE[r, mid] <= t:
+        if rv.IE[r, mid] <= t:
             lo = mid + 1
         else:
             hi = mid
-    i, n = lo, ihi[r]
-    while i < n and IS[r, i] < t + length:
-        if IE[r, i] > t:
-            t = IE[r, i]
+    i, n = lo, rv.res[r].ihi
+    while i < n and rv.IS[r, i] < t + length:
+        if rv.IE[r, i] > t:
+            t = rv.IE[r, i]
         i += 1
     return t
 
 
 @njit(cache=True, inline='always')
-def _link_slot(IS, IE, ilo, ihi, last_end, busy_from, up, down, ts, ln):
+def _link_slot(rv, up, down, ts, ln):
     """The earliest start ≥ ``ts`` (``up`` free there) at which both links are free for ``ln``."""
     while True:
-        s = _fit(IS, IE, ilo, ihi, last_end, busy_from, down, ts, ln)
+        s = _fit(rv, down, ts, ln)
         if s == ts:
             return ts
-        ts = _fit(IS, IE, ilo, ihi, last_end, busy_from, up, s, ln)
+        ts = _fit(rv, up, s, ln)
         if ts == s:
             return ts
 
 
 @njit(cache=True, inline='always')
-def _probe(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end, busy_from):
-    """Algorithm 2 ``probe(p, bs)`` at ``now`` into ``buf`` (per stage: the probe buffer fields); (finish, wait)."""
-    s0 = st_off[p]
-    li = lat[s0, bs]
+def _first_stage(pl, rv, s0, bs, now, buf):
+    """The first stage's vGPU: free soonest at or after ``now`` (ties to the first in pool order); its end and
+    its server's uplink."""
+    li = pl.lat[s0, bs]
     best, bw = NEVER, -1
-    for c in range(pool_off[s0], pool_off[s0 + 1]):
-        w = c_w[c]
-        t = last_end[w]
+    for c in range(pl.pool_off[s0], pl.pool_off[s0 + 1]):
+        t = rv.res[pl.cand[c].w].last_end
         if t <= now:
             best, bw = now, c
             break
         if t < best:
             best, bw = t, c
-    buf[P_W, 0], buf[P_START, 0], buf[P_LI, 0] = c_w[bw], best, li
-    busy = li
-    tg = best + li
-    up = c_up[bw]
-    for j in range(1, st_off[p + 1] - s0):
+    buf[P_W, 0], buf[P_START, 0], buf[P_LI, 0] = pl.cand[bw].w, best, li
+    return best + li, pl.cand[bw].up
+
+
+@njit(cache=True, inline='always')
+def _probe(pl, rv, p, bs, now, buf):
+    """Algorithm 2 ``probe(p, bs)`` at ``now`` into ``buf`` (per stage: the probe buffer fields); (finish, wait)."""
+    s0 = pl.st_off[p]
+    tg, up = _first_stage(pl, rv, s0, bs, now, buf)
+    busy = pl.lat[s0, bs]
+    for j in range(1, pl.st_off[p + 1] - s0):
         s = s0 + j
-        li = lat[s, bs]
-        ln = tin[s, bs]
+        li, ln = pl.lat[s, bs], pl.tin[s, bs]
         busy += li + ln
         floor = tg + ln  # no GPU of the pool starts earlier
         best, bw, bts = NEVER, -1, 0
-        up_busy = ln > 0 and last_end[up] > tg
-        tu = _fit(IS, IE, ilo, ihi, last_end, busy_from, up, tg, ln) if up_busy else tg
-        for c in range(pool_off[s], pool_off[s + 1]):
-            down = c_down[c]
-            if ln > 0 and (up_busy or last_end[down] > tg):
-                ts = _link_slot(IS, IE, ilo, ihi, last_end, busy_from, up, down, tu, ln)
-            else:
-                ts = tg
-            start = _fit(IS, IE, ilo, ihi, last_end, busy_from, c_w[c], ts + ln, li)
+        up_busy = ln > 0 and rv.res[up].last_end > tg
+        tu = _fit(rv, up, tg, ln) if up_busy else tg
+        for c in range(pl.pool_off[s], pl.pool_off[s + 1]):
+            down = pl.cand[c].down
+            ts = _link_slot(rv, up, down, tu, ln) if ln > 0 and (up_busy or rv.res[down].last_end > tg) else tg
+            start = _fit(rv, pl.cand[c].w, ts + ln, li)
             if start < best:
                 best, bw, bts = start, c, ts
                 if start <= floor:
                     break
-        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = c_w[bw], best, li
-        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, c_down[bw], bts, ln
+        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = pl.cand[bw].w, best, li
+        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, pl.cand[bw].down, bts, ln
         tg = best + li
-        up = c_up[bw]
+        up = pl.cand[bw].up
     return tg, tg - now - busy
 
 
 @njit(cache=True, inline='always')
-def _probe_scored(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
-                  busy_from):
+def _probe_scored(pl, rv, p, bs, now, buf):
     """Rule (a), ``uplink_score`` (``reservations.probe_scored``): the plain scan in pool order, a candidate of a
     non-last stage scored by the later of its finish and its server uplink's last reservation; ties to the
     first. Same buffer and answer as :func:`_probe`."""
-    s0 = st_off[p]
-    last_j = st_off[p + 1] - s0 - 1
-    tg = now
-    up = -1
-    busy = 0
+    s0 = pl.st_off[p]
+    last_j = pl.st_off[p + 1] - s0 - 1
+    tg, up, busy = now, -1, 0
     for j in range(last_j + 1):
         s = s0 + j
-        li = lat[s, bs]
-        ln = tin[s, bs] if j else 0
+        li = pl.lat[s, bs]
+        ln = pl.tin[s, bs] if j else 0
         busy += li + ln
         best, bw, bts, bstart = NEVER, -1, 0, 0
-        for c in range(pool_off[s], pool_off[s + 1]):
-            down = c_down[c]
-            if j and ln > 0 and (last_end[up] > tg or last_end[down] > tg):
-                ts = _link_slot(IS, IE, ilo, ihi, last_end, busy_from, up, down,
-                                _fit(IS, IE, ilo, ihi, last_end, busy_from, up, tg, ln), ln)
+        for c in range(pl.pool_off[s], pl.pool_off[s + 1]):
+            down = pl.cand[c].down
+            if j and ln > 0 and (rv.res[up].last_end > tg or rv.res[down].last_end > tg):
+                ts = _link_slot(rv, up, down, _fit(rv, up, tg, ln), ln)
             else:
                 ts = tg
-            start = _fit(IS, IE, ilo, ihi, last_end, busy_from, c_w[c], ts + ln, li)
+            start = _fit(rv, pl.cand[c].w, ts + ln, li)
             score = start + li
-            if j < last_j and last_end[c_up[c]] > score:
-                score = last_end[c_up[c]]
+            if j < last_j and rv.res[pl.cand[c].up].last_end > score:
+                score = rv.res[pl.cand[c].up].last_end
             if score < best:
                 best, bw, bts, bstart = score, c, ts, start
-        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = c_w[bw], bstart, li
-        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, c_down[bw], bts, ln
+        buf[P_W, j], buf[P_START, j], buf[P_LI, j] = pl.cand[bw].w, bstart, li
+        buf[P_UP, j], buf[P_DOWN, j], buf[P_TS, j], buf[P_LN, j] = up, pl.cand[bw].down, bts, ln
         tg = bstart + li
-        up = c_up[bw]
+        up = pl.cand[bw].up
     return tg, tg - now - busy
 
 
 @njit(cache=True)  # (a call, not inlined: inlined at its seven call sites the kernel took ~85 s to compile)
-def _probe_any(scored, p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
-               busy_from):
-    """Algorithm 2's probe: the artifact's GPU score (rule (a)) or the paper's."""
+def _probe_any(scored, pl, rv, p, bs, now, buf, run):
+    """Algorithm 2's probe (counted in ``run``): the artifact's GPU score (rule (a)) or the paper's."""
+    run[0].probes += 1
     if scored:
-        return _probe_scored(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi,
-                             last_end, busy_from)
-    return _probe(p, bs, now, buf, st_off, pool_off, c_w, c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end,
-                  busy_from)
+        return _probe_scored(pl, rv, p, bs, now, buf)
+    return _probe(pl, rv, p, bs, now, buf)
+
+
+# ---------------------------------------------------------------------- Algorithm 1: schedule
 
 
 @njit(cache=True, inline='always')
-def _timer_push(ht, hs, hm, nh, wake, seq, m):
-    """Set DNN ``m``'s wake-up at ``wake`` (push order ``seq``) in the binary heap of timers (sift up from the
-    end); returns the heap's new size."""
-    k = nh
+def _pick(pl, rv, bufs, rules, run, dec, m, now):
+    """Step 1: the pipeline of DNN ``m`` with the least waiting time at its planned batch size (strictly less:
+    ties to the first in plan order), its path in ``bufs[dec.kb]``."""
+    dc = dec[0]
+    p0, p1 = pl.mp_off[m], pl.mp_off[m + 1]
+    best = pl.mp_pipe[p0]
+    kb = 0
+    finish, best_wait = _probe_any(rules.scored, pl, rv, best, pl.p_batch[best], now, bufs[0], run)
+    for x in range(p0 + 1, p1):
+        p = pl.mp_pipe[x]
+        f, wt = _probe_any(rules.scored, pl, rv, p, pl.p_batch[p], now, bufs[1 - kb], run)
+        if wt < best_wait:
+            best_wait, best, finish, kb = wt, p, f, 1 - kb
+    dc.best, dc.kb, dc.finish, dc.bs = best, kb, finish, pl.p_batch[best]
+
+
+@njit(cache=True, inline='always')
+def _head_ok(pl, rv, bufs, rules, run, dec, now):
+    """Rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline."""
+    dc = dec[0]
+    if dc.finish <= dc.deadline:
+        return True
+    planned = pl.p_batch[dc.best]
+    lowest = max(1, int(0.95 * planned + 0.5))
+    for b in range(planned - 1, lowest - 1, -1):
+        f, _ = _probe_any(rules.scored, pl, rv, dc.best, b, now, bufs[1 - dc.kb], run)
+        if f <= dc.deadline:
+            return True
+    return False
+
+
+@njit(cache=True, inline='always')
+def _meet_deadline(pl, rv, bufs, rules, run, dec, now):
+    """Step 2: from the planned batch size down to 1, the first whose finish meets the head's deadline (its
+    path in ``bufs[dec.kb]``); 0 if none."""
+    dc = dec[0]
+    if dc.finish <= dc.deadline:
+        return
+    dc.bs = 0
+    for b in range(pl.p_batch[dc.best] - 1, 0, -1):
+        finish, _ = _probe_any(rules.scored, pl, rv, dc.best, b, now, bufs[dc.kb], run)
+        dc.finish = finish
+        if finish <= dc.deadline:
+            dc.bs = b
+            return
+
+
+@njit(cache=True, inline='always')
+def _timer_push(dn, run, wake, m):
+    """Set DNN ``m``'s wake-up at ``wake`` (the set order counts up) in the binary heap of timers (sift up from
+    the end)."""
+    rs = run[0]
+    rs.seq += 1
+    ht, hs, hm, seq = dn.ht, dn.hs, dn.hm, rs.seq
+    k = rs.nh
     while k > 0:
         par = (k - 1) >> 1
         if ht[par] > wake or (ht[par] == wake and hs[par] > seq):
@@ -196,272 +282,284 @@ def _timer_push(ht, hs, hm, nh, wake, seq, m):
         else:
             break
     ht[k], hs[k], hm[k] = wake, seq, m
-    return nh + 1
+    rs.nh += 1
 
 
 @njit(cache=True, inline='always')
-def _room(IS, IE, ilo, ihi, r, now, need):
+def _timer_pop(dn, run):
+    """Remove the earliest timer (read ``dn.ht[0]``, ``dn.hm[0]`` first): sift the last entry down from the root."""
+    ht, hs, hm = dn.ht, dn.hs, dn.hm
+    run[0].nh -= 1
+    nh = run[0].nh
+    if nh == 0:
+        return
+    xt, xs, xm = ht[nh], hs[nh], hm[nh]
+    k = 0
+    while True:
+        c = 2 * k + 1
+        if c >= nh:
+            break
+        if c + 1 < nh and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
+            c += 1
+        if ht[c] < xt or (ht[c] == xt and hs[c] < xs):
+            ht[k], hs[k], hm[k] = ht[c], hs[c], hm[c]
+            k = c
+        else:
+            break
+    ht[k], hs[k], hm[k] = xt, xs, xm
+
+
+@njit(cache=True, inline='always')
+def _short_queue(pl, rv, dn, bufs, rules, run, dec, m, now, last_moment):
+    """Fewer requests queued than the batch size: wait (rule (e): until a batch of queued + 1 misses the
+    deadline even with no queueing; else till the last moment, when ``wait`` is on and there is slack and
+    this is not that moment) or send what is queued (probed again at that size). SEND, WAIT or DROP."""
+    dc = dec[0]
+    queued = dn.qe[m] - dn.qh[m]
+    if rules.fill_wait and rules.wait:
+        small, wait_small = _probe_any(rules.scored, pl, rv, dc.best, queued + 1, now, bufs[1 - dc.kb], run)
+        if small > dc.deadline:
+            return DROP
+        dn.wait_until[m] = dc.deadline - (small - now - wait_small) + 1
+        dn.wait_need[m] = 0  # every arrival re-decides
+        _timer_push(dn, run, dn.wait_until[m], m)
+        return WAIT
+    slack = dc.deadline - dc.finish
+    if rules.wait and slack > 0 and not last_moment:
+        dn.wait_until[m], dn.wait_need[m] = now + slack, dc.bs
+        _timer_push(dn, run, now + slack, m)
+        return WAIT
+    dc.bs = queued  # the last moment: send what is queued
+    dc.finish, _ = _probe_any(rules.scored, pl, rv, dc.best, queued, now, bufs[dc.kb], run)
+    return DROP if dc.finish > dc.deadline else SEND  # (a smaller batch is never slower)
+
+
+@njit(cache=True, inline='always')
+def _decide(req, pl, rv, dn, sc, rules, run, m, now, last_moment):
+    """Algorithm 1 for the head of DNN ``m``'s queue: SEND (``sc.dec`` holds the pipeline, the buffer with its
+    path and the batch size), WAIT or DROP (the head)."""
+    bufs, dec = sc.bufs, sc.dec
+    _pick(pl, rv, bufs, rules, run, dec, m, now)
+    dc = dec[0]
+    dc.head = dn.q_order[dn.qh[m]]
+    dc.deadline = req.d[dc.head]
+    if rules.head_drop and dc.head != dn.admitted[m]:
+        if not _head_ok(pl, rv, bufs, rules, run, dec, now):
+            return DROP
+        dn.admitted[m] = dc.head
+    _meet_deadline(pl, rv, bufs, rules, run, dec, now)
+    if dc.bs == 0:
+        return DROP
+    if dn.qe[m] - dn.qh[m] < dc.bs:
+        return _short_queue(pl, rv, dn, bufs, rules, run, dec, m, now, last_moment)
+    return SEND
+
+
+# ---------------------------------------------------------------------- reserve and record a path
+
+
+@njit(cache=True, inline='always')
+def _room(rv, r, now, need):
     """Make room for ``need`` more intervals of ``r`` (drop those over by ``now``, move the rest to the front);
     False if there is not enough room even so."""
-    cap = IS.shape[1]
-    if ihi[r] + need <= cap:
+    cap = rv.IS.shape[1]
+    if rv.res[r].ihi + need <= cap:
         return True
-    lo = ilo[r]
-    while lo < ihi[r] and IE[r, lo] <= now:
+    lo = rv.res[r].ilo
+    while lo < rv.res[r].ihi and rv.IE[r, lo] <= now:
         lo += 1
-    k = ihi[r] - lo
+    k = rv.res[r].ihi - lo
     for i in range(k):
-        IS[r, i] = IS[r, lo + i]
-        IE[r, i] = IE[r, lo + i]
-    ilo[r], ihi[r] = 0, k
+        rv.IS[r, i] = rv.IS[r, lo + i]
+        rv.IE[r, i] = rv.IE[r, lo + i]
+    rv.res[r].ilo, rv.res[r].ihi = 0, k
     return k + need <= cap
 
 
 @njit(cache=True, inline='always')
-def _reserve(IS, IE, ilo, ihi, last_end, busy_from, r, start, length):
+def _make_room(rv, buf, ns, now):
+    """Room in every table the path reserves (3 per stage: a path may reserve one resource more than once);
+    the reservations, their tables grown if a resource has too little even so."""
+    grow = False
+    for j in range(ns):
+        if not _room(rv, buf[P_W, j], now, 3 * ns):
+            grow = True
+        if j and not (_room(rv, buf[P_UP, j], now, 3 * ns) and _room(rv, buf[P_DOWN, j], now, 3 * ns)):
+            grow = True
+    if not grow:
+        return rv
+    c2 = 2 * rv.IS.shape[1] + 3 * ns
+    IS2 = np.zeros((rv.IS.shape[0], c2), np.int64)
+    IE2 = np.zeros((rv.IS.shape[0], c2), np.int64)
+    IS2[:, :rv.IS.shape[1]] = rv.IS
+    IE2[:, :rv.IE.shape[1]] = rv.IE
+    return Reservations(IS2, IE2, rv.res)
+
+
+@njit(cache=True, inline='always')
+def _reserve(rv, r, start, length):
     """``markReserved(r, start, length)`` (room made beforehand); an error code."""
     if length <= 0:
         return E_OK
     end = start + length
-    last = last_end[r]
-    lo, hi = ilo[r], ihi[r]
+    last = rv.res[r].last_end
+    lo, hi = rv.res[r].ilo, rv.res[r].ihi
     if start >= last:
         if start == last and hi > lo:  # right after the last interval: extend it (the same busy time)
-            IE[r, hi - 1] = end
+            rv.IE[r, hi - 1] = end
         else:
-            IS[r, hi], IE[r, hi] = start, end
-            ihi[r] = hi + 1
+            rv.IS[r, hi], rv.IE[r, hi] = start, end
+            rv.res[r].ihi = hi + 1
             if start > last:  # after a gap: the gap-free block restarts here
-                busy_from[r] = start
-        last_end[r] = end
+                rv.res[r].busy_from = start
+        rv.res[r].last_end = end
         return E_OK
     a, b = lo, hi  # the first interval starting after start
     while a < b:
         mid = (a + b) >> 1
-        if IS[r, mid] <= start:
+        if rv.IS[r, mid] <= start:
             a = mid + 1
         else:
             b = mid
-    if (a > lo and IE[r, a - 1] > start) or (a < hi and IS[r, a] < end):
+    if (a > lo and rv.IE[r, a - 1] > start) or (a < hi and rv.IS[r, a] < end):
         return E_OVERLAP
     for i in range(hi, a, -1):
-        IS[r, i] = IS[r, i - 1]
-        IE[r, i] = IE[r, i - 1]
-    IS[r, a], IE[r, a] = start, end
-    ihi[r] = hi + 1
+        rv.IS[r, i] = rv.IS[r, i - 1]
+        rv.IE[r, i] = rv.IE[r, i - 1]
+    rv.IS[r, a], rv.IE[r, a] = start, end
+    rv.res[r].ihi = hi + 1
     return E_OK
 
 
-@njit(cache=True)
-def run_ppipe(t, d, model, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, pool_off, c_w, c_down, c_up, lat,
-              tin, n_res, n_gpus, max_stages, wait, scored, head_drop, fill_wait, cap, r_start, r_finish, r_worker,
-              r_batch, r_outcome):
-    """The run (module docstring): fills the request columns; returns (batch log [5, rows]: worker, model, size,
-    start, end; w_busy; [probes, dispatched]; error code, and the resource, start and length of the slot it
-    concerns)."""
-    n = len(t)
-    n_models = len(mp_off) - 1
-    IS = np.zeros((n_res, cap), np.int64)
-    IE = np.zeros((n_res, cap), np.int64)
-    ilo = np.zeros(n_res, np.int64)
-    ihi = np.zeros(n_res, np.int64)
-    last_end = np.zeros(n_res, np.int64)
-    busy_from = np.zeros(n_res, np.int64)
-    w_busy = np.zeros(n_gpus, np.int64)
-    bufs = np.zeros((2, 7, max(max_stages, 1)), np.int64)
-    qh = q_base[:-1].copy()  # model m's queue: q_order[qh[m]:qe[m]]
-    qe = q_base[:-1].copy()
-    wait_until = np.full(n_models, -1, np.int64)
-    wait_need = np.zeros(n_models, np.int64)
-    admitted = np.full(n_models, -1, np.int64)  # rule (b): the request admitted last as its DNN's head
-    # timers: a binary heap of (time, seq, model)
-    hcap = 2 * n + 16
-    ht = np.zeros(hcap, np.int64)
-    hs = np.zeros(hcap, np.int64)
-    hm = np.zeros(hcap, np.int64)
-    nh = 0
-    seq = 0
-    blog = np.zeros((5, max(n, 16)), np.int64)
-    nb = 0
-    probes = 0
-    dispatched = 0
-    err = np.zeros(4, np.int64)
-    i = 0
-    while True:
-        # the next event: a timer at or before the next arrival (timers first at equal times), else the arrival
-        if nh > 0 and (i >= n or ht[0] <= t[i]):
-            now, m = ht[0], hm[0]
-            nh -= 1
-            if nh > 0:  # pop: sift the last entry down from the root
-                xt, xs, xm = ht[nh], hs[nh], hm[nh]
-                k = 0
-                while True:
-                    c = 2 * k + 1
-                    if c >= nh:
-                        break
-                    if c + 1 < nh and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
-                        c += 1
-                    if ht[c] < xt or (ht[c] == xt and hs[c] < xs):
-                        ht[k], hs[k], hm[k] = ht[c], hs[c], hm[c]
-                        k = c
-                    else:
-                        break
-                ht[k], hs[k], hm[k] = xt, xs, xm
-            if wait_until[m] != now:
-                continue  # stale: the DNN no longer waits for this moment
-            wait_until[m] = -1
-            last_moment = not fill_wait
-        elif i < n:
-            now, m = t[i], model[i]
-            qe[m] += 1
-            i += 1
-            if now < wait_until[m] and qe[m] - qh[m] < wait_need[m]:
-                continue
-            last_moment = False
-        else:
-            break
-        # Algorithm 1 for DNN m at now
-        p0, p1 = mp_off[m], mp_off[m + 1]
-        if p0 == p1:  # no pipeline: drop what is queued
-            for x in range(qh[m], qe[m]):
-                r_outcome[q_order[x]] = DROPPED
-            qh[m] = qe[m]
-            continue
-        while qe[m] > qh[m]:
-            # step 1: the pipeline with the least waiting time at its planned batch size
-            kb = 0
-            best = mp_pipe[p0]
-            finish, best_wait = _probe_any(scored, best, p_batch[best], now, bufs[0], st_off, pool_off, c_w, c_down, c_up, lat,
-                                       tin, IS, IE, ilo, ihi, last_end, busy_from)
-            for x in range(p0 + 1, p1):  # (strictly less: ties to the first in plan order)
-                p = mp_pipe[x]
-                f, wt = _probe_any(scored, p, p_batch[p], now, bufs[1 - kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
-                               IS, IE, ilo, ihi, last_end, busy_from)
-                if wt < best_wait:
-                    best_wait, best, finish, kb = wt, p, f, 1 - kb
-            probes += p1 - p0
-            # step 2: the largest batch size meeting the oldest request's deadline
-            head = q_order[qh[m]]
-            deadline = d[head]
-            bs = p_batch[best]
-            if head_drop and head != admitted[m]:
-                # rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline
-                if finish > deadline:
-                    lowest = max(1, int(0.95 * p_batch[best] + 0.5))
-                    ok = False
-                    for b in range(p_batch[best] - 1, lowest - 1, -1):
-                        probes += 1
-                        f, _ = _probe_any(scored, best, b, now, bufs[1 - kb], st_off, pool_off, c_w, c_down, c_up,
-                                          lat, tin, IS, IE, ilo, ihi, last_end, busy_from)
-                        if f <= deadline:
-                            ok = True
-                            break
-                    if not ok:
-                        r_outcome[head] = DROPPED
-                        qh[m] += 1
-                        continue
-                admitted[m] = head
-            if finish > deadline:
-                bs = 0
-                for b in range(p_batch[best] - 1, 0, -1):
-                    finish, _ = _probe_any(scored, best, b, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
-                                       IS, IE, ilo, ihi, last_end, busy_from)
-                    probes += 1
-                    if finish <= deadline:
-                        bs = b
-                        break
-            if bs == 0:  # drop the oldest and start over
-                r_outcome[head] = DROPPED
-                qh[m] += 1
-                continue
-            queued = qe[m] - qh[m]
-            if queued < bs and fill_wait and wait:
-                # rule (e): wait until a batch of queued + 1 misses the deadline even with no queueing
-                small, wait_small = _probe_any(scored, best, queued + 1, now, bufs[1 - kb], st_off, pool_off, c_w,
-                                               c_down, c_up, lat, tin, IS, IE, ilo, ihi, last_end, busy_from)
-                probes += 1
-                if small > deadline:
-                    r_outcome[head] = DROPPED
-                    qh[m] += 1
-                    continue
-                wake = deadline - (small - now - wait_small) + 1
-                wait_until[m] = wake
-                wait_need[m] = 0  # every arrival re-decides
-                seq += 1
-                nh = _timer_push(ht, hs, hm, nh, wake, seq, m)
-                break
-            if queued < bs:
-                slack = deadline - finish
-                if wait and slack > 0 and not last_moment:  # wait till the last moment
-                    wake = now + slack
-                    wait_until[m] = wake
-                    wait_need[m] = bs
-                    seq += 1
-                    nh = _timer_push(ht, hs, hm, nh, wake, seq, m)
-                    break
-                bs = queued  # the last moment: send what is queued
-                finish, _ = _probe_any(scored, best, bs, now, bufs[kb], st_off, pool_off, c_w, c_down, c_up, lat, tin,
-                                   IS, IE, ilo, ihi, last_end, busy_from)
-                probes += 1
-                if finish > deadline:  # (a smaller batch is never slower)
-                    r_outcome[head] = DROPPED
-                    qh[m] += 1
-                    continue
-            # reserve the path (room first: an interval table may need to grow)
-            buf = bufs[kb]
-            ns = st_off[best + 1] - st_off[best]
-            grow = False
-            for j in range(ns):
-                if not _room(IS, IE, ilo, ihi, buf[P_W, j], now, 3 * ns):
-                    grow = True
-                if j and not (_room(IS, IE, ilo, ihi, buf[P_UP, j], now, 3 * ns)
-                              and _room(IS, IE, ilo, ihi, buf[P_DOWN, j], now, 3 * ns)):
-                    grow = True
-            if grow:  # (room for 3 per stage: a path may reserve one resource more than once)
-                c2 = 2 * IS.shape[1] + 3 * ns
-                IS2 = np.zeros((n_res, c2), np.int64)
-                IE2 = np.zeros((n_res, c2), np.int64)
-                IS2[:, :IS.shape[1]] = IS
-                IE2[:, :IE.shape[1]] = IE
-                IS, IE = IS2, IE2
-            for j in range(ns):
-                if j:
-                    for r in (buf[P_UP, j], buf[P_DOWN, j]):
-                        e = _reserve(IS, IE, ilo, ihi, last_end, busy_from, r, buf[P_TS, j], buf[P_LN, j])
-                        if e != E_OK:
-                            err[0], err[1], err[2], err[3] = e, r, buf[P_TS, j], buf[P_LN, j]
-                            return blog[:, :nb].copy(), w_busy, np.array([probes, dispatched]), err
-                e = _reserve(IS, IE, ilo, ihi, last_end, busy_from, buf[P_W, j], buf[P_START, j], buf[P_LI, j])
+@njit(cache=True, inline='always')
+def _fail(run, code, r, start, length):
+    """Record the kernel's error (its code, the resource and the slot); False."""
+    rs = run[0]
+    rs.err, rs.err_res, rs.err_start, rs.err_len = code, r, start, length
+    return False
+
+
+@njit(cache=True, inline='always')
+def _reserve_path(rv, buf, ns, run):
+    """Reserve every stage's transfer links and vGPU (``reserve``); False on an error (``run``)."""
+    for j in range(ns):
+        if j:
+            for r in (buf[P_UP, j], buf[P_DOWN, j]):
+                e = _reserve(rv, r, buf[P_TS, j], buf[P_LN, j])
                 if e != E_OK:
-                    err[0], err[1], err[2], err[3] = e, buf[P_W, j], buf[P_START, j], buf[P_LI, j]
-                    return blog[:, :nb].copy(), w_busy, np.array([probes, dispatched]), err
-            dispatched += 1
-            # the recorder's record mode: a row per stage; the requests from the last
-            if nb + ns > blog.shape[1]:
-                b2 = np.zeros((5, 2 * blog.shape[1] + ns), np.int64)
-                b2[:, :nb] = blog[:, :nb]
-                blog = b2
-            for j in range(ns):
-                if buf[P_START, j] < now or buf[P_LI, j] <= 0:
-                    err[0], err[1], err[2], err[3] = E_EMPTY, buf[P_W, j], buf[P_START, j], buf[P_LI, j]
-                    return blog[:, :nb].copy(), w_busy, np.array([probes, dispatched]), err
-                w = buf[P_W, j]
-                blog[0, nb], blog[1, nb], blog[2, nb] = w, m, bs
-                blog[3, nb], blog[4, nb] = buf[P_START, j], buf[P_START, j] + buf[P_LI, j]
-                w_busy[w] += buf[P_LI, j]
-                nb += 1
-            start, end, w = blog[3, nb - 1], blog[4, nb - 1], blog[0, nb - 1]
-            for x in range(qh[m], qh[m] + bs):
-                rid = q_order[x]
-                r_start[rid], r_finish[rid], r_worker[rid], r_batch[rid] = start, end, w, nb - 1
-                r_outcome[rid] = SERVED if d[rid] >= end else LATE
-            qh[m] += bs
-            wait_until[m] = -1
-            last_moment = False
-    for x in range(n):
-        if r_outcome[x] == 0:  # never served (PENDING)
-            r_outcome[x] = DROPPED
-    return blog[:, :nb].copy(), w_busy, np.array([probes, dispatched]), err
+                    return _fail(run, e, r, buf[P_TS, j], buf[P_LN, j])
+        e = _reserve(rv, buf[P_W, j], buf[P_START, j], buf[P_LI, j])
+        if e != E_OK:
+            return _fail(run, e, buf[P_W, j], buf[P_START, j], buf[P_LI, j])
+    return True
+
+
+@njit(cache=True, inline='always')
+def _record_path(req, dn, blog, w_busy, buf, ns, m, bs, now, run):
+    """The recorder's record mode: a batch row per stage (each stage's time to its vGPU's busy time), the
+    queue's first ``bs`` requests from the last stage; returns the log (grown when full)."""
+    nb = run[0].nb
+    if nb + ns > blog.shape[1]:
+        b2 = np.zeros((5, 2 * blog.shape[1] + ns), np.int64)
+        b2[:, :nb] = blog[:, :nb]
+        blog = b2
+    for j in range(ns):
+        if buf[P_START, j] < now or buf[P_LI, j] <= 0:
+            _fail(run, E_EMPTY, buf[P_W, j], buf[P_START, j], buf[P_LI, j])
+            return blog
+        w = buf[P_W, j]
+        blog[0, nb], blog[1, nb], blog[2, nb] = w, m, bs
+        blog[3, nb], blog[4, nb] = buf[P_START, j], buf[P_START, j] + buf[P_LI, j]
+        w_busy[w] += buf[P_LI, j]
+        nb += 1
+    run[0].nb = nb
+    start, end, w = blog[3, nb - 1], blog[4, nb - 1], blog[0, nb - 1]
+    for x in range(dn.qh[m], dn.qh[m] + bs):
+        r = dn.q_order[x]
+        req.start[r], req.finish[r], req.worker[r], req.batch[r] = start, end, w, nb - 1
+        req.outcome[r] = SERVED if req.d[r] >= end else LATE
+    return blog
+
+
+# ---------------------------------------------------------------------- the loop
+
+
+@njit(cache=True, inline='always')
+def _schedule(req, pl, rv, dn, sc, rules, run, blog, w_busy, m, now, last_moment):
+    """Algorithm 1 for DNN ``m`` at ``now`` until its queue is empty or it waits (a DNN without a pipeline
+    drops what it queues); returns the reservations and the log (either may have grown)."""
+    if pl.mp_off[m] == pl.mp_off[m + 1]:
+        for x in range(dn.qh[m], dn.qe[m]):
+            req.outcome[dn.q_order[x]] = DROPPED
+        dn.qh[m] = dn.qe[m]
+        return rv, blog
+    while dn.qe[m] > dn.qh[m]:
+        what = _decide(req, pl, rv, dn, sc, rules, run, m, now, last_moment)
+        if what == WAIT:
+            break
+        dc = sc.dec[0]
+        if what == DROP:
+            req.outcome[dc.head] = DROPPED
+            dn.qh[m] += 1
+            continue
+        buf = sc.bufs[dc.kb]
+        ns = pl.st_off[dc.best + 1] - pl.st_off[dc.best]
+        rv = _make_room(rv, buf, ns, now)
+        if not _reserve_path(rv, buf, ns, run):
+            break
+        run[0].dispatched += 1
+        blog = _record_path(req, dn, blog, w_busy, buf, ns, m, dc.bs, now, run)
+        if run[0].err != E_OK:
+            break
+        dn.qh[m] += dc.bs
+        dn.wait_until[m] = -1
+        last_moment = False
+    return rv, blog
+
+
+@njit(cache=True, inline='always')
+def _next_event(req, dn, rules, run):
+    """The next event: a timer at or before the next arrival (timers first at equal times), else the arrival.
+    (DNN, time, whether it is the last moment of its wait); DNN −1: nothing to decide, −2: the run is over."""
+    rs = run[0]
+    i, n = rs.i, len(req.t)
+    if rs.nh > 0 and (i >= n or dn.ht[0] <= req.t[i]):
+        now, m = dn.ht[0], dn.hm[0]
+        _timer_pop(dn, run)
+        if dn.wait_until[m] != now:
+            return -1, now, False  # stale: the DNN no longer waits for this moment
+        dn.wait_until[m] = -1
+        return m, now, not rules.fill_wait
+    if i >= n:
+        return -2, 0, False
+    now, m = req.t[i], req.model[i]
+    dn.qe[m] += 1
+    rs.i = i + 1
+    if now < dn.wait_until[m] and dn.qe[m] - dn.qh[m] < dn.wait_need[m]:
+        return -1, now, False  # it joins the queue of a DNN waiting for a larger batch
+    return m, now, False
+
+
+@njit(cache=True)
+def run_ppipe(req, pl, dn, rules, run, n_res, n_gpus, max_stages, cap):
+    """The run (module docstring): fills the request columns; returns (batch log [5, rows]: worker, model, size,
+    start, end; w_busy). ``run`` holds the counters and the error (code, resource, start and length)."""
+    rv = Reservations(np.zeros((n_res, cap), np.int64), np.zeros((n_res, cap), np.int64), np.zeros(n_res, RES))
+    w_busy = np.zeros(n_gpus, np.int64)
+    sc = Scratch(np.zeros((2, 7, max(max_stages, 1)), np.int64), np.zeros(1, DECISION))
+    blog = np.zeros((5, max(len(req.t), 16)), np.int64)
+    while True:
+        m, now, last_moment = _next_event(req, dn, rules, run)
+        if m == -2:
+            break
+        if m >= 0:
+            rv, blog = _schedule(req, pl, rv, dn, sc, rules, run, blog, w_busy, m, now, last_moment)
+            if run[0].err != E_OK:
+                return blog[:, :run[0].nb].copy(), w_busy
+    for x in range(len(req.t)):
+        if req.outcome[x] == 0:  # never served (PENDING)
+            req.outcome[x] = DROPPED
+    return blog[:, :run[0].nb].copy(), w_busy
 
 
 def arrays(pipes: list, n_models: int, n_gpus: int) -> tuple:
@@ -512,18 +610,26 @@ def run_group(engine, config, runtime) -> dict:
     q_order = np.argsort(m, kind="stable").astype(np.int64)  # each model's requests in trace order
     q_base = np.zeros(n_models + 1, np.int64)
     q_base[1:] = np.cumsum(np.bincount(m, minlength=n_models))
-    blog, w_busy, counters, err = run_ppipe(
-        t, d, m, q_order, q_base, mp_off, mp_pipe, p_batch, st_off, pool_off, c_w, c_down, c_up, lat, tin,
-        n_res, n_gpus, max_stages, bool(config.wait), bool(config.uplink_score), bool(config.head_drop),
-        bool(config.fill_wait), 64, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch,
-        rec.r_outcome)
-    if err[0] == E_OVERLAP:  # pragma: no cover - the reference's Reservations.reserve refuses it so
-        raise RuntimeError(f"resource {err[1]}: [{err[2]}, {err[2] + err[3]}) overlaps a reservation")
-    if err[0] == E_EMPTY:  # pragma: no cover - the reference's Recorder.record_path refuses it so
-        raise RuntimeError(f"worker {err[1]}: cannot book [{err[2]}, {err[2] + err[3]}) at the decision")
+    hcap = 2 * len(t) + 16
+    dn = Dnns(q_order, q_base[:-1].copy(), q_base[:-1].copy(), np.full(n_models, -1, np.int64),
+              np.full(n_models, -1, np.int64), np.zeros(n_models, np.int64), np.zeros(hcap, np.int64),
+              np.zeros(hcap, np.int64), np.zeros(hcap, np.int64))
+    req = Requests(t, d, m, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome)
+    rules = Rules(bool(config.wait), bool(config.uplink_score), bool(config.head_drop), bool(config.fill_wait))
+    run = np.zeros(1, RUN)
+    cand = np.zeros(len(c_w), CAND)
+    cand["w"], cand["down"], cand["up"] = c_w, c_down, c_up
+    blog, w_busy = run_ppipe(req, Pipes(mp_off, mp_pipe, p_batch, st_off, pool_off, cand, lat, tin), dn, rules,
+                             run, n_res, n_gpus, max_stages, 64)
+    err = run[0]
+    slot = f"[{err['err_start']}, {err['err_start'] + err['err_len']})"
+    if err["err"] == E_OVERLAP:  # pragma: no cover - the reference's Reservations.reserve refuses it so
+        raise RuntimeError(f"resource {err['err_res']}: {slot} overlaps a reservation")
+    if err["err"] == E_EMPTY:  # pragma: no cover - the reference's Recorder.record_path refuses it so
+        raise RuntimeError(f"worker {err['err_res']}: cannot book {slot} at the decision")
     rec.set_batches(*(np.ascontiguousarray(blog[c]) for c in range(5)), np.zeros(blog.shape[1], np.int64))
     rec.w_busy[:] = w_busy.tolist()
-    return {"probes": int(counters[0]), "dispatched": int(counters[1])}
+    return {"probes": int(err["probes"]), "dispatched": int(err["dispatched"])}
 
 
 from shepherd.core.engine import outcomes  # noqa: E402  (keys this module's JIT cache)
