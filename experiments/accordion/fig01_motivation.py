@@ -95,7 +95,7 @@ class Fig1(Experiment):
 
     def cells(self, scale):
         return [self.cell(policy=p, seed=s, reading=r) for r in READINGS for p in SYSTEMS
-                for s in range(max(scale.seeds, 3))]
+                for s in range(c.headline_seeds(scale))]
 
     def run_cell(self, p):
         frame = c.cell_layers(p)
