@@ -162,6 +162,8 @@ class MapFig3(Experiment):
         ax2 = ax.twinx()
         sns.lineplot(data=tab.to_pandas(), x="window", y="dropped", marker="s", errorbar=plotting.t_interval,
                      ax=ax2, color="C3", label="queries dropped (%)")
+        ax.set_ylim(0, 100)
+        ax2.grid(False)
         ax.set_xlabel("TIME_WINDOW / the query's SLO")
         ax.set_ylabel("High-priority queries faster with the predictor (%)")
         ax2.set_ylabel("queries dropped by the predictor (%)", color="C3")
