@@ -204,3 +204,21 @@ def test_stream_load_scale_and_peak_floor():
     assert flat.max() / flat.min() < 1.02 < peaky.max() / peaky.min()
     with pytest.raises(UserError):
         stream(2, load_scale=0.0)
+
+
+def test_fig3_map_compares_each_window_with_the_predictor_off():
+    from shepherd.experiments.accordion import maps
+    rows = []
+    for w, lats, drop in ((0.0, [2.0, 1.0, 3.0], 0.0), (0.5, [1.0, 1.0, 2.0], 0.2), (1.0, [2.0, 1.0, 2.5], 0.1)):
+        rows += [{"stream": 2, "seed": 0, "window": w, "request": i, "latency_s": x, "dropped": drop}
+                 for i, x in enumerate(lats)]
+    tab = maps.MapFig3().table(pl.DataFrame(rows)).sort("window")
+    assert tab["window"].to_list() == [0.5, 1.0]
+    assert tab["share"].to_list() == pytest.approx([200 / 3, 100 / 3]) and tab["dropped"].to_list() == [20.0, 10.0]
+
+
+def test_occupancy_map_cells_vary_load_and_shape_only():
+    from shepherd.experiments.accordion import maps
+    cells = maps.MapOccupancy().cells(Scale(quick=True, seeds=1))
+    assert len(cells) == 2 * 2 * len(maps.LOADS) * len(maps.FLOORS) * 3
+    assert {cl.params["target"] for cl in cells} == {"moderate"} and {cl.params["stream"] for cl in cells} == {3, 6}
