@@ -211,7 +211,8 @@ class MapOccupancy(Experiment):
         for ax, (p, paper) in zip(axes[0], OCC_PAPER.items()):
             sub = runs.filter(pl.col("policy") == p).with_columns(pl.col("floor").cast(pl.String).alias("between peaks"))
             sns.lineplot(data=sub.to_pandas(), x="load_scale", y="full_pct", hue="between peaks", marker="o",
-                         errorbar=plotting.t_interval, ax=ax)
+                         hue_order=[str(f) for f in FLOORS], errorbar=plotting.t_interval, ax=ax)
+            ax.set_ylim(0, 100)
             ax.axhline(paper, color="k", ls=":", lw=1)
             ax.axvline(1.0, color="grey", ls="--", lw=0.8)
             ax.set_title(c.LABELS[p])
