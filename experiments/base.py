@@ -118,6 +118,8 @@ class Section:
     headlines: list[Headline] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: rows the paper does not state (our diagnostics): rendered in their own table, never judged
+    beyond: list[Headline] = field(default_factory=list)
 
 
 class Experiment:

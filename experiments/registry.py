@@ -36,6 +36,7 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.accordion.fig01_motivation",
     "shepherd.experiments.accordion.fig03_predictor",
     "shepherd.experiments.accordion.streams",
+    "shepherd.experiments.accordion.maps",
     "shepherd.experiments.symphony.table2_frontends",
     "shepherd.experiments.symphony.fig01_frontends",
     "shepherd.experiments.symphony.fig04_nwc_vs_wc",

@@ -107,6 +107,12 @@ def render(sections: Sequence[Section], results_dir: Path, synthetic_note: str |
             lines += ["", "| claim | holds | detail |", "|---|---|---|"]
             for c in sec.claims:
                 lines.append(f"| {c.text} | {'yes' if c.holds else '**no**'} | {c.detail} |")
+        if sec.beyond:
+            lines += ["", "Beyond the paper (the paper states no such number or claim):", "",
+                      "| what | ours |", "|---|---|"]
+            for h in sec.beyond:
+                unit = f" {h.unit}" if h.unit else ""
+                lines.append(f"| {h.what} | {_fmt(h.ours)}{f' ± {_fmt(h.half_width)}' if h.half_width else ''}{unit} |")
         for note in sec.notes:
             lines += ["", f"*{note}*"]
     return "\n".join(lines) + "\n"

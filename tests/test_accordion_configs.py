@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from shepherd.core.accordion.configs import (
-    MAX_EPS, builtin_layers, model_configs, raw_configs, table1, table1_raw_errors)
+    MAX_EPS, additive_stages, builtin_layers, model_configs, raw_configs, table1, table1_raw_errors)
 from shepherd.core.accordion.partition import partition, stage_latencies
 from shepherd.core.artifacts import conform
 from shepherd.core.errors import UserError
@@ -23,6 +23,40 @@ def test_builtin_configs_reproduce_table1_within_2pct():
         for eps, sp in rows.filter(pl.col("eps") > 1).select("eps", "speedup").iter_rows():
             ours = sum(cs[0].stages_ms) / cs[eps - 1].bottleneck_ms
             assert ours == pytest.approx(sp, rel=0.02), (model, eps)
+
+
+def test_calibrated_stages_sum_to_the_one_ep_latency_and_speed_grows_with_depth():
+    """§4.1's additive model: a d-EP pipeline's stages sum to the 1-EP latency of the same instance (one
+    instance takes the same time on every depth), within 1 %, for every Table 1 model and d = 1…8; the
+    long-query speedup never falls as d grows (the first calibration had VGG16 faster on 7 EPs than 8)."""
+    f = builtin_layers()
+    one = dict(table1().filter(pl.col("eps") == 1).select("model", "latency_ms").iter_rows())
+    for model in ("VGG16", "ResNet50", "ResNet152"):
+        cs = model_configs(f, model, calibrate=True)
+        for c in cs:
+            assert sum(c.stages_ms) == pytest.approx(one[model], rel=0.01), (model, c.depth)
+            assert c.latency_ms(1) == pytest.approx(one[model], rel=0.01)
+            assert max(c.stages_ms) == pytest.approx(c.bottleneck_ms) and min(c.stages_ms) > 0
+        sp = [one[model] / c.bottleneck_ms for c in cs]
+        assert all(a <= b + 1e-9 for a, b in zip(sp, sp[1:])), (model, sp)
+        lat = [c.latency_ms(50) for c in cs]
+        assert all(a >= b - 1e-9 for a, b in zip(lat, lat[1:])), (model, lat)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(0.01, 10.0), min_size=1, max_size=8), st.floats(0.0, 1.0))
+def test_additive_stages_keep_the_sum_and_set_the_bottleneck(stages, frac):
+    d = len(stages)
+    speedup = 1.0 + frac * (d - 1)
+    out = additive_stages(stages, speedup)
+    total = sum(stages)
+    assert len(out) == d and sum(out) == pytest.approx(total, rel=1e-9)
+    assert max(out) == pytest.approx(total / speedup, rel=1e-9) and min(out) >= 0
+
+
+def test_additive_stages_refuse_a_speedup_above_the_depth():
+    with pytest.raises(ValueError):
+        additive_stages([1.0, 1.0], 2.5)
 
 
 def test_raw_dp_cannot_reach_table1_as_documented():

@@ -151,3 +151,74 @@ def test_fig1_reads_table1_both_ways():
     p = next(cl.params for cl in cells if cl.params["reading"] == "batch" and cl.params["policy"] == "accordion")
     row = f1.Fig1().run_cell(p).row(0, named=True)
     assert row["query_1ep_s"] == pytest.approx(0.69) and row["violations"] == 0.0
+
+
+def test_every_judged_stream_row_quotes_its_section():
+    from shepherd.experiments.accordion import stream_rows as sr
+    for what, paper, unit, _ in sr.paper_rows():
+        assert what.startswith(("§", "abstract")) and "'" in what and paper is not None, what
+
+
+def test_per_seed_rows_are_mean_and_half_width_over_seeds():
+    from shepherd.experiments.accordion import stream_rows as sr
+    from shepherd.experiments.confidence import half_width
+    runs = pl.DataFrame({"seed": [0, 0, 1, 1, 2, 2], "policy": ["accordion", "fastest"] * 3,
+                         "finish_s": [10.0, 20.0, 10.0, 10.0, 10.0, 30.0]})
+    m, hw = sr.per_seed(lambda r, n: sr.mean(r, "finish_s", policy="fastest") / sr.mean(r, "finish_s", policy="accordion"),
+                        runs, runs)
+    assert m == pytest.approx(2.0) and hw == pytest.approx(half_width([2.0, 1.0, 3.0]))
+
+
+def test_violations_are_counted_both_ways():
+    from shepherd.traces.accordion import stream
+    t = stream(3, "strict", duration_s=60.0, seed=1)
+    res = simulate(t, None, "accordion", {}, artifacts={"layer_profiles": builtin_layers()}, seed=1)
+    row = c.summarise(res, t, eps=64, extra={}).row(0, named=True)
+    assert row["violations"] == pytest.approx(row["violations_late"] + row["dropped"])
+
+
+@pytest.mark.parametrize("xs,ys,level,want", [([1, 2, 4], [90, 50, 10], 30, 3.0), ([1, 2], [5, 6], 30, None),
+                                              ([1, 2], [30, 40], 30, 1.0)])
+def test_map_crossing(xs, ys, level, want):
+    from shepherd.experiments.accordion.maps import crossing
+    got = crossing(xs, ys, level)
+    assert got == (None if want is None else pytest.approx(want))
+
+
+def test_fig1_map_cost_scales_the_window_like_a_cheaper_query():
+    from shepherd.experiments.accordion import maps
+    exp = maps.MapFig1()
+    cells = exp.cells(Scale(quick=True, seeds=1))
+    assert len(cells) == len(maps.QUERY_COST_S) * 3 * 3  # at least 3 seeds at quick scale
+    dear = exp.run_cell({"policy": "slo-conforming", "seed": 0, "cost_s": 6.9}).row(0, named=True)
+    cheap = exp.run_cell({"policy": "slo-conforming", "seed": 0, "cost_s": 0.69}).row(0, named=True)
+    assert dear["slo_s"] == pytest.approx(10.0) and cheap["slo_s"] == pytest.approx(100.0)
+    assert cheap["violations"] <= dear["violations"] and dear["violations"] >= dear["bound"] - 1e-12
+
+
+def test_stream_load_scale_and_peak_floor():
+    from shepherd.traces.accordion import rate_shape, stream
+    base, double = stream(2, duration_s=120.0, seed=0), stream(2, duration_s=120.0, seed=0, load_scale=2.0)
+    assert 1.6 < double.height / base.height < 2.4
+    flat, peaky = rate_shape(2, 120.0, floor=100.0), rate_shape(2, 120.0, floor=0.0)
+    assert flat.max() / flat.min() < 1.02 < peaky.max() / peaky.min()
+    with pytest.raises(UserError):
+        stream(2, load_scale=0.0)
+
+
+def test_fig3_map_compares_each_window_with_the_predictor_off():
+    from shepherd.experiments.accordion import maps
+    rows = []
+    for w, lats, drop in ((0.0, [2.0, 1.0, 3.0], 0.0), (0.5, [1.0, 1.0, 2.0], 0.2), (1.0, [2.0, 1.0, 2.5], 0.1)):
+        rows += [{"stream": 2, "seed": 0, "window": w, "request": i, "latency_s": x, "dropped": drop}
+                 for i, x in enumerate(lats)]
+    tab = maps.MapFig3().table(pl.DataFrame(rows)).sort("window")
+    assert tab["window"].to_list() == [0.5, 1.0]
+    assert tab["share"].to_list() == pytest.approx([200 / 3, 100 / 3]) and tab["dropped"].to_list() == [20.0, 10.0]
+
+
+def test_occupancy_map_cells_vary_load_and_shape_only():
+    from shepherd.experiments.accordion import maps
+    cells = maps.MapOccupancy().cells(Scale(quick=True, seeds=1))
+    assert len(cells) == 2 * 2 * len(maps.LOADS) * len(maps.FLOORS) * 3
+    assert {cl.params["target"] for cl in cells} == {"moderate"} and {cl.params["stream"] for cl in cells} == {3, 6}

@@ -31,34 +31,51 @@ def test_cuda_without_gpu_is_one_line(cli, tmp_path):
                       "no CUDA GPU")
 
 
-def test_matmul_model_fits_linear_and_layers_sum_to_whole(cli, tmp_path):
-    """On a shared machine one timing run can be disturbed (whole model and layers are timed seconds apart;
-    a gap of −14 % was seen from load alone, while undisturbed runs agree within ±5 %): up to five attempts,
-    one must hold."""
+ARGS = ("--measure", "test_accordion_measure:mlp", "--batch", "16,32,64,128", "--repeats", "7", "--threads", "1")
+
+
+def test_matmul_model_fits_linear_and_grows_with_batch(cli, tmp_path):
+    """The whole-model profile: a linear fit with R² ≥ 0.9 and latencies that grow with the batch (each batch
+    doubles the work, far beyond load noise); the per-layer run lists the layers in execution order."""
     pytest.importorskip("torch")
     from shepherd.core.artifacts import read_artifact
     whole, layers = tmp_path / "w.parquet", tmp_path / "l.parquet"
-    args = ("--measure", "test_accordion_measure:mlp", "--batch", "16,32,64,128", "--repeats", "7",
-            "--threads", "1")
+    r = cli("profile", *ARGS, "-o", whole)
+    assert r.code == 0, r.err
+    w = read_artifact(whole, "profiles")
+    assert w.provenance["config"]["environment"]["torch"] and w.frame["alpha_ms"][0] > 0
+    assert w.frame["r2"][0] >= 0.9
+    lat = w.frame.sort("batch")["latency_ms"].to_list()
+    assert all(a < b for a, b in zip(lat, lat[1:])), lat
+    r = cli("profile", *ARGS, "--per-layer", "-o", layers)
+    assert r.code == 0, r.err
+    lf = read_artifact(layers, "layer_profiles").frame
+    assert lf["layer"].to_list()[:5] == [0, 1, 2, 3, 4]
+    assert (lf["latency_ms"] > 0).all()
+
+
+@pytest.mark.slow
+def test_matmul_layers_sum_to_whole(cli, tmp_path):
+    """A timing comparison, so not in the default suite (``-m slow``): the per-layer latencies sum to the
+    whole model's within 15 % at batches 64 and 128. Whole model and layers are timed seconds apart, so
+    load alone moved the gap to −14 % on a shared machine: up to five attempts, one must hold."""
+    pytest.importorskip("torch")
+    from shepherd.core.artifacts import read_artifact
+    whole, layers = tmp_path / "w.parquet", tmp_path / "l.parquet"
     errors = []
     for _ in range(5):
-        r = cli("profile", *args, "-o", whole)
-        assert r.code == 0, r.err
-        w = read_artifact(whole, "profiles")
-        assert w.provenance["config"]["environment"]["torch"] and w.frame["alpha_ms"][0] > 0
-        r = cli("profile", *args, "--per-layer", "-o", layers)
-        assert r.code == 0, r.err
-        lf = read_artifact(layers, "layer_profiles").frame
-        assert lf["layer"].to_list()[:5] == [0, 1, 2, 3, 4]
+        assert cli("profile", *ARGS, "-o", whole).code == 0
+        assert cli("profile", *ARGS, "--per-layer", "-o", layers).code == 0
+        w, lf = read_artifact(whole, "profiles").frame, read_artifact(layers, "layer_profiles").frame
         gaps = []
         for b in (64, 128):
             total = lf.filter(lf["batch"] == b)["latency_ms"].sum()
-            ref = w.frame.filter(w.frame["batch"] == b)["latency_ms"][0]
+            ref = w.filter(w["batch"] == b)["latency_ms"][0]
             gaps.append(abs(total - ref) / ref)
-        errors.append((w.frame["r2"][0], max(gaps)))
-        if w.frame["r2"][0] >= 0.9 and max(gaps) <= 0.15:
+        errors.append(max(gaps))
+        if max(gaps) <= 0.15:
             return
-    pytest.fail(f"(R², per-layer gap) per attempt: {errors}")
+    pytest.fail(f"per-layer gap per attempt: {errors}")
 
 
 def test_measured_layers_feed_accordion(tmp_path):

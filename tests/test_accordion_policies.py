@@ -77,7 +77,8 @@ def test_shrinking_keeps_shrunk_queries_on_time_and_instances_exact(seed, n, rec
 
 
 def test_shrinks_happen_and_accordion_beats_fastest_under_load():
-    trace = stream(3, 120, span_s=20.0, mean_inst=8.0, slo_s=6.0)
+    # 120 queries of ≈ 8 instances in 200 s on 16 EPs: 1-EP load ≈ 0.7, more than 8-EP pipelines can carry
+    trace = stream(3, 120, span_s=200.0, mean_inst=8.0, slo_s=60.0)
     acc = run(trace, "accordion", window=0)
     fast = run(trace, "fastest", window=0)
     assert acc.extra["policy_stats"]["shrinks"] > 0
@@ -137,6 +138,31 @@ def test_fewer_eps_than_the_fastest_only_when_enough(seed, n):
         depth, start, left = q.segs[0]
         if depth < pol.fastest_depth(q.model, left):
             assert start + pol.lat_us(q.model, depth, left) <= q.deadline
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(5, 60), st.integers(1, 16), st.integers(1, 8), st.floats(0.2, 8.0))
+def test_fastest_takes_the_largest_feasible_ep_count(seed, n, eps, max_eps, load):
+    """§4.2 (2): over random queue states (arrival bursts, server sizes, per-query caps) every Fastest query
+    runs on min(8, max_eps, server EPs) EPs — never fewer, it waits instead."""
+    trace = stream(seed, n, span_s=20.0 / load, mean_inst=5.0)
+    res = simulate(trace, None, "fastest", {"eps": eps, "max_eps": max_eps, "window": 0},
+                   artifacts={"layer_profiles": LAYERS})
+    pol = res.engine.policies[0]
+    assert len(pol.finished) == n
+    for q in pol.finished:
+        assert [d for d, _, _ in q.segs] == [min(8, max_eps, eps)]
+
+
+def test_fastest_takes_the_maximum_even_where_a_shallower_pipeline_is_as_fast():
+    """A raw profile with one dominant layer: 2 and 3 stages have the same bottleneck and fill, so the
+    arg-min-latency depth is 2; the maximum feasible resources are 3 EPs."""
+    from shepherd.core.accordion.layers import layer_frame
+    lf = layer_frame([("toy", "cpu", i, f"toy.{i}", 1, x) for i, x in enumerate([10.0, 1.0, 1.0])])
+    t = pl.DataFrame({"arrival_us": [0], "stream": [0], "model": ["toy"], "slo_us": [10**7],
+                      "deadline_us": [10**7], "instances": [4]})
+    pol = simulate(t, None, "fastest", {"eps": 8, "window": 0}, artifacts={"layer_profiles": lf}).engine.policies[0]
+    assert pol.fastest_depth(0, 4) == 2 and pol.finished[0].segs[0][0] == 3
 
 
 def _one_long_then_low(policy_cfg):

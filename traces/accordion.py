@@ -44,18 +44,21 @@ STREAMS = {1: StreamSpec(2, 1.0, 0.3), 2: StreamSpec(2, 20.0, 1.0), 3: StreamSpe
            4: StreamSpec(5, 20.0, 0.4), 5: StreamSpec(5, 50.0, 1.0), 6: StreamSpec(5, 70.0, 1.2)}
 
 
-def rate_shape(peaks: int, duration_s: float) -> np.ndarray:
-    """Relative arrival rate per bin (mean 1) with ``peaks`` periodic bumps."""
+def rate_shape(peaks: int, duration_s: float, floor: float = 0.2) -> np.ndarray:
+    """Relative arrival rate per bin (mean 1) with ``peaks`` periodic bumps over a constant ``floor`` (the rate
+    between peaks relative to a bump's height; Fig. 4a is a picture, 0.2 is our choice)."""
     t = (np.arange(int(np.ceil(duration_s / BIN_S))) + 0.5) * BIN_S
     period = duration_s / peaks
     phase = (t % period) - period / 2
-    shape = 0.2 + np.exp(-0.5 * (phase / (period / 6)) ** 2)
+    shape = floor + np.exp(-0.5 * (phase / (period / 6)) ** 2)
     return shape / shape.mean()
 
 
 def stream(k: int, target: str = "moderate", duration_s: float = MAX_DURATION_S, seed: int = 0,
-           one_ep_ms: dict[str, float] | None = None, eps: int = 64, sigma: float = 0.8) -> pl.DataFrame:
-    """Query stream ``k`` (1…6) as a trace frame with ``instances`` and ``priority`` columns."""
+           one_ep_ms: dict[str, float] | None = None, eps: int = 64, sigma: float = 0.8,
+           load_scale: float = 1.0, floor: float = 0.2) -> pl.DataFrame:
+    """Query stream ``k`` (1…6) as a trace frame with ``instances`` and ``priority`` columns; ``load_scale``
+    multiplies the stream's ρ and ``floor`` sets the peak shape (:func:`rate_shape`) — for maps only."""
     if k not in STREAMS:
         raise UserError(f"unknown Accordion stream {k} (streams 1…6)")
     if target not in SLO_TARGETS:
@@ -66,11 +69,13 @@ def stream(k: int, target: str = "moderate", duration_s: float = MAX_DURATION_S,
         from shepherd.core.accordion.configs import table1
         t = table1().filter(pl.col("eps") == 1)
         one_ep_ms = dict(zip(t["model"].to_list(), t["latency_ms"].to_list()))
+    if load_scale <= 0 or floor < 0:
+        raise UserError(f"load_scale must be > 0 and floor ≥ 0, got {load_scale:g} and {floor:g}")
     spec = STREAMS[k]
     rng = np.random.default_rng([seed, k])
     mean_lat_s = float(np.mean([one_ep_ms[m] for m in MODELS])) / 1000.0
-    lam = spec.load * eps / (spec.mean_batch * mean_lat_s)
-    counts = rng.poisson(lam * BIN_S * rate_shape(spec.peaks, duration_s))
+    lam = load_scale * spec.load * eps / (spec.mean_batch * mean_lat_s)
+    counts = rng.poisson(lam * BIN_S * rate_shape(spec.peaks, duration_s, floor))
     n = int(counts.sum())
     arrival = np.sort(((np.repeat(np.arange(len(counts)), counts) + rng.random(n)) * BIN_S * 1e6).astype(np.int64))
     mu = np.log(spec.mean_batch) - sigma ** 2 / 2  # log-normal with the stream's mean

@@ -23,11 +23,19 @@ but ResNet152 prints 2.06 at 4 EPs and 5.66 at 8 (≥ 2.83 required); and a
 ≥ 1/2 of the total, so speedup(8) ≤ 2, not 3.29 (VGG16 likewise). The
 measured pipelines include effects the additive model lacks (cache fit,
 memory contention). With ``calibrate=True`` (the built-in profiles) each
-depth's stage latencies are scaled by γ(d) = Table-1 bottleneck / DP
-bottleneck at d ∈ {2, 4, 8} (γ(1) = 1; other depths interpolated linearly
-in d), so Table 1 holds exactly while the stage shapes come from the DP.
-Measured profiles are used raw (γ ≡ 1). ``table1_raw_errors`` reports how
-far the raw DP is from Table 1.
+depth keeps §4.1's additive model — its stages sum to the 1-EP latency T
+of the same instances — and takes Table 1's speedup S(d) for its
+bottleneck: the DP's slowest stage becomes T / S(d) and the other stages
+are scaled by one common factor so that the stages sum to T, none above the
+bottleneck (water-filling; possible because S(d) ≤ d). S is Table 1 at
+d ∈ {2, 4, 8}, S(1) = 1, linear in d between them, so it grows with d and
+so does every query's speed. Table 1 holds exactly at 2 / 4 / 8 EPs, a
+single instance takes T on every depth, and the stage shapes come from the
+DP. (Our first calibration scaled every stage by the bottleneck's ratio
+γ(d), so a d-EP pipeline's stages summed to γ(d)·T — one ResNet152
+instance took 9.05 s on 4 EPs against 4.82 s on 1 — and interpolating γ
+made VGG16 faster on 7 EPs than on 8.) Measured profiles are used raw.
+``table1_raw_errors`` reports how far the raw DP is from Table 1.
 """
 
 from __future__ import annotations
@@ -79,19 +87,23 @@ def table1() -> pl.DataFrame:
         return pl.read_csv(p)
 
 
-def _table1_targets() -> dict[str, dict[int, float]]:
-    """model → {eps: bottleneck ms} (1 EP: the whole latency; d EPs: latency(1 EP) / speedup)."""
-    t = table1()
+def _table1_speedups() -> dict[str, dict[int, float]]:
+    """model → {eps: speedup} of Table 1, with 1 EP → 1."""
     out: dict[str, dict[int, float]] = {}
-    for m, eps, lat, sp in t.select("model", "eps", "latency_ms", "speedup").iter_rows():
-        out.setdefault(m, {})[int(eps)] = float(lat) if eps == 1 else float(t.filter(
-            (pl.col("model") == m) & (pl.col("eps") == 1))["latency_ms"][0]) / float(sp)
+    for m, eps, sp in table1().select("model", "eps", "speedup").iter_rows():
+        out.setdefault(m, {})[int(eps)] = 1.0 if eps == 1 else float(sp)
     return out
+
+
+def _one_ep_ms() -> dict[str, float]:
+    """model → Table 1's 1-EP latency of one instance (ms)."""
+    t = table1().filter(pl.col("eps") == 1)
+    return dict(zip(t["model"].to_list(), t["latency_ms"].cast(pl.Float64).to_list()))
 
 
 def builtin_layers() -> pl.DataFrame:
     """The built-in ``layer_profiles`` frame (VGG16, ResNet50, ResNet152 on one Alder Lake EP)."""
-    return builtin_layer_profiles({m: v[1] for m, v in _table1_targets().items()})
+    return builtin_layer_profiles(_one_ep_ms())
 
 
 def raw_configs(layers: list[float], max_depth: int = MAX_EPS) -> list[Config]:
@@ -103,11 +115,38 @@ def raw_configs(layers: list[float], max_depth: int = MAX_EPS) -> list[Config]:
     return out
 
 
-def _gamma(raw: list[Config], targets: dict[int, float]) -> list[float]:
-    known = {1: 1.0} | {d: targets[d] / raw[d - 1].bottleneck_ms for d in TABLE1_EPS
-                        if d in targets and d <= len(raw)}
-    xs = sorted(known)
-    return list(np.interp(range(1, len(raw) + 1), xs, [known[x] for x in xs]))
+def speedup_curve(speedups: dict[int, float], depths: int) -> list[float]:
+    """S(1…depths): Table 1's speedups, S(1) = 1, linear in d between the printed depths."""
+    xs = sorted(speedups)
+    return [float(v) for v in np.interp(range(1, depths + 1), xs, [speedups[x] for x in xs])]
+
+
+def additive_stages(stages: list[float], speedup: float) -> tuple[float, ...]:
+    """Stages with the same sum whose slowest is sum / ``speedup`` (module docstring): the DP's slowest
+    stage is set to that bottleneck, the others share the rest by one factor, capped at the bottleneck."""
+    total, d = sum(stages), len(stages)
+    if not 1.0 <= speedup <= d + 1e-9:
+        raise ValueError(f"a {d}-stage pipeline cannot have speedup {speedup} with additive stages")
+    b = total / speedup
+    k = int(np.argmax(stages))
+    out = [0.0] * d
+    out[k] = b
+    rest = [i for i in range(d) if i != k]
+    capped: set[int] = set()
+    while rest:
+        free = [i for i in rest if i not in capped]
+        weight = sum(stages[i] for i in free)
+        left = total - b - b * len(capped)
+        scale = left / weight if weight > 0 else 0.0
+        over = {i for i in free if stages[i] * scale > b}
+        if not over:
+            for i in free:
+                out[i] = stages[i] * scale
+            for i in capped:
+                out[i] = b
+            break
+        capped |= over
+    return tuple(out)
 
 
 def model_configs(frame: pl.DataFrame, model: str, calibrate: bool = False) -> list[Config]:
@@ -115,11 +154,11 @@ def model_configs(frame: pl.DataFrame, model: str, calibrate: bool = False) -> l
     raw = raw_configs(layers_of(frame, model))
     if not calibrate:
         return raw
-    targets = _table1_targets().get(model)
-    if targets is None:
+    speedups = _table1_speedups().get(model)
+    if speedups is None:
         return raw
-    g = _gamma(raw, targets)
-    return [Config(c.depth, c.sizes, tuple(s * g[i] for s in c.stages_ms)) for i, c in enumerate(raw)]
+    s = speedup_curve(speedups, len(raw))
+    return [Config(c.depth, c.sizes, additive_stages(list(c.stages_ms), s[i])) for i, c in enumerate(raw)]
 
 
 def is_builtin(frame: pl.DataFrame) -> bool:
@@ -136,11 +175,11 @@ def table1_raw_errors(frame: pl.DataFrame | None = None) -> dict[tuple[str, int]
     """Relative error of the *uncalibrated* DP speedup against Table 1, per (model, eps)."""
     frame = builtin_layers() if frame is None else frame
     out = {}
-    for m, targets in _table1_targets().items():
+    for m, speedups in _table1_speedups().items():
         raw = raw_configs(layers_of(frame, m))
         total = sum(raw[0].stages_ms)
         for d in TABLE1_EPS:
-            out[(m, d)] = (total / raw[d - 1].bottleneck_ms) / (targets[1] / targets[d]) - 1.0
+            out[(m, d)] = (total / raw[d - 1].bottleneck_ms) / speedups[d] - 1.0
     return out
 
 

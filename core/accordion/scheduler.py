@@ -244,8 +244,10 @@ class EPScheduler(Policy):
         return int(min(max(np.floor(x + 1e-9), 0), q.left))
 
     def shrunk_finish(self, q: Query, depth: int, now: int) -> int:
+        """When ``q`` would finish on ``depth`` EPs if shrunk at ``now`` (from its segment's start if that is
+        later: the engine may start an allocation a decision delay after the policy's call)."""
         left = q.left - self.completed_instances(q, now)
-        return now + int(round(self.config.reconfig_ms * 1000)) + self.lat_us(q.model, depth, left)
+        return max(now, q.seg_start) + int(round(self.config.reconfig_ms * 1000)) + self.lat_us(q.model, depth, left)
 
     def confirm_slo(self, q: Query, depth: int, now: int) -> bool:
         """Algorithm 2's confirm_SLO: on ``depth`` EPs the query still meets its deadline."""
@@ -260,9 +262,9 @@ class EPScheduler(Policy):
         released = q.workers[depth:]
         q.workers = q.workers[:depth]
         q.depth = depth
-        self.act.resize(q.alloc, q.workers, now, remaining_us=finish - now)
-        q.seg_start = now
-        q.segs.append((depth, now, q.left))
+        self.act.resize(q.alloc, q.workers, now, remaining_us=finish - max(now, q.seg_start))
+        q.seg_start = q.alloc.seg_start
+        q.segs.append((depth, q.seg_start, q.left))
         self.free = sorted(self.free + released)
         self.n_shrinks += 1
 

@@ -24,10 +24,15 @@ class OneStage(EPScheduler):
 
 @register("fastest", EPConfig)
 class Fastest(EPScheduler):
-    """Fastest (§4.2 (2)): the fastest configuration; wait until its EPs are free."""
+    """Fastest (§4.2 (2)): "allocates the maximum feasible resources to incoming queries" — the deepest
+    configuration a query may hold (8 EPs, §4.1; fewer only if the server or the model has fewer) — and
+    waits until that many EPs are free (§4.4.5: "even if there are slightly fewer available EPs than those
+    required, they will not be used"). The paper's "fastest pipeline configuration" is that one on Table 1,
+    whose speedups grow with the depth; on a profile where a shallower pipeline is as fast, the maximum
+    feasible resources still decide (our first version took the arg-min-latency depth instead)."""
 
     def place(self, q: Query, now: int) -> bool:
-        d = self.fastest_depth(q.model, q.left)
+        d = self.max_depth(q.model)
         if len(self.free) < d:
             return False
         self.start_query(q, d, now)

@@ -8,10 +8,12 @@ compared to when the dropout predictor is not used." The measure is a
 each stream twice, with the predictor (window = the query's SLO) and without
 (window 0); every High-priority query completed in both runs is compared
 (end-to-end latency, arrival to finish, as its processing time), and the
-headline is the share that is faster with the predictor, averaged over the
-streams (:func:`~.common.share_faster`). The paper's two workloads are its 2-
-and 5-peak patterns; we run all six streams and report the mean, and the mean
-latency change as a second row.
+headline is the share that is faster with the predictor
+(:func:`~.common.share_faster`) on "two periodically bursty workloads": the
+2- and 5-peak patterns, each represented by its saturated streams (2, 3 and
+5, 6), so the headline is the mean over streams 2, 3, 5, 6 (± 95 % over
+seeds). Streams 1 and 4 are light — nobody waits, so their share is ≈ 0 by
+construction — and the mean over all six is a beyond-the-paper row.
 
 **Target.** §3.2 names neither the SLO target of Fig. 3 nor TIME_WINDOW;
 ours is the window = the query's SLO and the Moderate target is the headline.
@@ -31,6 +33,7 @@ import polars as pl
 from shepherd.experiments.accordion import common as c
 from shepherd.experiments.accordion.measured import OnMeasured
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.confidence import half_width
 from shepherd.experiments.registry import register
 
 #: a High-priority query counts as faster with the predictor when its latency drops by more than this
@@ -48,7 +51,7 @@ class Fig3(Experiment):
     def cells(self, scale):
         dur = 300.0 if scale.quick else 600.0
         return [self.cell(stream=k, target=t, policy="accordion", window=w, seed=s, duration_s=dur)
-                for t in TARGETS for k in range(1, 7) for w in (0.0, 1.0) for s in range(scale.seeds)]
+                for t in TARGETS for k in range(1, 7) for w in (0.0, 1.0) for s in range(c.headline_seeds(scale))]
 
     def run_cell(self, p):
         res, trace = c.simulate_stream(p)
@@ -97,23 +100,29 @@ class Fig3(Experiment):
         heavy = 100 * float(np.nanmean(per.filter(pl.col("stream").is_in(HEAVY))["share"].to_numpy()))
         on, off = float(per["on_s"].mean()), float(per["off_s"].mean())
         change = 100 * (1 - on / off) if off > 0 else 0.0
-        h = [Headline("§3.2 Fig. 3: High-priority queries faster with the predictor, streams 1–6", 82.0, share,
-                      unit="%", tolerance=c.tolerance(82.0, "%")),
-             Headline("§3.2 Fig. 3: the same on the saturated streams 2, 3, 5, 6", 82.0, heavy, unit="%",
-                      tolerance=c.tolerance(82.0, "%")),
-             Headline("§3.2 Fig. 3: mean High-priority latency reduction with the predictor", None, change, unit="%"),
-             Headline("§3.2 Fig. 3: queries dropped by the predictor (moderate)", None, 100 * dropped, unit="%")]
+        hv = per.filter(pl.col("stream").is_in(HEAVY)).group_by("seed").agg(pl.col("share").mean())["share"]
+        hv = [100 * float(x) for x in hv if np.isfinite(x)]
+        h = [Headline("§3.2 'Figure 3 shows the processing time of high-priority queries from two periodically "
+                      "bursty workloads … ~82% of the queries on average have a better processing time' (each "
+                      "workload a saturated 2-peak and 5-peak stream: streams 2, 3, 5, 6)", 82.0,
+                      float(np.mean(hv)) if hv else float("nan"), half_width=half_width(hv), unit="%",
+                      tolerance=c.tolerance(82.0, "%"))]
+        beyond = [Headline("High-priority queries faster with the predictor, streams 1–6 (1 and 4 never wait)", None,
+                           share, unit="%"),
+                  Headline("mean High-priority latency reduction with the predictor", None, change, unit="%"),
+                  Headline("queries dropped by the predictor (moderate)", None, 100 * dropped, unit="%")]
         for t in TARGETS[1:]:
             sub = every.filter(pl.col("target") == t)
             if sub.height == 0:
                 continue
-            h += [Headline(f"§3.2 Fig. 3 at the {t} target: High-priority queries faster, streams {lab}", None,
-                           100 * float(np.nanmean(x["share"].to_numpy())), unit="%")
-                  for lab, x in (("1–6", sub), ("2, 3, 5, 6", sub.filter(pl.col("stream").is_in(HEAVY))))]
-            h.append(Headline(f"§3.2 Fig. 3 at the {t} target: queries dropped by the predictor", None,
-                              100 * float(sub["dropped"].mean()), unit="%"))
-        claims = [Claim("most High-priority queries are faster with the predictor", share > 50,
-                        ", ".join(f"stream {k}: {100 * v:.0f} %" for k, v in zip(per["stream"], per["share"])))]
+            beyond += [Headline(f"at the {t} target: High-priority queries faster, streams {lab}", None,
+                                100 * float(np.nanmean(x["share"].to_numpy())), unit="%")
+                       for lab, x in (("1–6", sub), ("2, 3, 5, 6", sub.filter(pl.col("stream").is_in(HEAVY))))]
+            beyond.append(Headline(f"at the {t} target: queries dropped by the predictor", None,
+                                   100 * float(sub["dropped"].mean()), unit="%"))
+        claims = [Claim("most High-priority queries are faster with the predictor (streams 2, 3, 5, 6)", heavy > 50,
+                        ", ".join(f"stream {k}: {100 * v:.0f} %" for k, v in per.filter(pl.col("stream").is_in(HEAVY))
+                                  .group_by("stream").agg(pl.col("share").mean()).sort("stream").iter_rows()))]
         notes = ["Queries that wait for no one have the same latency with and without the predictor (no gain "
                  "to count): on the light streams 1 and 4 almost every High-priority query starts on arrival."]
         if not claims[0].holds or h[0].holds is False:
@@ -121,8 +130,9 @@ class Fig3(Experiment):
                          f"waiting queries); our TIME_WINDOW is the query's SLO (§3.2 names no value), under which it "
                          f"drops {100 * dropped:.1f} % of the queries at the Moderate target; only High-priority "
                          "queries whose wait those drops shorten get faster (the light streams 1 and 4 never wait), "
-                         "so the share follows the drops: see the Strict and Relaxed rows.")
-        return Section(self.title + self.suffix(results), figs, h, claims, notes)
+                         "so the share follows the drops: see the Strict and Relaxed rows and the TIME_WINDOW map "
+                         "(accordion-map-fig3).")
+        return Section(self.title + self.suffix(results), figs, h, claims, notes, beyond)
 
     def suffix(self, results: pl.DataFrame) -> str:
         return ""
