@@ -62,7 +62,7 @@ def reproduce(
     # the experiments' planners solve with HiGHS: a broken build fails here, before anything is written
     preflight("highs")
     for exp in chosen:  # the authors' data an experiment reads (PPipe's): missing → one line, no folder made
-        exp.check_inputs()
+        exp.check_inputs(scale)
     runner.check_writable(results)
     prepared = [line for e in chosen if (line := e.prepare(results, scale))]  # inputs a grid needs (measured profiles)
     grids = runner.validate_grid(chosen, scale, results)  # the whole grid and every output, before any cell

@@ -129,7 +129,7 @@ class Experiment:
     paper: str = ""
     title: str = ""
 
-    def check_inputs(self) -> None:
+    def check_inputs(self, scale: Scale | None = None) -> None:  # noqa: ARG002 - experiments may read it
         """Raise a one-line :class:`UserError` when an input the experiment reads from outside the package
         (the authors' data) is missing — called before the results folder is created. Default: none."""
 

@@ -80,7 +80,7 @@ def data_dir() -> Path:
 class PPipeExperiment(Experiment):
     """A PPipe figure: needs the authors' data, checked before the run creates its results folder."""
 
-    def check_inputs(self) -> None:
+    def check_inputs(self, scale: Any = None) -> None:  # noqa: ARG002 - the base's signature
         data_dir()
 
     def prepare(self, results_dir: Path, scale: Any) -> str | None:  # noqa: ARG002 - the base's signature
