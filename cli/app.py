@@ -22,6 +22,7 @@ from shepherd.cli import runs as runs_cmd
 from shepherd.cli import simulate as simulate_cmd
 from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
+from shepherd.cli import validate as validate_cmd
 from shepherd.core.errors import UserError, environment_error
 
 app = typer.Typer(
@@ -65,6 +66,7 @@ app.command("report")(reproduce_cmd.report_cmd)
 app.command("sweep")(sweep_cmd.sweep)
 app.command("capacity")(capacity_cmd.capacity)
 app.add_typer(runs_cmd.app, name="runs")
+app.command("validate", help=validate_cmd.HELP)(validate_cmd.validate)  # heavy imports inside the command
 
 
 def _one_line(message: str) -> str:

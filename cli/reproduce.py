@@ -82,7 +82,8 @@ def reproduce(
                 how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
 
-            stats = runner.run_cells(cells, results, executor=executor, jobs=jobs or os.cpu_count(),
+            stats = runner.run_cells(cells, results, executor=executor,
+                                     jobs=1 if exp.exclusive else jobs or os.cpu_count(),
                                      address=address, on_done=on_done, log=log)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)

@@ -126,6 +126,8 @@ class Experiment:
     name: str = ""
     paper: str = ""
     title: str = ""
+    #: cells need the machine to themselves (live timings): ``reproduce`` runs them one at a time
+    exclusive: bool = False
 
     def prepare(self, results_dir: Path, scale: Scale) -> str | None:
         """Build, once, an input the grid depends on (e.g. a measured profile, cached under ``results_dir``)

@@ -55,7 +55,7 @@ class _Unsupported:
 class LiveEngine(Engine):
     """One live run (module docstring); ``pool`` is the started :class:`~.pool.Pool` of processes."""
 
-    __slots__ = ("pool", "drain_us", "failures", "timings", "ended_by", "kill_at")
+    __slots__ = ("pool", "drain_us", "failures", "timings", "ended_by", "kill_at", "received")
 
     def __init__(self, pool: Any, drain_s: float, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -70,6 +70,8 @@ class LiveEngine(Engine):
         #: per handler call: (kind 0 arrivals / 1 completion / 2 timer, perf_counter ns spent in the policy)
         self.timings: list[tuple[int, int]] = []
         self.ended_by = ""
+        #: per request: when the engine received it from the sender (µs; −1 never)
+        self.received = np.full(len(self.arrival), -1, np.int64)
         self.kill_at: tuple[int, float] | None = None  #: tests: (worker, seconds) — kill it then
 
     # ------------------------------------------------------------------ events
@@ -155,6 +157,7 @@ class LiveEngine(Engine):
                         continue
                     now = pool.now()
                     touched = set()
+                    self.received[msg] = now
                     for rid in msg:
                         g = 0 if group_of is None else int(group_of[rid])
                         f = feeds[g]

@@ -26,7 +26,7 @@ ACTIONS = ("start", "book", "preempt")
 class LiveResources(Resources):
     """Resources whose batches run on worker processes (module docstring)."""
 
-    __slots__ = ("link", "decisions")
+    __slots__ = ("link", "decisions", "planned", "reported")
 
     def __init__(self, link: Any, *args: Any) -> None:
         super().__init__(*args)
@@ -35,6 +35,9 @@ class LiveResources(Resources):
         self.link = link
         #: (decided_us, action, worker, model, request ids) per decision, in decision order
         self.decisions: list[tuple[int, int, int, int, tuple[int, ...]]] = []
+        #: per batch id: (planned start, planned end) µs — what the policy expected when it dispatched
+        self.planned: list[tuple[int, int]] = []
+        self.reported: list[int] = []  #: batch ids whose measured start and end were written
 
     def start(self, worker: int, model: int, rids: list[int], now: int, **kw: Any) -> int:
         self.decisions.append((self.link.now(), START, worker, model, tuple(rids)))
@@ -61,6 +64,7 @@ class LiveResources(Resources):
         end = start + self.lat[self.w_hw[worker]][model][len(rids)]
         self.w_final[worker] = final
         bid = self.rec.batch(worker, model, len(rids), start, end)
+        self.planned.append((start, end))
         self.w_batch[worker] = bid
         self.w_start[worker] = start
         self.w_end[worker] = end
@@ -74,6 +78,7 @@ class LiveResources(Resources):
         completion: outcomes, busy time, the next booked batch). False for a preempted batch's report."""
         if self.w_batch[worker] != bid:
             return False
+        self.reported.append(bid)
         self.rec.b_start[bid] = start_us
         self.rec.b_end[bid] = end_us
         self.w_start[worker] = start_us
