@@ -87,7 +87,8 @@ def validate(
             summary_table(f"{p}: residual causes", {
                 "dispatch delay mean / p99 (ms)": f"{r['dispatch_ms_mean']:.2f} / {r['dispatch_ms_p99']:.2f}",
                 "frontend hop mean / p99 (ms)": f"{r['hop_ms_mean']:.2f} / {r['hop_ms_p99']:.2f}",
-                "execution / profile": f"{r['exec_ratio']:.3f}",
+                "execution / profile (wall; CPU)": f"{r['exec_ratio']:.3f}; {r['exec_cpu_ratio']:.3f}",
+                "share of batch time waiting for the core": f"{r['core_wait_share']:.3f}",
                 "decision time mean / p99 (µs)": f"{r['decision_us_mean']:.0f} / {r['decision_us_p99']:.0f}",
                 "worker failures": "; ".join(r["failures"]) or "none"})
         table = pl.DataFrame(results)

@@ -11,7 +11,11 @@ are measured on the live run (:func:`residuals`):
   planned when it dispatched it (pipes, the worker's wake-up), and the
   frontend hop: when the engine received a request minus its trace arrival;
 * *execution variance* — the coefficient of variation of measured batch
-  durations per batch size, and their mean ratio to the profile's latency;
+  durations per batch size, and their mean ratio to the profile's latency,
+  split into the worker's CPU time over the batch against the profile
+  (``exec_cpu_ratio``: the model itself ran slower or faster) and the share of
+  the batch's wall time the pinned worker spent waiting for its core
+  (``core_wait_share``: other processes on the same core);
 * *scheduler decision time* — the policy's own handler time per event.
 
 :func:`measured_overhead` turns the first into the simulator's overhead model
@@ -90,8 +94,11 @@ def residuals(live: SimulationResult) -> dict[str, Any]:
         per_size.append({"size": int(s), "batches": int(len(d)), "mean_ms": float(d.mean()),
                          "cv": float(d.std() / d.mean()) if d.mean() > 0 else math.nan,
                          "profile_ms": float(p.mean()), "ratio": float(d.mean() / p.mean()) if p.mean() else math.nan})
+    cpu = np.array(res.cpu_us, float) / 1000.0
     t = e.timing_table()
-    return {"dispatch_ms_mean": float(dispatch.mean()) if len(dispatch) else math.nan,
+    return {"exec_cpu_ratio": float(cpu.sum() / pred.sum()) if pred.sum() else math.nan,
+            "core_wait_share": float(1 - cpu.sum() / dur.sum()) if dur.sum() else math.nan,
+            "dispatch_ms_mean": float(dispatch.mean()) if len(dispatch) else math.nan,
             "dispatch_ms_p99": float(np.percentile(dispatch, 99)) if len(dispatch) else math.nan,
             "hop_ms_mean": float(hop.mean()) if len(hop) else math.nan,
             "hop_ms_p99": float(np.percentile(hop, 99)) if len(hop) else math.nan,

@@ -96,6 +96,7 @@ class Validate(Experiment):
                  "metric": row["metric"], "live": row["live"], "sim": row["sim"], "rel_err": row["rel_err"],
                  "sim_measured": m["sim"], "rel_err_measured": m["rel_err"],
                  "dispatch_ms": r["dispatch_ms_mean"], "hop_ms": r["hop_ms_mean"], "exec_ratio": r["exec_ratio"],
+                 "exec_cpu_ratio": r["exec_cpu_ratio"], "core_wait_share": r["core_wait_share"],
                  "exec_cv_max": max((x["cv"] for x in r["exec_cv"]), default=math.nan),
                  "decision_us": r["decision_us_mean"], "failures": len(r["failures"]),
                  "live_pct": pct[0], "sim_pct": pct[1]}

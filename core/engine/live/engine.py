@@ -101,9 +101,9 @@ class LiveEngine(Engine):
             self.timings.append((2, time.perf_counter_ns() - t))
 
     def _completion(self, w: int, msg: tuple) -> None:
-        _, bid, start_ns, end_ns, _cancelled = msg
+        _, bid, start_ns, end_ns, _cancelled, cpu_ns = msg
         t0 = self.pool.t0_ns
-        if not self.res.finish(w, bid, (start_ns - t0) // 1000, (end_ns - t0) // 1000):
+        if not self.res.finish(w, bid, (start_ns - t0) // 1000, (end_ns - t0) // 1000, cpu_ns // 1000):
             return  # a preempted batch's report
         now = self.pool.now()
         self.clock.until = NEVER

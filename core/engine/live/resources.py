@@ -26,7 +26,7 @@ ACTIONS = ("start", "book", "preempt")
 class LiveResources(Resources):
     """Resources whose batches run on worker processes (module docstring)."""
 
-    __slots__ = ("link", "decisions", "planned", "reported")
+    __slots__ = ("link", "decisions", "planned", "reported", "cpu_us")
 
     def __init__(self, link: Any, *args: Any) -> None:
         super().__init__(*args)
@@ -38,6 +38,7 @@ class LiveResources(Resources):
         #: per batch id: (planned start, planned end) µs — what the policy expected when it dispatched
         self.planned: list[tuple[int, int]] = []
         self.reported: list[int] = []  #: batch ids whose measured start and end were written
+        self.cpu_us: list[int] = []  #: the worker's CPU time over each reported batch (aligned with ``reported``)
 
     def start(self, worker: int, model: int, rids: list[int], now: int, **kw: Any) -> int:
         self.decisions.append((self.link.now(), START, worker, model, tuple(rids)))
@@ -73,12 +74,13 @@ class LiveResources(Resources):
         self.link.send(worker, bid, model, len(rids), start)
         return end
 
-    def finish(self, worker: int, bid: int, start_us: int, end_us: int) -> bool:
+    def finish(self, worker: int, bid: int, start_us: int, end_us: int, cpu_us: int = -1) -> bool:
         """A worker reported batch ``bid`` done: write the measured times and complete it (the reference
         completion: outcomes, busy time, the next booked batch). False for a preempted batch's report."""
         if self.w_batch[worker] != bid:
             return False
         self.reported.append(bid)
+        self.cpu_us.append(cpu_us)
         self.rec.b_start[bid] = start_us
         self.rec.b_end[bid] = end_us
         self.w_start[worker] = start_us

@@ -7,7 +7,9 @@ Protocol over its duplex pipe (:mod:`multiprocessing` connection):
   (``time.monotonic_ns``, the clock every process of the machine shares);
   ``("stop",)`` — exit.
 * worker → engine: ``("ready", worker)`` once its models are built and warm;
-  ``("done", batch_id, start_ns, end_ns, cancelled)`` after each batch.
+  ``("done", batch_id, start_ns, end_ns, cancelled, cpu_ns)`` after each batch —
+  ``cpu_ns`` is the worker thread's CPU time over the batch (``time.thread_time_ns``),
+  so wall time − CPU time is the time the worker waited for its core.
 
 Preemption (Shepherd §5.2, exit points): the model is an ``nn.Sequential``
 of layers (:mod:`shepherd.core.measure.zoo`); between layers the worker reads
@@ -67,11 +69,12 @@ def worker_main(index: int, core: int | None, models: list[str], max_batch: int,
             wait = not_before - time.monotonic_ns()
             if wait > 0:
                 time.sleep(wait / 1e9)
-            start = time.monotonic_ns()
+            start, cpu = time.monotonic_ns(), time.thread_time_ns()
             y, cancelled = tensor(m, size), False
             for layer in layers[m]:
                 if cancel.value == bid:
                     cancelled = True
                     break
                 y = layer(y)
-            conn.send(("done", bid, start, time.monotonic_ns(), cancelled))
+            end, cpu = time.monotonic_ns(), time.thread_time_ns() - cpu
+            conn.send(("done", bid, start, end, cancelled, cpu))
