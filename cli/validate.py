@@ -65,7 +65,7 @@ def validate(
     if duration_s <= 0 or slo_ms <= 0 or (rate is not None and rate <= 0) or not 0 < utilization <= 10:
         raise UserError("--duration-s, --slo-ms, --rate and --utilization must be positive")
     check_output_dir(out)
-    prof = read_artifact(profiles, "profiles") if profiles is not None else _measure(model, max_batch)
+    prof = read_artifact(profiles, "profiles").frame if profiles is not None else _measure(model, max_batch)
     if model not in prof["model"].to_list():
         raise UserError(f"the profiles have no model '{model}' (they have: {', '.join(sorted(set(prof['model'])))})")
     cap = val.capacity_rps(prof, model, workers, max_batch)

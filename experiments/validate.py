@@ -17,6 +17,7 @@ cores. Nothing here is tuned per run.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ def measure_or_read(results_dir: Path) -> pl.DataFrame:
 
     path = results_dir / PROFILE_NAME
     if path.exists():
-        return read_artifact(path, "profiles")
+        return read_artifact(path, "profiles").frame
     kind, frame, env = measure([MODEL], "cpu", False, 1, [1, 2, 4, 8], warmup=3, repeats=15)
     write_artifact(frame, path, kind, make_provenance({"measure": [MODEL], "environment": env}, None, []))
     return frame
@@ -58,14 +59,14 @@ class Validate(Experiment):
     exclusive = True  #: one cell at a time: a live run's timings need the cores to itself
 
     def __init__(self) -> None:
-        self.profile: list[list[Any]] | None = None
+        self.profile: str | None = None  #: the measured rows as JSON (a cell parameter, hashed with the cell)
 
     def prepare(self, results_dir: Path, scale) -> str | None:  # noqa: ANN001 - a Scale
         try:
             frame = measure_or_read(results_dir)
         except UserError as exc:  # torch missing
             return f"{self.name}: skipped ({exc})"
-        self.profile = frame.select("model", "hardware", "batch", "latency_ms").rows()
+        self.profile = json.dumps(frame.select("model", "hardware", "batch", "latency_ms").rows())
         return None
 
     def cells(self, scale):  # noqa: ANN001, ANN201
@@ -82,7 +83,7 @@ class Validate(Experiment):
         from shepherd.core import profiles as prof
         from shepherd.core import validation as val
 
-        measured = pl.DataFrame(p["profile"], schema=["model", "hardware", "batch", "latency_ms"], orient="row")
+        measured = pl.DataFrame(json.loads(p["profile"]), schema=["model", "hardware", "batch", "latency_ms"], orient="row")
         profiles = prof.fit_measurements(measured, source="measured")
         cap = val.capacity_rps(profiles, p["model"], 1, p["max_batch"])
         trace = make_trace(p["model"], p["load"] * cap, p["duration_s"], p["slo_ms"], p["seed"])
