@@ -115,7 +115,7 @@ class Validate(Experiment):
             if goal is None or (row["metric"] == "p99_ms" and row["load"] >= 1):
                 continue
             heads.append(Headline(f"{row['policy']} at {row['load']:g}× capacity: {row['metric']} error "
-                                  f"(sim − live)/live, goal |err| ≤ {goal:g} % (issue 34; not a paper claim)",
+                                  f"(sim − live)/live, goal: error within ±{goal:g} % (issue 34; not a paper claim)",
                                   0.0, row["err_pct"], row["err_pct_hw"], "%", tolerance=goal))
         fig = draw_cdf_cells(results)
         figures = save_figure(fig, figures_dir, "validate") if fig is not None else []
