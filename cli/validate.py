@@ -24,7 +24,8 @@ Reported per policy: SLO attainment, goodput, p50/p90/p99 latency, mean batch si
 simulated with relative error (sim − live)/live; the residual's measured causes (dispatch overhead and
 frontend hop, execution CV per batch size, scheduler decision time); a per-request latency CDF figure.
 --overhead measured re-simulates with the measured dispatch overhead and reports the error before/after.
-Timings depend on the machine and its load: run on an otherwise idle machine where you can.
+Timings depend on the machine and its load: run on an otherwise idle machine where you can. Live
+tables are wall-clock measurements, so two runs are never byte-identical (the simulated ones are).
 
 Examples:
 
