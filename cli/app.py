@@ -29,6 +29,7 @@ from shepherd.cli import simulate as simulate_cmd
 from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
 from shepherd.cli import warmup as warmup_cmd
+from shepherd.cli import validate as validate_cmd
 from shepherd.core.errors import UserError, environment_error
 
 app = typer.Typer(
@@ -74,6 +75,7 @@ app.command("capacity")(capacity_cmd.capacity)
 app.add_typer(runs_cmd.app, name="runs")
 app.add_typer(data_cmd.app, name="data")
 app.command("warmup")(warmup_cmd.warmup)
+app.command("validate", help=validate_cmd.HELP)(validate_cmd.validate)  # heavy imports inside the command
 
 
 def _one_line(message: str) -> str:

@@ -91,7 +91,7 @@ def reproduce(
                 how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
 
-            stats = runner.run_cells(cells, results, executor=executor, jobs=workers,
+            stats = runner.run_cells(cells, results, executor=executor, jobs=1 if exp.exclusive else workers,
                                      address=address, on_done=on_done, log=log)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)

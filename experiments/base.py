@@ -128,6 +128,8 @@ class Experiment:
     name: str = ""
     paper: str = ""
     title: str = ""
+    #: cells need the machine to themselves (live timings): ``reproduce`` runs them one at a time
+    exclusive: bool = False
 
     def check_inputs(self, scale: Scale | None = None) -> None:  # noqa: ARG002 - experiments may read it
         """Raise a one-line :class:`UserError` when an input the experiment reads from outside the package

@@ -48,6 +48,7 @@ EXPERIMENT_MODULES: tuple[str, ...] = (
     "shepherd.experiments.symphony.fig13_network",
     "shepherd.experiments.symphony.fig14_autoscale",
     "shepherd.experiments.symphony.cross_shepherd",
+    "shepherd.experiments.validate",
 )
 
 _REGISTRY: dict[str, Experiment] = {}

@@ -84,6 +84,7 @@ def simulate(
     max_batch: int | None = None,
     hardware: str | None = None,
     progress: Callable[[int], None] | None = None,
+    engine_factory: Callable[..., Engine] | None = None,
 ) -> SimulationResult:
     """Simulate ``policy`` serving ``trace``.
 
@@ -96,6 +97,8 @@ def simulate(
     of its fields, or None for defaults); ``overhead`` defaults to the
     policy's own overhead model; ``engine`` holds the speed switches.
     Deterministic for a given seed unless ``overhead.mode == "emulation"``.
+    ``engine_factory`` builds the run's engine from :class:`~.loop.Engine`'s arguments instead of
+    ``Engine`` (the live engine, :mod:`.live`: the same policies on a wall clock); it runs in one loop.
     """
     spec = registry.get(policy)
     cfg = registry.make_config(policy, config)
@@ -128,7 +131,7 @@ def simulate(
     ws = cluster.workers
     w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
     fast_path = None
-    if eng_cfg.path != "reference":  # "auto": the fast path where it covers the run; "fast": insist on it
+    if eng_cfg.path != "reference" and engine_factory is None:  # "auto": the fast path where it covers the run; "fast": insist on it
         shape = Shape(ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k] for k in range(len(cluster.groups))],
                       eng_cfg)
         fast_path = fastpath.choose(policy, spec.cls, cfg, shape, eng_cfg.path)
@@ -144,7 +147,7 @@ def simulate(
         stream = trace["stream"].to_numpy()
         model_idx = model_enum.to_physical().to_numpy()
         group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
-    eng = Engine(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
+    eng = (engine_factory or Engine)(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
                  [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg, summary_only=summary_only)
     for name in ("instances", "priority"):
         if name in trace.columns:
@@ -159,9 +162,9 @@ def simulate(
         counters = fast.run(eng, fast_path, fast_path.params(spec.cls, cfg, runtime), runtime, max_batch,
                             make_policy)  # an empty trace too: its counters
         per_group = counters if counters is not None else [{} for _ in cluster.groups]
-    apart = eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray"
+    apart = engine_factory is None and (eng_cfg.groups == "apart" or eng_cfg.jobs > 1 or eng_cfg.executor == "ray")
     if apart:
-        _note_apart_unused(eng_cfg, len(cluster.groups), fast_path, ovh.mode)
+        _note_apart_unused(eng_cfg, len(cluster.groups), fast_path is not None, ovh.mode)
     if per_group is None and apart and len(cluster.groups) > 1 and ovh.mode != "emulation":
         per_group = _run_apart(eng, policy, cfg, runtime, models, max_batch, rng, ovh, eng_cfg, cluster, gpos,
                                hw_pos)

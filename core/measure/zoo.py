@@ -1,4 +1,4 @@
-"""VGG16, ResNet50 and ResNet152 defined in the project (random weights; no torchvision, no download).
+"""VGG16, ResNet18/34/50/152 and a tiny CNN defined in the project (random weights; no torchvision, no download).
 
 Latency does not depend on weight values, so random initialisation is
 enough. Each model is an ``nn.Sequential`` of *layers* in execution order —
@@ -7,7 +7,10 @@ convolutions (+ReLU, +pooling where the network pools) and 3 fully
 connected layers; a ResNet's stem, one unit per bottleneck block and the
 classifier. Any ``package.module:factory`` returning an ``nn.Module`` is
 accepted too (:func:`build`); its ``input_shape`` attribute (without the
-batch dimension) sets the input, default 3×224×224.
+batch dimension) sets the input, default 3×224×224. A built-in name may end
+in ``@R`` to run it on R×R inputs (``ResNet18@112``: the small CPU models of
+the live validation keep batches in the tens of milliseconds on one core);
+``TinyCNN`` (three convolutions on 3×32×32) is for mechanics tests.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.measure import need_torch
 
 DEFAULT_INPUT = (3, 224, 224)
-BUILTIN = ("VGG16", "ResNet50", "ResNet152")
+BUILTIN = ("VGG16", "ResNet18", "ResNet34", "ResNet50", "ResNet152", "TinyCNN")
 
 
 def _vgg16(nn):
@@ -64,12 +67,65 @@ def _resnet(nn, torch, blocks):
     return nn.Sequential(*units)
 
 
+def _resnet_basic(nn, torch, blocks):
+    """ResNet18/34: two 3×3 convolutions per block (He et al. 2016, Table 1)."""
+    class Basic(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+            self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                          if stride != 1 or cin != cout else nn.Identity())
+
+        def forward(self, x):
+            return torch.relu(self.body(x) + self.short(x))
+
+    units = [nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                           nn.MaxPool2d(3, 2, 1))]
+    cin = 64
+    for stage, n in enumerate(blocks):
+        width = 64 * 2 ** stage
+        for i in range(n):
+            units.append(Basic(cin, width, 2 if i == 0 and stage > 0 else 1))
+            cin = width
+    units.append(nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000)))
+    return nn.Sequential(*units)
+
+
+def _tiny(nn):
+    return nn.Sequential(nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU()),
+                         nn.Sequential(nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU()),
+                         nn.Sequential(nn.Conv2d(32, 32, 3, 2, 1), nn.ReLU()),
+                         nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)))
+
+
+def _split_resolution(name: str) -> tuple[str, int | None]:
+    """``ResNet18@112`` → (``ResNet18``, 112); a name without ``@`` → (name, None)."""
+    if "@" not in name or ":" in name:
+        return name, None
+    base, _, res = name.partition("@")
+    if not res.isdigit() or not 8 <= int(res) <= 1024:
+        raise UserError(f"model '{name}': the input resolution after '@' must be an integer in 8…1024")
+    return base, int(res)
+
+
 def build(name: str):
     """(module in eval mode, input shape without batch) for a built-in name or ``package.module:factory``."""
     torch = need_torch()
     nn = torch.nn
+    name, res = _split_resolution(name)
+    if res is not None and name not in BUILTIN:
+        raise UserError(f"no built-in model '{name}' (built in: {', '.join(BUILTIN)})")
+    shape = None
     if name == "VGG16":
         model = _vgg16(nn)
+    elif name == "ResNet18":
+        model = _resnet_basic(nn, torch, (2, 2, 2, 2))
+    elif name == "ResNet34":
+        model = _resnet_basic(nn, torch, (3, 4, 6, 3))
+    elif name == "TinyCNN":
+        model, shape = _tiny(nn), (3, 32, 32)
     elif name == "ResNet50":
         model = _resnet(nn, torch, (3, 4, 6, 3))
     elif name == "ResNet152":
@@ -85,7 +141,12 @@ def build(name: str):
     else:
         raise UserError(f"no model '{name}' to measure (built in: {', '.join(BUILTIN)}; "
                         "or give package.module:factory)")
-    return model.eval(), tuple(getattr(model, "input_shape", DEFAULT_INPUT))
+    if name == "VGG16" and res is not None and res != 224:
+        raise UserError("VGG16's classifier is fixed to 224×224 inputs (no '@' resolution)")
+    shape = shape or tuple(getattr(model, "input_shape", DEFAULT_INPUT))
+    if res is not None:
+        shape = (shape[0], res, res)
+    return model.eval(), shape
 
 
 def layers(model) -> list[tuple[str, object]]:

@@ -1,0 +1,143 @@
+"""``shepherd validate``: one trace served live on real PyTorch workers and simulated; the simulator's error."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from shepherd.core.errors import UserError
+
+HELP = """Run one trace LIVE and SIMULATED with the same policy objects and report the simulator's error.
+
+Setup: the live engine replays a synthetic Poisson trace in real time (a sender process) and sends each
+batch the policy starts to a worker process — one per --workers, each pinned to one CPU core with one
+PyTorch thread — which runs the real model (--model, a zoo name such as ResNet18@64: ResNet18 on 64×64
+inputs) on a real input tensor of the batch's size. No GPU is needed (CPU only). The simulation of the
+same trace uses the same measured profile (--profiles from `shepherd profile --measure MODEL --threads 1`,
+or measured here when omitted). PyTorch is the optional extra: pip install 'shepherd[torch]'.
+
+Reported per policy: SLO attainment, goodput, p50/p90/p99 latency, mean batch size, utilisation, live vs
+simulated with relative error (sim − live)/live; the residual's measured causes (dispatch overhead and
+frontend hop, execution CV per batch size, scheduler decision time); a per-request latency CDF figure.
+--overhead measured re-simulates with the measured dispatch overhead and reports the error before/after.
+Timings depend on the machine and its load: run on an otherwise idle machine where you can. Live
+tables are wall-clock measurements, so two runs are never byte-identical (the simulated ones are).
+
+Examples:
+
+  shepherd profile --measure ResNet18@64 --threads 1 --batch 1,2,4,8 -o r18.parquet
+
+  shepherd validate --policy flex,clockwork --model ResNet18@64 --profiles r18.parquet --rate 30 --duration-s 30 -o val/
+"""
+
+
+def validate(
+    policy: Annotated[str, typer.Option("--policy", help="Policies, comma-separated (flex, flex-np, clockwork, nexus, symphony, symphony-wc).")] = "flex,clockwork",
+    model: Annotated[str, typer.Option("--model", help="Zoo model served (e.g. ResNet18@64, TinyCNN).")] = "ResNet18@64",
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Measured profiles (shepherd profile --measure); default: measure now, one thread.")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="Requests/s of the Poisson trace (default: --utilization × the profile's capacity).")] = None,
+    utilization: Annotated[float, typer.Option("--utilization", help="Offered load as a fraction of the profile's capacity, when --rate is not given.")] = 0.6,
+    duration_s: Annotated[float, typer.Option("--duration-s", help="Trace length, s.")] = 30.0,
+    slo_ms: Annotated[float, typer.Option("--slo-ms", help="Every request's SLO, ms.")] = 200.0,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes (one core each).")] = 1,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=64, help="Largest batch.")] = 8,
+    overhead: Annotated[str, typer.Option("--overhead", help="none | measured: also simulate with the live run's measured dispatch overhead.")] = "none",
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Trace seed.")] = 0,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder (live/ and sim/ tables, comparison, residuals, CDF figure).")] = Path("validate"),
+) -> None:
+    from shepherd.cli.common import frame_table, summary_table
+    from shepherd.core.artifacts import artifact_dir, check_output_dir, make_provenance, read_artifact
+    from shepherd.core import validation as val
+    import numpy as np
+    import polars as pl
+
+    pols = [p for p in policy.split(",") if p]
+    if overhead not in ("none", "measured"):
+        raise UserError(f"--overhead must be none or measured, got '{overhead}'")
+    if not pols:
+        raise UserError("--policy names no policy")
+    from shepherd.core.policies import registry
+    for p in pols:
+        registry.get(p)
+    if duration_s <= 0 or slo_ms <= 0 or (rate is not None and rate <= 0) or not 0 < utilization <= 10:
+        raise UserError("--duration-s, --slo-ms, --rate and --utilization must be positive")
+    check_output_dir(out)
+    prof = read_artifact(profiles, "profiles").frame if profiles is not None else _measure(model, max_batch)
+    if model not in prof["model"].to_list():
+        raise UserError(f"the profiles have no model '{model}' (they have: {', '.join(sorted(set(prof['model'])))})")
+    cap = val.capacity_rps(prof, model, workers, max_batch)
+    rps = rate if rate is not None else utilization * cap
+    trace = make_trace(model, rps, duration_s, slo_ms, seed)
+    results, cdf = [], {}
+    with artifact_dir(out) as tmp:
+        for p in pols:
+            pair = val.run_pair(trace, prof, p, workers=workers, max_batch=max_batch, seed=seed, overhead=overhead)
+            for engine in ("live", "sim") + (("sim_measured",) if overhead == "measured" else ()):
+                _write_tables(pair[engine], tmp / engine / p, p, engine, dict(model=model, rate=rps, slo_ms=slo_ms,
+                              duration_s=duration_s, workers=workers, max_batch=max_batch), seed)
+            for row in pair["rows"]:
+                results.append({"policy": p, **row, **_measured(pair, row["metric"])})
+            cdf[p] = (val.latencies_ms(pair["live"]), val.latencies_ms(pair["sim"]))
+            (tmp / f"residuals-{p}.json").write_text(json.dumps(pair["residuals"], indent=1, default=float))
+            frame_table(f"{p}: execution per batch size (live)", val.exec_frame(pair["residuals"]))
+            r = pair["residuals"]
+            summary_table(f"{p}: residual causes", {
+                "dispatch delay mean / p99 (ms)": f"{r['dispatch_ms_mean']:.2f} / {r['dispatch_ms_p99']:.2f}",
+                "frontend hop mean / p99 (ms)": f"{r['hop_ms_mean']:.2f} / {r['hop_ms_p99']:.2f}",
+                "execution / profile (wall; CPU)": f"{r['exec_ratio']:.3f}; {r['exec_cpu_ratio']:.3f}",
+                "share of batch time waiting for the core": f"{r['core_wait_share']:.3f}",
+                "decision time mean / p99 (µs)": f"{r['decision_us_mean']:.0f} / {r['decision_us_p99']:.0f}",
+                "worker failures": "; ".join(r["failures"]) or "none"})
+        table = pl.DataFrame(results)
+        table.write_parquet(tmp / "comparison.parquet")
+        from shepherd.experiments.validate import draw_cdf
+
+        draw_cdf(cdf, tmp / "latency_cdf.png")
+    frame_table(f"live vs simulated ({rps:.1f} req/s, capacity {cap:.1f} req/s)", table.with_columns(
+        [pl.col(c).round(4) for c in table.columns if table[c].dtype == pl.Float64]))
+    summary_table("validate", {"trace": f"Poisson {rps:.1f} req/s × {duration_s:g} s, {trace.height} requests",
+                               "written": str(out)})
+
+
+def make_trace(model: str, rps: float, duration_s: float, slo_ms: float, seed: int):
+    """The validation trace: one Poisson stream of ``model``."""
+    import numpy as np
+
+    from shepherd.traces.synthetic import SyntheticSpec, generate
+
+    return generate(SyntheticSpec("poisson", rps, duration_s, (model,), slo_ms=slo_ms), np.random.default_rng(seed))
+
+
+def _measured(pair: dict, metric: str) -> dict:
+    if "rows_measured" not in pair:
+        return {}
+    row = next(r for r in pair["rows_measured"] if r["metric"] == metric)
+    return {"sim_measured": row["sim"], "rel_err_measured": row["rel_err"]}
+
+
+def _measure(model: str, max_batch: int):
+    from shepherd.core.measure.artifact import measure
+
+    batches = sorted({1, 2, 4, max_batch} & set(range(1, max_batch + 1)) | {max_batch})
+    return measure([model], "cpu", False, 1, batches)[1]
+
+
+def _write_tables(result, folder: Path, policy: str, engine: str, config: dict, seed: int) -> None:
+    """The simulate tables (requests, batches, workers, summary), marked with the engine that made them."""
+    import polars as pl
+
+    from shepherd.core.artifacts import make_provenance, write_artifact
+    from shepherd.core.metrics import summarize_tables
+
+    folder.mkdir(parents=True, exist_ok=True)
+    eng = "live" if engine == "live" else "reference"
+    prov = make_provenance(dict(policy=policy, engine=eng, overhead=engine, **config), seed, [])
+    req, bat, wk = result.requests_frame(), result.batches_frame(), result.workers_frame()
+    summary = summarize_tables(req, bat, wk, policy).with_columns(engine=pl.lit(eng))
+    for name, frame, kind in (("requests", req, "requests"), ("batches", bat, "batches"),
+                              ("workers", wk, "workers"), ("summary", summary, "summary")):
+        write_artifact(frame, folder / f"{name}.parquet", kind, prov)

@@ -1,0 +1,90 @@
+"""Live execution: the same policies serving a trace in real time on real PyTorch workers.
+
+:func:`run_live` is :func:`~shepherd.core.engine.simulate.simulate` with the
+live engine (:mod:`.engine`) in place of the discrete-event loop: the policy
+objects, their ``prepare`` and their :class:`~shepherd.core.engine.actions.Actions`
+are the reference ones (no policy code is copied); the Clock is the wall clock
+and started batches run on worker processes (:mod:`.pool`, :mod:`.worker`),
+one per serving worker, each pinned to one core with one PyTorch thread.
+The result is a :class:`~shepherd.core.engine.result.SimulationResult` whose
+tables are the simulator's, with ``extra["engine"] == "live"``, the decision
+log (:func:`decisions_frame`; replayable in the simulator, :mod:`.replay`),
+the policy's handler times and any worker failure.
+
+Needs no GPU: the workers run on CPU cores (``torch`` is the optional extra).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from shepherd.core.engine.config import EngineConfig
+from shepherd.core.engine.live.engine import LiveEngine
+from shepherd.core.engine.live.pool import Pool
+from shepherd.core.engine.live.resources import ACTIONS
+from shepherd.core.engine.overhead import OverheadConfig
+from shepherd.core.engine.result import SimulationResult
+from shepherd.core.engine.simulate import prepare_trace, simulate
+from shepherd.core.measure import need_torch
+
+DEFAULT_DRAIN_S = 10.0  #: how long a run may go on after the last arrival before it ends with what it has
+
+
+def run_live(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, config: Any = None, *, workers: int = 1,
+             seed: int = 0, load: float = 1.0, slo_ms: float | None = None, max_batch: int = 8,
+             hardware: str | None = None, cores: list[int] | None = None, drain_s: float = DEFAULT_DRAIN_S,
+             kill_at: tuple[int, float] | None = None, progress: Any = None) -> SimulationResult:
+    """Serve ``trace`` live with ``policy`` on ``workers`` worker processes (module docstring).
+
+    The trace's model names are zoo names (:func:`shepherd.core.measure.zoo.build`, e.g.
+    ``ResNet18@64``), the same names ``profile --measure`` writes. ``kill_at`` = (worker, seconds) kills
+    that worker at that time (the failure test).
+    """
+    need_torch()
+    prepared = prepare_trace(trace, load, slo_ms)
+    models = sorted(prepared["model"].unique().to_list())
+    pool = Pool(workers, models, max_batch, cores)
+    made: list[LiveEngine] = []
+
+    def factory(*args: Any, **kw: Any) -> LiveEngine:
+        eng = LiveEngine(pool, drain_s, *args, **kw)
+        eng.kill_at = kill_at
+        made.append(eng)
+        return eng
+
+    try:
+        pool.start()
+        result = simulate(trace, profiles, policy, config, gpus=workers, seed=seed, load=load, slo_ms=slo_ms,
+                          overhead=OverheadConfig(mode="none"), engine=EngineConfig(path="reference"),
+                          max_batch=max_batch, hardware=hardware, progress=progress, engine_factory=factory)
+    finally:
+        pool.close()
+    eng = made[0]
+    result.extra.update(engine="live", live={
+        "failures": list(eng.failures), "ended_by": eng.ended_by, "workers": workers,
+        "worker_cores": pool.worker_cores, "engine_core": pool.engine_core, "shared_cores": pool.shared_cores,
+        "models": models})
+    return result
+
+
+def decisions_frame(result: SimulationResult) -> pl.DataFrame:
+    """The live run's decisions in order: when (µs, wall clock), which action, worker, model, request ids."""
+    rows = result.engine.res.decisions
+    return pl.DataFrame({
+        "decided_us": np.array([r[0] for r in rows], np.int64),
+        "action": pl.Series([ACTIONS[r[1]] for r in rows], dtype=pl.String),
+        "worker": np.array([r[2] for r in rows], np.int32),
+        "model": np.array([r[3] for r in rows], np.int32),
+        "requests": pl.Series([list(r[4]) for r in rows], dtype=pl.List(pl.Int64)),
+    })
+
+
+def handler_times(result: SimulationResult) -> pl.DataFrame:
+    """The policy's measured handler times (kind arrivals/completion/timer, µs): its decision time."""
+    t = result.engine.timing_table()
+    return pl.DataFrame({"kind": pl.Series(["arrivals", "completion", "timer"], dtype=pl.String).gather(t["kind"])
+                         if len(t["kind"]) else pl.Series([], dtype=pl.String),
+                         "us": t["ns"] / 1000.0})

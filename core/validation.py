@@ -1,0 +1,154 @@
+"""The simulator against real execution: live vs simulated metrics, their relative error, and the residual's causes.
+
+``shepherd validate`` runs one trace live (:mod:`shepherd.core.engine.live`)
+and simulated, with the same policy objects and the same measured profile, and
+compares per policy: SLO attainment, goodput, p50/p90/p99 latency of served
+requests, mean batch size and worker utilisation (:func:`metrics`), with the
+relative error ``(sim − live) / live`` (:func:`compare`). The residual's causes
+are measured on the live run (:func:`residuals`):
+
+* *dispatch overhead* — a batch's measured start minus the start the policy
+  planned when it dispatched it (pipes, the worker's wake-up), and the
+  frontend hop: when the engine received a request minus its trace arrival;
+* *execution variance* — the coefficient of variation of measured batch
+  durations per batch size, and their mean ratio to the profile's latency,
+  split into the worker's CPU time over the batch against the profile
+  (``exec_cpu_ratio``: the model itself ran slower or faster) and the share of
+  the batch's wall time the pinned worker spent waiting for its core
+  (``core_wait_share``: other processes on the same core);
+* *scheduler decision time* — the policy's own handler time per event.
+
+:func:`measured_overhead` turns the first into the simulator's overhead model
+(``--overhead measured``): each decision costs the mean dispatch delay plus the
+mean frontend hop (one number, nothing fitted per run).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from shepherd.core.engine.overhead import OverheadConfig
+from shepherd.core.engine.result import SimulationResult
+
+METRICS = ("slo_attainment", "goodput_rps", "p50_ms", "p90_ms", "p99_ms", "mean_batch", "utilization")
+
+
+def latencies_ms(result: SimulationResult) -> np.ndarray:
+    """Served requests' latency (finish − trace arrival), ms."""
+    r = result.recorder
+    done = r.r_finish >= 0
+    return (r.r_finish[done] - result.engine.arrival[done]) / 1000.0
+
+
+def metrics(result: SimulationResult) -> dict[str, float]:
+    """The compared metrics of one run (module docstring); attainment over all requests."""
+    r, e = result.recorder, result.engine
+    n = len(e.arrival)
+    good = int((r.r_outcome == 1).sum()) if n else 0
+    span_s = max((int(e.arrival.max()) - int(e.arrival.min())) / 1e6, 1e-9) if n else 1e-9
+    lat = latencies_ms(result)
+    b = r.batch_columns()
+    done = ~b["preempted"].astype(bool)
+    ends = b["end"][done]
+    wall = (max(int(ends.max()), int(e.arrival.max())) - int(e.arrival.min())) if len(ends) else 0
+    busy = float(np.sum(r.w_busy))
+    workers = len(e.res.w_group)
+    pct = (lambda q: float(np.percentile(lat, q))) if len(lat) else (lambda q: math.nan)
+    return {"slo_attainment": good / n if n else math.nan, "goodput_rps": good / span_s,
+            "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99),
+            "mean_batch": float(b["size"][done].mean()) if done.any() else math.nan,
+            "utilization": busy / (workers * wall) if wall > 0 else math.nan}
+
+
+def compare(live: dict[str, float], sim: dict[str, float]) -> list[dict[str, Any]]:
+    """One row per metric: live, simulated, relative error (sim − live) / live (None where live is 0)."""
+    rows = []
+    for k in METRICS:
+        a, s = live[k], sim[k]
+        err = (s - a) / a if a and not math.isnan(a) and not math.isnan(s) else None
+        rows.append({"metric": k, "live": a, "sim": s, "rel_err": err})
+    return rows
+
+
+def residuals(live: SimulationResult) -> dict[str, Any]:
+    """Measured causes of the live-vs-simulated gap (module docstring)."""
+    e = live.engine
+    res, rec = e.res, e.rec
+    b = rec.batch_columns()
+    planned = np.array(res.planned, np.int64).reshape(-1, 2)
+    completed = np.array(res.reported, np.int64)
+    dispatch = (b["start"][completed] - planned[completed, 0]) / 1000.0
+    got = e.received >= 0
+    hop = (e.received[got] - e.arrival[got]) / 1000.0
+    dur = (b["end"] - b["start"])[completed] / 1000.0
+    sizes = b["size"][completed]
+    models = b["model"][completed]
+    pred = np.array([res.lat[0][m][s] for m, s in zip(models, sizes)], float) / 1000.0 if len(sizes) else np.empty(0)
+    per_size = []
+    for s in np.unique(sizes):
+        d, p = dur[sizes == s], pred[sizes == s]
+        per_size.append({"size": int(s), "batches": int(len(d)), "mean_ms": float(d.mean()),
+                         "cv": float(d.std() / d.mean()) if d.mean() > 0 else math.nan,
+                         "profile_ms": float(p.mean()), "ratio": float(d.mean() / p.mean()) if p.mean() else math.nan})
+    cpu = np.array(res.cpu_us, float) / 1000.0
+    t = e.timing_table()
+    return {"exec_cpu_ratio": float(cpu.sum() / pred.sum()) if pred.sum() else math.nan,
+            "core_wait_share": float(1 - cpu.sum() / dur.sum()) if dur.sum() else math.nan,
+            "dispatch_ms_mean": float(dispatch.mean()) if len(dispatch) else math.nan,
+            "dispatch_ms_p99": float(np.percentile(dispatch, 99)) if len(dispatch) else math.nan,
+            "hop_ms_mean": float(hop.mean()) if len(hop) else math.nan,
+            "hop_ms_p99": float(np.percentile(hop, 99)) if len(hop) else math.nan,
+            "exec_ratio": float(dur.sum() / pred.sum()) if pred.sum() else math.nan,
+            "exec_cv": per_size,
+            "decision_us_mean": float(t["ns"].mean() / 1000) if len(t["ns"]) else math.nan,
+            "decision_us_p99": float(np.percentile(t["ns"], 99) / 1000) if len(t["ns"]) else math.nan,
+            "failures": live.extra.get("live", {}).get("failures", [])}
+
+
+def measured_overhead(res: dict[str, Any]) -> OverheadConfig:
+    """``--overhead measured``: each decision costs the mean dispatch delay plus the mean frontend hop."""
+    cost = sum(x for x in (res["dispatch_ms_mean"], res["hop_ms_mean"]) if not math.isnan(x)) * 1000.0
+    return OverheadConfig(mode="model", base_us=max(cost, 0.0), per_worker_us=0.0, max_lag_us=math.inf)
+
+
+def exec_frame(res: dict[str, Any]) -> pl.DataFrame:
+    """Execution variance per batch size as a table."""
+    return pl.DataFrame(res["exec_cv"], schema={"size": pl.Int32, "batches": pl.Int64, "mean_ms": pl.Float64,
+                                               "cv": pl.Float64, "profile_ms": pl.Float64, "ratio": pl.Float64})
+
+
+def capacity_rps(profiles: pl.DataFrame, model: str, workers: int, max_batch: int) -> float:
+    """The profile's best throughput: ``workers · B / ℓ(B)`` over batch sizes B ≤ ``max_batch``."""
+    from shepherd.core.profiles import latency_table_us
+
+    lat = latency_table_us(profiles, model, None, max_batch)
+    return workers * max(b / (lat[b] / 1e6) for b in range(1, max_batch + 1))
+
+
+def run_pair(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, *, workers: int = 1, max_batch: int = 8,
+             seed: int = 0, overhead: str = "none", drain_s: float = 10.0,
+             kill_at: tuple[int, float] | None = None) -> dict[str, Any]:
+    """One policy live and simulated on the same trace and profile (module docstring).
+
+    Returns ``live`` and ``sim`` results, their ``compare`` rows, the live run's ``residuals``; with
+    ``overhead="measured"`` also ``sim_measured`` (the simulation with :func:`measured_overhead`) and its rows.
+    """
+    from shepherd.core.engine import EngineConfig, simulate
+    from shepherd.core.engine.live import run_live
+
+    live = run_live(trace, profiles, policy, workers=workers, seed=seed, max_batch=max_batch, drain_s=drain_s,
+                    kill_at=kill_at)
+    eng = EngineConfig(path="reference")
+    sim = simulate(trace, profiles, policy, gpus=workers, seed=seed, max_batch=max_batch,
+                   overhead=OverheadConfig(mode="none"), engine=eng)
+    lm = metrics(live)
+    out: dict[str, Any] = {"live": live, "sim": sim, "rows": compare(lm, metrics(sim)), "residuals": residuals(live)}
+    if overhead == "measured":
+        ovh = measured_overhead(out["residuals"])
+        sm = simulate(trace, profiles, policy, gpus=workers, seed=seed, max_batch=max_batch, overhead=ovh, engine=eng)
+        out["sim_measured"], out["rows_measured"], out["overhead"] = sm, compare(lm, metrics(sm)), ovh
+    return out
