@@ -123,4 +123,4 @@ def test_ray_executor_matches_local_executor(tmp_path, monkeypatch):
 
 def test_unreachable_ray_address(cli, tmp_path):
     assert_user_error(cli("reproduce", "test-paper", "--quick", "--executor", "ray",
-                          "--address", "127.0.0.1:9", "--results", tmp_path), "unreachable")
+                          "--ray-address", "127.0.0.1:9", "--results", tmp_path), "unreachable")
