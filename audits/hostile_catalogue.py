@@ -110,6 +110,8 @@ CASES = [
     # 8. options that do not apply, tiny values
     Case("symphony autoscale_epoch_s 1e-9", ["simulate", "--policy", "symphony", "--trace", "maf-synthetic",
                                              "--gpus", "2", "--set", "autoscale_epoch_s=1e-9"]),
+    Case("simulate --executor ray on one group", ["simulate", "--policy", "flex", "--trace", "maf-synthetic",
+                                                  "--gpus", "2", "--executor", "ray", "-o", "out"], expect="notice"),
     # 9. weak inputs
     Case("traces generate --rate 0", ["traces", "generate", "--rate", "0", "-o", "t.parquet"]),
     Case("traces two-stream --rate", ["traces", "generate", "--process", "two-stream", "--rate", "50", "-o", "t.parquet"]),
