@@ -40,15 +40,23 @@ def _vgg16(nn):
     return nn.Sequential(*units)
 
 
-def _resnet(nn, torch, blocks):
-    class Bottleneck(nn.Module):
+def _resnet(nn, torch, blocks, bottleneck=True):
+    """ResNet (He et al. 2016, Table 1): a 7×7 stem, four stages of residual blocks, pooling and a classifier;
+    ``bottleneck``: 1×1-3×3-1×1 blocks of 4× expansion (ResNet50/152), else two 3×3 convolutions (ResNet18/34)."""
+    expansion = 4 if bottleneck else 1
+
+    class Block(nn.Module):
         def __init__(self, cin, width, stride):
             super().__init__()
-            cout = width * 4
-            self.body = nn.Sequential(
-                nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-                nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-                nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
+            cout = width * expansion
+            if bottleneck:
+                convs = [nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                         nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width),
+                         nn.ReLU(inplace=True), nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+            else:
+                convs = [nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                         nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)]
+            self.body = nn.Sequential(*convs)
             self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
                           if stride != 1 or cin != cout else nn.Identity())
 
@@ -61,34 +69,8 @@ def _resnet(nn, torch, blocks):
     for stage, n in enumerate(blocks):
         width = 64 * 2 ** stage
         for i in range(n):
-            units.append(Bottleneck(cin, width, 2 if i == 0 and stage > 0 else 1))
-            cin = width * 4
-    units.append(nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000)))
-    return nn.Sequential(*units)
-
-
-def _resnet_basic(nn, torch, blocks):
-    """ResNet18/34: two 3×3 convolutions per block (He et al. 2016, Table 1)."""
-    class Basic(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.body = nn.Sequential(
-                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
-            self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                          if stride != 1 or cin != cout else nn.Identity())
-
-        def forward(self, x):
-            return torch.relu(self.body(x) + self.short(x))
-
-    units = [nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-                           nn.MaxPool2d(3, 2, 1))]
-    cin = 64
-    for stage, n in enumerate(blocks):
-        width = 64 * 2 ** stage
-        for i in range(n):
-            units.append(Basic(cin, width, 2 if i == 0 and stage > 0 else 1))
-            cin = width
+            units.append(Block(cin, width, 2 if i == 0 and stage > 0 else 1))
+            cin = width * expansion
     units.append(nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 1000)))
     return nn.Sequential(*units)
 
@@ -121,9 +103,9 @@ def build(name: str):
     if name == "VGG16":
         model = _vgg16(nn)
     elif name == "ResNet18":
-        model = _resnet_basic(nn, torch, (2, 2, 2, 2))
+        model = _resnet(nn, torch, (2, 2, 2, 2), bottleneck=False)
     elif name == "ResNet34":
-        model = _resnet_basic(nn, torch, (3, 4, 6, 3))
+        model = _resnet(nn, torch, (3, 4, 6, 3), bottleneck=False)
     elif name == "TinyCNN":
         model, shape = _tiny(nn), (3, 32, 32)
     elif name == "ResNet50":
