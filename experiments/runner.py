@@ -269,9 +269,10 @@ def validate_grid(experiments: Sequence[Any], scale: Any, results_dir: Path) -> 
 
     Builds each grid (a bad parameter fails here, not an hour in), checks
     that every output path of the run can be written (the results folder, each
-    experiment's cells folder and results artifact, figures, REPORT.md), and
-    calls an experiment's optional ``check_inputs(scale)`` (data files it
-    reads). Returns the cells by experiment name.
+    experiment's cells folder and results artifact, figures, REPORT.md).
+    Inputs read from outside the package are checked earlier, before the
+    results folder exists (``Experiment.check_inputs``, called by
+    ``shepherd reproduce``). Returns the cells by experiment name.
     """
     from shepherd.core.artifacts import check_output_file
 
@@ -282,9 +283,6 @@ def validate_grid(experiments: Sequence[Any], scale: Any, results_dir: Path) -> 
         keys = [c.key() for c in cells]
         if len(set(keys)) != len(keys):
             raise UserError(f"experiment {exp.name}: its grid repeats a cell")
-        check_inputs = getattr(exp, "check_inputs", None)
-        if callable(check_inputs):
-            check_inputs(scale)
         _check_folder(results_dir / "cells" / exp.name)
         check_output_file(results_path(results_dir, exp.name), "results artifact")
         grids[exp.name] = cells
