@@ -131,7 +131,8 @@ def simulate(
     ws = cluster.workers
     w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
     fast_path = None
-    if eng_cfg.path != "reference" and engine_factory is None:  # "auto": the fast path where it covers the run; "fast": insist on it
+    # "auto": the fast path where it covers the run; "fast": insist on it (a live engine runs the policies)
+    if eng_cfg.path != "reference" and engine_factory is None:
         shape = Shape(ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k] for k in range(len(cluster.groups))],
                       eng_cfg)
         fast_path = fastpath.choose(policy, spec.cls, cfg, shape, eng_cfg.path)
@@ -147,8 +148,9 @@ def simulate(
         stream = trace["stream"].to_numpy()
         model_idx = model_enum.to_physical().to_numpy()
         group_of = route.route(cluster, stream, models, model_idx, rng) if routed else None
-    eng = (engine_factory or Engine)(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups, w_hws,
-                 [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg, summary_only=summary_only)
+    eng = (engine_factory or Engine)(arrival, deadline, model_idx, stream, group_of, len(cluster.groups), w_groups,
+                                     w_hws, [w.node for w in ws], [w.name for w in ws], runtime.lat, ovh, eng_cfg,
+                                     summary_only=summary_only)
     for name in ("instances", "priority"):
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
