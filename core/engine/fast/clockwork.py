@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY, ST_I, ST_K,
-                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_UNITS, arrive,
+from shepherd.core.engine.fast.common import (B_COLS, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_I,
+                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, arrive,
                                               bisect_right, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
                                               first_chunk_end, grow_log, log_row, nz_clear, nz_fill, nz_set, q_empty,
                                               q_expire, q_push, q_take, ready_us, run_insert, run_order, save_loop,
@@ -64,7 +64,7 @@ def init_clockwork(lat, w_hw, n_models):
     """The persistent state of one group's Clockwork run (:func:`run_clockwork`), before its first request."""
     n_workers = len(w_hw)
     st = np.zeros(ST_LEN, np.int64)
-    st[ST_K], st[ST_DIRTY], st[ST_NIDLE] = -1, 1, n_workers
+    st[ST_NIDLE] = n_workers
     return (*q_empty(n_models), np.empty((B_COLS, 1024), np.int64), np.zeros(n_workers, np.int64),
             np.zeros(n_workers, np.int64), np.full(n_workers, NONE, np.int64), np.zeros(n_workers, np.int64),
             np.zeros(n_workers, np.int64), np.ones(n_workers, np.bool_), np.zeros(4, np.int64), st)
@@ -113,7 +113,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
     lat_h = lat[w_hw[0]]
     room = blog.shape[1] - len(w_hw) - 1
     i, n_idle, nb = st[ST_I], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last, units = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0, st[ST_UNITS] != 0
+    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
@@ -121,14 +121,13 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
     while True:
         k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
-            save_loop(st, i, k, n_idle, nb)
+            save_loop(st, i, n_idle, nb)
             return PAUSE
         if nb - boff > room:
-            save_loop(st, i, k, n_idle, nb)
+            save_loop(st, i, n_idle, nb)
             return GROW
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             now = w_end[k]
-            unit = w_bid[k]
             w_busy[k] += now - w_start[k]
             w_bid[k] = NONE
             w_free[k] = now
@@ -144,7 +143,6 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
             nz_set(nz, model[i])
             i += 1
             worker = -1
-            unit = now
             arriving = True
         else:
             break
@@ -168,7 +166,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
                 disp = now
             start = w_free[worker] if w_free[worker] > disp else disp
             end = start + lat_h[best_m, b]
-            log_row(blog, nb - boff, worker, best_m, b, start, end, 1 if arriving else 0, unit, units)
+            log_row(blog, nb - boff, worker, best_m, b, start, end)
             h = qh[best_m]
             serve_rows(qr, h, b, start, end, worker, nb, d, r_start, r_finish, r_worker, r_batch, r_outcome)
             q_take(qh, qe, qd, qr, best_m, h, b)
@@ -187,7 +185,7 @@ def _loop(lat, w_hw, maxb, decision_ns, per_request_ns, arrival_ns, active, admi
                 break
         if arriving:
             cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
-    save_loop(st, i, -1, n_idle, nb)
+    save_loop(st, i, n_idle, nb)
     return DONE
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)

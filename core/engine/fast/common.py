@@ -16,11 +16,9 @@ Each mirrors one part of the reference engine, and says which:
   outcomes are its own); ``fall`` — ``free`` with every admitted arrival so far charged, which is what
   the literal per-arrival admission recursion compares with the bound; ``cp`` — the first arrival not
   charged into ``free``.
-* **the batch log** (:mod:`shepherd.core.engine.recorder` and :mod:`shepherd.core.engine.groups`): one
-  column per batch (column-major: each field contiguous) — worker, model, size, start, end, preempted,
-  and the unit that made it (``ua``: 1 while handling arrivals, 0 by a completion; ``uk``: the arrival
-  time or the local id of the completed batch) with the completion time pushed when it was made, which
-  is what the clock replay of :func:`shepherd.core.engine.groups.replay` needs to number batches across groups.
+* **the batch log** (:mod:`shepherd.core.engine.recorder`): one column per batch (column-major: each
+  field contiguous) — worker, model, size, start, end, preempted; the run's end numbers the batches
+  canonically (:mod:`shepherd.core.engine.groups`).
 * **the clock's completion order** (:mod:`shepherd.core.engine.clock`): the earliest end, then the lowest
   batch id (push order); a preempted batch's stale completion is simply not there.
 """
@@ -38,19 +36,17 @@ NONE = -1
 INF = np.int64(1) << 62
 
 #: batch-log columns
-B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE, B_UA, B_UK, B_PUSHED = range(9)
-B_COLS = 9
+B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE = range(6)
+B_COLS = 6
 
 #: scheduler-state slots
 S_FREE, S_FALL, S_CP, S_SHED = range(4)
 
-#: a kernel's resumable loop state (``st``): next request (local), next completing worker, its staleness,
-#: Flex's preemption threshold, idle workers, batches made; the window's first request and batch-log row
-#: (global ids), the group's request count, whether the window holds its last request, whether the batch
-#: log keeps each batch's unit and pushed end (``B_UA``…``B_PUSHED``: only the clock replay of several
-#: groups reads them; one group's run leaves those rows untouched, their pages never written)
-ST_I, ST_K, ST_DIRTY, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST, ST_UNITS = range(11)
-ST_LEN = 11
+#: a kernel's resumable loop state (``st``): next request (local), Flex's preemption threshold, idle workers,
+#: batches made; the window's first request and batch-log row (global ids), the group's request count,
+#: whether the window holds its last request
+ST_I, ST_THRESH, ST_NIDLE, ST_NB, ST_OFF, ST_BOFF, ST_N, ST_LAST = range(8)
+ST_LEN = 8
 
 #: what a kernel's allocation-free loop returns: the window is used up, the batch log needs room, the run is done
 PAUSE, GROW, DONE = range(3)
@@ -370,19 +366,14 @@ def chunk_done(s, i, arrival_ns):
 
 
 @njit(cache=True, inline='always')
-def log_row(blog, nb, worker, model, size, start, end, ua, uk, units):
-    """Write batch ``nb`` (a column of the column-major log, which has room for it); its unit and pushed end
-    only if ``units`` (``ST_UNITS``)."""
+def log_row(blog, nb, worker, model, size, start, end):
+    """Write batch ``nb`` (a column of the column-major log, which has room for it)."""
     blog[B_WORKER, nb] = worker
     blog[B_MODEL, nb] = model
     blog[B_SIZE, nb] = size
     blog[B_START, nb] = start
     blog[B_END, nb] = end
     blog[B_PRE, nb] = 0
-    if units:
-        blog[B_UA, nb] = ua
-        blog[B_UK, nb] = uk
-        blog[B_PUSHED, nb] = end
 
 
 @njit(cache=True)
@@ -397,11 +388,11 @@ def grow_log(blog, used, room):
 
 
 @njit(cache=True, inline='always')
-def log_batch(blog, nb, worker, model, size, start, end, ua, uk):
+def log_batch(blog, nb, worker, model, size, start, end):
     """Append a batch (column ``nb`` of the column-major log; it doubles when full); returns the log."""
     if nb == blog.shape[1]:
         blog = grow_log(blog, nb, 1)
-    log_row(blog, nb, worker, model, size, start, end, ua, uk, True)
+    log_row(blog, nb, worker, model, size, start, end)
     return blog
 
 
@@ -546,11 +537,9 @@ def serve_rows(qr, i0, b, start, end, worker, bid, d, r_start, r_finish, r_worke
 
 
 @njit(cache=True, inline='always')
-def save_loop(st, i, k, n_idle, nb):
+def save_loop(st, i, n_idle, nb):
     """The loop's resumable state (``st``) at a pause or the end."""
     st[ST_I] = i
-    st[ST_K] = k
-    st[ST_DIRTY] = 0
     st[ST_NIDLE] = n_idle
     st[ST_NB] = nb
 

@@ -29,9 +29,9 @@ import math
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_DIRTY,
-                                              ST_I, ST_K, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH,
-                                              ST_UNITS, arrive, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
+from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF,
+                                              ST_I, ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH,
+                                              arrive, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
                                               first_chunk_end, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
                                               nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
                                               run_order, run_remove, save_loop, shed_request)
@@ -72,7 +72,7 @@ def init_flex(lat, w_hw, maxb, preemption, n_models):
     for m in range(n_models):
         lat1[m] = min(int(lat[h, m, 1]) for h in set(w_hw.tolist())) if n_workers else INF
     st = np.zeros(ST_LEN, np.int64)
-    st[ST_K], st[ST_DIRTY], st[ST_THRESH], st[ST_NIDLE] = -1, 1, 0 if preemption else INF, n_workers
+    st[ST_THRESH], st[ST_NIDLE] = 0 if preemption else INF, n_workers
     return (lat1, *q_empty(n_models), np.empty((B_COLS, 1024), np.int64),
             np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
             np.full(n_workers, NONE, np.int64), np.zeros(n_workers, np.int64),
@@ -146,7 +146,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
     W = (w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs)
     R = (r_start, r_finish, r_worker, r_batch, r_outcome)
     i, thresh, n_idle, nb = st[ST_I], st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last, units = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0, st[ST_UNITS] != 0
+    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
     nz_fill(nz, qh, qe)
     n_run = run_order(order, w_bid, w_end)
     bit_fill(idle_bits, idle)
@@ -155,17 +155,16 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
         k = order[n_run - 1] if n_run else -1
         if i >= n and not last:  # the window is used up: pause for the next chunk of the trace
             st[ST_THRESH] = thresh
-            save_loop(st, i, k, n_idle, nb)
+            save_loop(st, i, n_idle, nb)
             return PAUSE
         if nb - boff > room:
             st[ST_THRESH] = thresh
-            save_loop(st, i, k, n_idle, nb)
+            save_loop(st, i, n_idle, nb)
             return GROW
         if k >= 0 and (i >= n or w_end[k] <= t[i]):
             # ---- a completion (Flex.on_completion): the freed worker's BATCHGEN batch, or it idles
             now = w_end[k]
             w_busy[k] += now - w_start[k]
-            unit = w_bid[k]
             w_bid[k] = NONE
             w_free[k] = now
             w_size[k] = 0
@@ -210,7 +209,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                                              lat1, base, qh, qe, qd, qr, blog, w_free, w_start, w_end, w_bid, w_model,
                                              w_size, w_reqs, w_waste, s, t, d, model, shed, r_start, r_finish,
                                              r_worker, r_batch, r_outcome, r_preempt, nz, order, victims, active,
-                                             decision_ns, per_request_ns, arrival_ns, units)
+                                             decision_ns, per_request_ns, arrival_ns)
                         if n_run < 0:
                             n_run = -1 - n_run
                             thresh = need
@@ -219,7 +218,6 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                 cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
                 continue
             worker = -1
-            unit = now
             arriving = True
         # decisions (one BATCHGEN a worker): the freed worker, or the idle workers lowest first (_fill_idle)
         while True:
@@ -235,8 +233,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
                     nz_set(idle_bits, worker)
                     n_idle += 1
                 break
-            nb = _start(worker, m, i0, b, now, 1 if arriving else 0, unit, blog, nb, boff, s, t, shed, i, ovh,
-                        lat, w_hw, Q, d, W, R, nz, units)
+            nb = _start(worker, m, i0, b, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, nz)
             n_run = run_insert(order, n_run, w_end, worker, w_end[worker])
             if not arriving:
                 break
@@ -248,7 +245,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
         if arriving:
             cend = chunk_end(s, i, cend, off, chunk, n_total, arrival_ns)
     st[ST_THRESH] = thresh
-    save_loop(st, i, -1, n_idle, nb)
+    save_loop(st, i, n_idle, nb)
     return DONE
 
 
@@ -256,7 +253,7 @@ def _loop(lat, w_hw, maxb, lam, preemption, exits, decision_ns, per_request_ns, 
 def _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, maxb, lat1, base, qh, qe, qd, qr,
              blog, w_free, w_start, w_end, w_bid, w_model, w_size, w_reqs, w_waste, s, t, d, model, shed, r_start,
              r_finish, r_worker, r_batch, r_outcome, r_preempt, nz, order, victims, active, decision_ns,
-             per_request_ns, arrival_ns, units):
+             per_request_ns, arrival_ns):
     """The preemption check's rest, once ``need`` is known and the check may matter (:func:`_may_batch`):
     BATCHGEN at the worker ``kk``'s next exit point (all queues if ``full``, else the arrived model's) and,
     if it finds ``need``, the preemption (``Resources.preempt``, line 19). Returns (next batch id, running
@@ -300,8 +297,8 @@ def _preempt(kk, need, full, m_arr, now, i, nb, boff, n_run, exits, lat, w_hw, m
     w_bid[kk] = NONE
     w_free[kk] = stop
     n_run = run_remove(order, n_run, kk)
-    nb = _start(kk, m, i0, b, now, 1, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
-                Q, d, W, R, nz, units)
+    nb = _start(kk, m, i0, b, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw,
+                Q, d, W, R, nz)
     n_run = run_insert(order, n_run, w_end, kk, w_end[kk])
     for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
         r = victims[x]
@@ -349,7 +346,7 @@ def _delay(start, end, e, now):
 
 
 @njit(cache=True, inline='always')
-def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, nz, units):
+def _start(w, m, i0, b, now, blog, nb, boff, s, t, shed, i, ovh, lat, w_hw, Q, d, W, R, nz):
     """Take the batch from model ``m``'s queue and run it on worker ``w`` (``Resources.start``). Grouped
     arguments (numba inlines a function of at most ~30): ``ovh`` (active, decision_ns, per_request_ns,
     arrival_ns), ``Q`` the queues (qh, qe, qd, qr), ``W`` the workers' columns (free, start, end, batch,
@@ -378,7 +375,7 @@ def _start(w, m, i0, b, now, ua, uk, blog, nb, boff, s, t, shed, i, ovh, lat, w_
     q_take(qh, qe, qd, qr, m, i0, b)
     if qh[m] == qe[m]:
         nz_clear(nz, m)
-    log_row(blog, nb - boff, w, m, b, start, end, ua, uk, units)
+    log_row(blog, nb - boff, w, m, b, start, end)
     w_bid[w] = nb
     w_start[w] = start
     w_end[w] = end

@@ -257,7 +257,7 @@ def _batch_size(req, q, lat0, cap, m, ready):
 
 
 @njit(cache=True, inline='always')
-def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
+def _start(req, wk, tb, sc, s, run, blog, k, m, b, now):
     """Start a batch of ``b`` of model ``m`` on worker ``k``: its start (the worker free, the decision
     issued) and end on the worker, the batch logged as ``run``'s next; returns the log."""
     x = wk[k]
@@ -271,7 +271,7 @@ def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
     nb = run[0].nb
     x.bid, x.start, x.end = nb, start, end
     run[0].nb = nb + 1
-    return log_batch(blog, nb, k, m, b, start, end, unit[0], unit[1])
+    return log_batch(blog, nb, k, m, b, start, end)
 
 
 @njit(cache=True, inline='always')
@@ -289,7 +289,7 @@ def _serve(req, x, q, k, b):
 
 
 @njit(cache=True, inline='always')
-def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
+def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
     """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
     finish dropped first) started; or idling (then :func:`_wake_at`). Returns the log."""
     ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
@@ -310,7 +310,7 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
         b = _batch_size(req, sl[slot], tb.lat0, ps.cap, ps.model, ready)
         if b == 0:
             continue
-        blog = _start(req, wk, tb, sc, s, run, blog, k, ps.model, b, now, unit)
+        blog = _start(req, wk, tb, sc, s, run, blog, k, ps.model, b, now)
         _serve(req, x, sl[slot], k, b)
         sl[slot].served = True
         x.nserved += 1
@@ -334,13 +334,11 @@ def _wake_at(wk, k, now):
 
 @njit(cache=True, inline='always')
 def _complete(wk, k, now):
-    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``; its batch id."""
+    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``."""
     x = wk[k]
     x.busy += now - x.start
-    uk = x.bid
     x.bid = NONE
     x.free = now
-    return uk
 
 
 @njit(cache=True, inline='always')
@@ -397,10 +395,11 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         ta = req.t[i] if i < n else INF
         nd, arriving, next_epoch = 0, False, -1
         if k >= 0 and ce <= te and ce <= ta:  # a completion
-            now, ua, uk = ce, 0, _complete(wk, k, ce)
+            now = ce
+            _complete(wk, k, ce)
             dq[0], nd, dirty = k, 1, True
         elif rs.hsize > 0 and te <= ta:  # a timer
-            now, ua, uk, p = te, 3, te, heap[2, 0]
+            now, p = te, heap[2, 0]
             t_pop(heap, rs.hsize)
             rs.hsize -= 1
             nd = _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
@@ -411,7 +410,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
                 rs.i = shed_arrival(s, req.shed, req.outcome, i, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
-            ua, uk, arriving = 1, now, True
+            arriving = True
             rs.i = i + 1
             w = _admit(req, plan, sl, rt, run, i, now)
             if w >= 0 and wk[w].idle:
@@ -420,7 +419,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             break
         for q in range(nd):
             kk = dq[q]
-            blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now, (ua, uk))
+            blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now)
             dirty = dirty or not wk[kk].idle
             wake = _wake_at(wk, kk, now)
             if wake >= 0:

@@ -21,7 +21,7 @@ import polars as pl
 
 from shepherd.core.engine import groups
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER, NONE, S_CP,
-                                              S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, ST_UNITS, oldest,
+                                              S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, oldest,
                                               q_reserve, shift_running)
 
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
@@ -153,8 +153,6 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
            np.empty(0, np.int16), np.empty(0, np.bool_))
     fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
     st[ST_N] = n
-    st[ST_UNITS] = False  # the log's unit rows stay unwritten (their pages never touched)
-    kept = B_PRE + 1  # the log rows written
     # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
     # costs no memory): no copies while it grows
     state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
@@ -193,7 +191,7 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
             on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
         if fin:
             on_batches(blog[:, :fin], hi == n)
-            blog[:kept, :nbl - fin] = blog[:kept, fin:nbl]
+            blog[:, :nbl - fin] = blog[:, fin:nbl]
             st[ST_BOFF] += fin
         if hi == n:
             break

@@ -191,7 +191,6 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             # ---- a completion (Symphony.on_completion): the GPU is idle, every model looked at
             now = ce
             w_busy[k] += now - w_start[k]
-            ua, uk = 0, w_bid[k]
             w_bid[k] = NONE
             w_free[k] = now
             free_at[k] = now
@@ -204,7 +203,6 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             now = te
             tm_at[x] = -1
             dirty_t = True
-            ua, uk = 3, now
             m_lo, m_hi = 0, n_models
         elif i < n:
             # ---- an arrival (Symphony.on_arrival): only its model is looked at
@@ -220,7 +218,6 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
                 first[m] = now
             i += 1
             arriving = True
-            ua, uk = 1, now
             m_lo, m_hi = (0, n_models) if rank_all else (m, m + 1)
         else:
             break
@@ -277,7 +274,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             if start < now:
                 start = now
             end = start + lat[w_hw[kk], best, best_b]
-            blog = log_batch(blog, nb, kk, best, best_b, start, end, ua, uk)
+            blog = log_batch(blog, nb, kk, best, best_b, start, end)
             h = qh[best]
             serve_rows(qr, h, best_b, start, end, kk, nb, d, r_start, r_finish, r_worker, r_batch, r_outcome)
             q_take(qh, qe, qd, qr, best, h, best_b)
