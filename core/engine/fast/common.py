@@ -25,6 +25,8 @@ Each mirrors one part of the reference engine, and says which:
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -50,6 +52,40 @@ ST_LEN = 8
 
 #: what a kernel's allocation-free loop returns: the window is used up, the batch log needs room, the run is done
 PAUSE, GROW, DONE = range(3)
+
+# ---------------------------------------------------------------------- named records (numba typed tuples)
+
+#: the group's scheduler-clock constants (:class:`shepherd.core.engine.overhead.SchedulerClock`), ns; the feed
+#: chunk's size (``EngineConfig.chunk``)
+Sched = namedtuple("Sched", "decision_ns per_request_ns arrival_ns active admit max_lag_ns chunk")
+#: the deadline queues (see above): region starts, live heads and ends, deadlines, request ids
+Queues = namedtuple("Queues", "base qh qe qd qr")
+#: per worker: when it is free, its running batch's start, end, id (``NONE``: idle), model, size and requests
+#: (a row of ``maxb``; Flex only), busy and wasted time, whether it is idle (waiting for work)
+Workers = namedtuple("Workers", "free start end bid model size reqs busy waste idle")
+#: the window of requests loaded (local ids): arrival, deadline, model; the recorder's columns written in place
+Window = namedtuple("Window", "t d model start finish worker batch outcome preempt shed")
+#: a loop's scratch space: the non-empty queues and the idle workers as bit sets, the running workers in
+#: completion order (:func:`run_order`), a preempted batch's requests
+Scratch = namedtuple("Scratch", "nz idle_bits order victims")
+#: one serving group's run as a kernel's loop sees it: the policy's tables (``pol``: latency table
+#: ``lat[hw, model, b]``, ``w_hw``, ``maxb`` and the policy's own), ``Sched``, ``Queues``, ``Workers``,
+#: ``Window``, ``Scratch``, the clock state ``s``, the loop state ``st``, the batch log
+Run = namedtuple("Run", "pol sc q w win scr s st blog")
+
+
+def workers(n_workers, maxb):
+    """Idle workers (:data:`Workers`), a running batch's requests kept up to ``maxb`` each."""
+    z = [np.zeros(n_workers, np.int64) for _ in range(7)]
+    return Workers(z[0], z[1], z[2], np.full(n_workers, NONE, np.int64), z[3], z[4],
+                   np.empty((n_workers, maxb), np.int64), z[5], z[6], np.ones(n_workers, np.bool_))
+
+
+@njit(cache=True)
+def scratch(n_models, n_workers, maxb):
+    """A loop's scratch space (:data:`Scratch`)."""
+    return Scratch(np.empty((n_models + 63) >> 6, np.int64), np.empty((n_workers + 63) >> 6, np.int64),
+                   np.empty(n_workers, np.int64), np.empty(maxb, np.int64))
 
 
 @njit(cache=True, inline='always')
@@ -525,15 +561,16 @@ def shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, d
 
 
 @njit(cache=True, inline='always')
-def serve_rows(qr, i0, b, start, end, worker, bid, d, r_start, r_finish, r_worker, r_batch, r_outcome):
-    """The request rows of a batch of the ``b`` queued requests from slot ``i0`` (``Recorder``)."""
+def serve_rows(qr, i0, b, start, end, worker, bid, win):
+    """The request rows of a batch of the ``b`` queued requests from slot ``i0`` (``Recorder``): ``win`` any
+    record with a :data:`Window`'s ``d``, ``start``, ``finish``, ``worker``, ``batch`` and ``outcome``."""
     for x in range(i0, i0 + b):
         r = qr[x]
-        r_start[r] = start
-        r_finish[r] = end
-        r_worker[r] = worker
-        r_batch[r] = bid
-        r_outcome[r] = SERVED if d[r] >= end else LATE
+        win.start[r] = start
+        win.finish[r] = end
+        win.worker[r] = worker
+        win.batch[r] = bid
+        win.outcome[r] = SERVED if win.d[r] >= end else LATE
 
 
 @njit(cache=True, inline='always')

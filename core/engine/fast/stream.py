@@ -6,26 +6,44 @@ follows the requests in flight, not the trace (``--record summary`` keeps runnin
 With several serving groups each group's kernel runs alone and the runs are concatenated
 (:func:`shepherd.core.engine.groups.merge`); batch ids are numbered canonically at the run's end.
 
-A kernel module of this mode provides ``make(params, runtime, max_batch, sched, chunk, lat, w_hw)``: the
-tuple (compiled run, its static arguments, its persistent state as a list, where the queues sit in that
-list, whether the state has Flex's running-batch rows).
+A kernel module of this mode provides ``make(params, runtime, max_batch, sched, chunk, lat, w_hw)``: a
+:class:`Kernel`, whose ``run(pol, sc, q, blog, w, s, st, win)`` returns the batch log (the records of
+:mod:`.common`).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from shepherd.core.engine import groups
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER, NONE, S_CP,
-                                              S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, oldest,
-                                              q_reserve, shift_running)
+                                              S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, Queues, Window,
+                                              Workers, oldest, q_reserve, shift_running)
 
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
 LOG_ROOM = 1024
+#: a :data:`.common.Window`'s column types, and what a new request's written columns start as
+WINDOW_TYPES = (np.int64, np.int64, np.int64, np.int64, np.int64, np.int32, np.int64, np.int8, np.int16, np.bool_)
+WINDOW_FILL = (None, None, None, -1, -1, -1, -1, 0, 0, False)
+
+
+class Kernel(NamedTuple):
+    """One group's kernel of this mode: its compiled run, the policy's tables, the scheduler clock's constants
+    and the run's persistent state (queues, workers, clock state ``s``, loop state ``st``); ``preempts``:
+    whether a running batch may still change (Flex), so its log rows are not final yet."""
+
+    run: Callable
+    pol: tuple
+    sc: tuple
+    q: Queues
+    w: Workers
+    s: np.ndarray
+    st: np.ndarray
+    preempts: bool
 
 
 def run(engine: Any, module: str, params: Any, runtime: Any, max_batch: int) -> None:
@@ -127,7 +145,7 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
     return (part.to_physical() if part.dtype == pl.Enum else part).to_numpy()
 
 
-def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int,
+def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int,
             on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
     or running, and the chunk's new ones). After each pause the final requests (neither queued nor running,
@@ -137,56 +155,42 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
     touched: its columns may be kept as they are); both in id order. When every request fits in one chunk and
     ``out`` holds whole request columns (start, finish, worker, batch, outcome, preemptions, shed), the
     kernel writes into those directly: no window, no copy. Returns (w_busy, w_waste, shed count)."""
-    run, static, state, q0, flex = kernel
-    base = q0  # the queues: state[q0:q0 + 5]; then the batch log; the state vector last, after s
-    st, s = state[-1], state[-2]
-    w_bid = state[q0 + 9] if flex else state[q0 + 8]
-    n, n_models = len(t_all), static[0].shape[1]
-    n_workers = len(static[1])
-    if flex:
-        w_model, w_size, w_reqs = state[q0 + 10], state[q0 + 11], state[q0 + 12]
-    else:
-        w_model, w_size, w_reqs = (np.zeros(n_workers, np.int64), np.zeros(n_workers, np.int64),
-                                   np.zeros((n_workers, 1), np.int64))
-    win = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
-           np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int8),
-           np.empty(0, np.int16), np.empty(0, np.bool_))
-    fills = (None, None, None, -1, -1, -1, -1, 0, 0, False)
+    q, w, s, st = kernel.q, kernel.w, kernel.s, kernel.st
+    n, n_models = len(t_all), kernel.pol.lat.shape[1]
+    win = Window(*(np.empty(0, dt) for dt in WINDOW_TYPES))
     st[ST_N] = n
     # the batch log sized for a chunk's batches at one request each (it doubles past that; untouched room
     # costs no memory): no copies while it grows
-    state[base + 5] = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
+    blog = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
     pos, delta = 0, 0
     while True:
         hi = min(n, pos + step)
         new_m = _piece(m_all, pos, hi).astype(np.int64, copy=False)
         running = np.zeros(n_models, np.int64)
-        if flex:
-            busy = w_bid >= 0
-            np.add.at(running, w_model[busy], w_size[busy])
-            shift_running(w_reqs, w_size, w_bid, delta)
-        state[base:base + 5] = q_reserve(*state[base:base + 5], new_m, running, delta)
+        busy = w.bid >= 0
+        np.add.at(running, w.model[busy], w.size[busy])
+        shift_running(w.reqs, w.size, w.bid, delta)
+        q = Queues(*q_reserve(*q, new_m, running, delta))
         st[ST_I] -= delta
         s[S_CP] -= delta
         st[ST_OFF] += delta
         fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
         direct = out is not None and pos == 0 and hi == n and isinstance(t_all, np.ndarray)
         if direct:
-            win = (*fresh, *out)
+            win = Window(*fresh, *out)
         else:
-            win = tuple(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, fills[j], col.dtype)))
-                        for j, col in enumerate(win))
+            win = Window(*(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, WINDOW_FILL[j],
+                                                                                       col.dtype)))
+                           for j, col in enumerate(win)))
         st[ST_LAST] = hi == n
-        blog = run(*static, *state, *win)
-        state[base + 5] = blog
+        blog = kernel.run(kernel.pol, kernel.sc, q, blog, w, s, st, win)
         nbl = st[ST_NB] - st[ST_BOFF]
         if hi == n:
-            lo, fin = len(win[0]), nbl
+            lo, fin = len(win.t), nbl
         else:
-            lo = oldest(state[base + 1], state[base + 2], state[base + 4], w_reqs, w_size, w_bid,
-                        min(s[S_CP], st[ST_I]))
-            run_ids = w_bid[w_bid != NONE]
-            fin = (int(run_ids.min()) - st[ST_BOFF]) if flex and len(run_ids) else nbl
+            lo = oldest(q.qh, q.qe, q.qr, w.reqs, w.size, w.bid, min(s[S_CP], st[ST_I]))
+            run_ids = w.bid[w.bid != NONE]
+            fin = (int(run_ids.min()) - st[ST_BOFF]) if kernel.preempts and len(run_ids) else nbl
         if not direct:
             on_requests(int(st[ST_OFF]), *(col[:lo] for col in win[:1] + win[3:]))
         if fin:
@@ -196,5 +200,4 @@ def _stream(kernel: tuple, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarr
         if hi == n:
             break
         pos, delta = hi, lo
-    return state[q0 + 13 if flex else q0 + 10], state[q0 + 14] if flex else np.zeros(n_workers, np.int64), int(
-        s[S_SHED])
+    return w.busy, w.waste, int(s[S_SHED])

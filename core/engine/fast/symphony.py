@@ -32,13 +32,18 @@ What it re-enacts, and where the reference says it:
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, bisect_right, decide,
                                               finish, log_batch, next_completion, q_expire, q_push, q_take, queues,
                                               serve_rows, shed_arrival)
-from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
+from shepherd.core.engine.outcomes import DROPPED
+
+#: the request columns a batch writes (:func:`.common.serve_rows`)
+Served = namedtuple("Served", "d start finish worker batch outcome")
 
 #: the policy's counters, in the order of ``Symphony.counters`` (the kernel returns them as an array)
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
@@ -147,6 +152,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
     n = len(t)
     n_models = lat.shape[1]
     n_workers = len(w_hw)
+    rows = Served(d, r_start, r_finish, r_worker, r_batch, r_outcome)
     lat0 = lat[w_hw[0]]  # the policy's table: its group's first worker
     base, qh, qe, qd, qr = queues(model, n_models)
     rt = np.empty(n, np.int64)  # per model (slots [base[m], base[m+1])) the times of its admitted arrivals
@@ -276,7 +282,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             end = start + lat[w_hw[kk], best, best_b]
             blog = log_batch(blog, nb, kk, best, best_b, start, end)
             h = qh[best]
-            serve_rows(qr, h, best_b, start, end, kk, nb, d, r_start, r_finish, r_worker, r_batch, r_outcome)
+            serve_rows(qr, h, best_b, start, end, kk, nb, rows)
             q_take(qh, qe, qd, qr, best, h, best_b)
             w_bid[kk] = nb
             w_start[kk] = start
