@@ -2,8 +2,10 @@
 
 * ``flex`` / ``clockwork`` (overload) and ``flex-served`` / ``clockwork-served``
   (served-dominated) — ``benchmarks/engine_speed.py``'s two regimes and timed
-  region (13 models, 12 workers; 2× the max-batch capacity, or issue 18's
-  shared workload at 1.2× the batch-1 capacity; ``simulate()`` + summary),
+  region (``engine_speed.one``: 13 models, 12 workers — ``flex@400-served``: 400
+  in Herd groups of 12 —; 2× the max-batch capacity, or issue 18's shared
+  workload at 1.2× the batch-1 capacity; ``simulate()`` + summary on the fast
+  path, its JIT cache load timed apart; one core),
   ``--requests`` requests; the trace comes from *this* script's
   ``engine_speed.make_trace`` for both checkouts, so both serve the same one;
 * ``ppipe-engine`` / ``ppipe-direct`` — ``benchmarks/ppipe_dataplane_speed.py``'s
@@ -40,15 +42,14 @@ from pathlib import Path
 CHILD = r'''
 import json, pickle, sys, time
 kind, root, data = sys.argv[1], sys.argv[2], sys.argv[3]
-if kind.split("-")[0] in ("flex", "clockwork"):
+policy, _, workers = kind.split("-")[0].partition("@")
+if policy in ("flex", "clockwork"):  # engine_speed's timed region: the JIT cache load timed apart, one core
     sys.path.insert(0, sys.argv[4])
-    from engine_speed import make_trace
-    from shepherd.core.engine import simulate
-    n = int(data)
-    served = kind.endswith("-served")
-    frame, prof, _, _ = make_trace(n, 12, 1.2 if served else 2.0, 250.0, 0, 12, *(["b1"] if served else []))
-    t, c = time.perf_counter(), time.process_time()
-    simulate(frame, prof, kind.split("-")[0], gpus=12, seed=0).summary_frame()
+    from engine_speed import one
+    r = one(policy, int(workers or 12), int(data), "served" if kind.endswith("-served") else "overload", 250.0,
+            0, 12, {"path": "fast"})
+    print(json.dumps({"n": r["requests"], "wall": r["wall_s"], "cpu": r["cpu_s"]}))
+    sys.exit(0)
 else:
     import polars as pl
     from shepherd.experiments.ppipe import common as cm
