@@ -50,6 +50,37 @@ def _col(a: array | np.ndarray) -> np.ndarray:
     return np.frombuffer(a, dtype=np.int64) if len(a) else np.empty(0, np.int64)
 
 
+def _misplaced(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A stable sort of ``key`` as the rows that move: (their new positions, the rows that go there), both
+    ascending by new position. A row is in place when every row before it has a key ≤ its own and every row
+    after it ≥ (prefix maximum, suffix minimum); the in-place rows split the rest into blocks whose keys lie
+    between theirs, so one stable sort of the misplaced rows alone puts each in its place. Nearly sorted keys
+    (a one-group run: a few hundred rows in a million) need no sort of the whole table."""
+    n = len(key)
+    ok = np.ones(n, np.bool_)
+    bound = np.maximum.accumulate(key)
+    ok[1:] &= key[1:] >= bound[:-1]
+    np.minimum.accumulate(key[::-1], out=bound[::-1])
+    ok[:-1] &= key[:-1] <= bound[1:]
+    moved = np.flatnonzero(~ok)
+    return moved, moved[np.argsort(key[moved], kind="stable")]
+
+
+def _renumbered(ids: np.ndarray, src: np.ndarray, moved: np.ndarray, n: int) -> np.ndarray:
+    """``ids`` (batch ids, −1 for none) with batch ``src[i]`` renamed ``moved[i]``: a lookup of the touched
+    ids only when few moved, else one table over every batch."""
+    if len(moved) * 8 > n:
+        remap = np.append(np.arange(n, dtype=np.int64), -1)
+        remap[src] = moved
+        return remap[ids]
+    touched = np.zeros(n + 1, np.bool_)
+    touched[src] = True
+    hit = np.flatnonzero(touched[ids])
+    by_src = np.argsort(src)
+    ids[hit] = moved[by_src][np.searchsorted(src[by_src], ids[hit])]
+    return ids
+
+
 class Recorder:
     """Request, batch, segment and worker tables of one run (module docstring)."""
 
@@ -264,24 +295,22 @@ class Recorder:
         if (step >= 0).all() and (np.diff(worker)[step == 0] >= 0).all():
             return  # already in canonical order (a one-group run, mostly): nothing to renumber
         top = int(worker.max()) + 1
-        if int(start.max()) < (1 << 62) // max(top, 1):  # one int64 key: a stable sort of nearly sorted runs
-            order = np.argsort(start * top + worker, kind="stable")
+        if int(start.max()) < (1 << 62) // max(top, 1):  # one int64 key
+            moved, src = _misplaced(start * top + worker)
         else:  # pragma: no cover - a start past 2^62 / workers µs
             order = np.lexsort((worker, start))
+            moved = np.flatnonzero(order != np.arange(len(order)))
+            src = order[moved]
         # the rows that move (a few hundred in a million on a one-group run: decisions out of start order),
-        # moved in place; then every reference to a batch through one lookup (index −1, "none", stays −1)
-        moved = np.flatnonzero(order != np.arange(len(order)))
-        src = order[moved]
+        # moved in place; then the requests' references to them (batch −1, "none", is none of them)
         cols = [b[k] for k in ("worker", "model", "size", "start", "end", "preempted")]
         cols = [c if c.flags.writeable else c.copy() for c in cols]
         for c in cols:
             c[moved] = c[src]
         self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end, self.b_pre = cols
-        remap = np.append(np.arange(len(order), dtype=np.int64), -1)
-        remap[src] = moved
-        self.r_batch[:] = remap[self.r_batch]
+        self.r_batch[:] = _renumbered(np.asarray(self.r_batch), src, moved, len(start))
         if len(self.s_batch):
-            self.s_batch = array("q", remap[_col(self.s_batch)].tobytes())
+            self.s_batch = array("q", _renumbered(_col(self.s_batch).copy(), src, moved, len(start)).tobytes())
 
     # ------------------------------------------------------------------ derived tables
 
