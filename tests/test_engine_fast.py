@@ -355,7 +355,7 @@ def assert_same_symphony(ref, fast) -> None:
 @given(seed=st.integers(0, 10_000), gpus=st.integers(1, 5), streams=st.integers(1, 6),
        rate=st.sampled_from([200.0, 1500.0, 8000.0]), ties=st.booleans(), ovh=st.sampled_from(range(len(OVERHEADS))),
        chunk=st.sampled_from([1, 7, 64, 1 << 15]), max_batch=st.sampled_from([1, 2, 8, 128]),
-       policy=st.sampled_from(["symphony", "symphony-wc"]), rule=st.sampled_from(["text", "sched_at"]),
+       policy=st.sampled_from(["symphony", "symphony-wc"]), rule=st.sampled_from(["text", "sched_at", "target-batch", "beta-lambda-authors"]),
        prune=st.sampled_from(["window", "clipper"]), rank=st.sampled_from(["schedulable", "all"]),
        window_ms=st.sampled_from([1000.0, 20.0]), mixed=st.booleans())
 def test_fast_symphony_equals_reference(seed, gpus, streams, rate, ties, ovh, chunk, max_batch, policy, rule, prune,
@@ -385,6 +385,11 @@ SYMPHONY_MEDIUM = {
     "symphony-sched_at": ("symphony", {"rule": "sched_at", "prune": "clipper", "rank": "all",
                                        "rate_window_ms": 250.0}, None, [250_000], 300.0,
                           dict(plan=_one_group(["V100", "T4"] * 6), hardware="V100")),
+    # the authors' kTargetBatchSize (bucketed rate meter, Eqs. 2–3's target batch), served on 12 GPUs
+    "symphony-target-batch": ("symphony", {"rule": "target-batch"}, None, [90_000, 250_000], 300.0, dict(gpus=12)),
+    # the authors' kBetaLambda (secant β, bucketed λ), rank="all", on the V100/T4 mix
+    "symphony-beta-lambda-authors": ("symphony", {"rule": "beta-lambda-authors", "rank": "all"}, None,
+                                     [250_000], 300.0, dict(plan=_one_group(["V100", "T4"] * 6), hardware="V100")),
 }
 
 

@@ -136,16 +136,18 @@ def test_rule_names_and_bad_input():
 
 
 @pytest.mark.parametrize("rule", ["target-batch", "beta-lambda-authors"])
-def test_authors_rules_run_on_the_reference_engine_and_never_serve_late(rule):
+def test_authors_rules_run_on_the_fast_path_and_never_serve_late(rule):
+    """``auto`` runs the compiled kernel for the authors' rules (tests/test_engine_fast.py checks it against
+    the reference engine); here: the same requests table as the reference, and no request served late."""
     rng = np.random.default_rng(3)
     arrs = [np.sort(rng.integers(0, 400_000, 300)) for _ in range(3)]
     trace = assemble(arrs, ["a", "b", "c"], [40_000] * 3)
     prof = c.linear_profiles([(m, 1.0, 10.0) for m in "abc"])
-    with pytest.raises(UserError, match="rule text\\|frontrun"):
-        simulate(trace, prof, "symphony", {"rule": rule}, gpus=3, engine=EngineConfig(path="fast"))
     res = simulate(trace, prof, "symphony", {"rule": rule}, gpus=3)
-    assert len(res.engine.policies) == 1  # auto ran the reference
+    ref = simulate(trace, prof, "symphony", {"rule": rule}, gpus=3, engine=EngineConfig(path="reference"))
+    assert len(res.engine.policies) == 0 and len(ref.engine.policies) == 1  # auto ran the kernel
     rq = res.requests_frame()
+    assert rq.equals(ref.requests_frame())
     served = rq.filter(rq["outcome"] == "served")
     assert served.height > 0.5 * rq.height and (served["finish_us"] <= served["deadline_us"]).all()
 

@@ -32,10 +32,10 @@ from typing import Sequence
 #: the rules, default first; a second name is accepted for one of them
 RULES = ("text", "frontrun", "target-batch", "beta-lambda-authors")
 ALIASES = {"sched_at": "frontrun"}
-#: the rules the compiled fast path covers (``core.engine.fast.why_not`` names the others)
-FAST_RULES = ("text", "frontrun")
 #: the authors' ``BatchSizeEstimator(1.0, 2.0)``: the rate the batch is sized for is mean + 2 × std
 XRPS, XSTD = 1.0, 2.0
+#: the authors' ``RpsMeter``: 100 buckets of 50 ms (λ over 5 s)
+METER_SPAN_US, METER_BUCKETS = 50_000, 100
 
 
 def canonical(rule: str) -> str:
@@ -50,7 +50,7 @@ class BucketMeter:
 
     __slots__ = ("span", "size", "counts", "total", "sumsq")
 
-    def __init__(self, span_us: int = 50_000, buckets: int = 100) -> None:
+    def __init__(self, span_us: int = METER_SPAN_US, buckets: int = METER_BUCKETS) -> None:
         self.span, self.size = span_us, buckets
         self.counts: deque[list[int]] = deque()  #: [bucket index, count], non-empty buckets in order
         self.total = 0

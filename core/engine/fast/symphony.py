@@ -4,8 +4,8 @@ Same outcomes as ``core/policies/symphony.py`` on the reference engine — per r
 start and finish, per batch every column, per worker busy time, the shed requests, and the policy's counters
 (``tests/test_engine_fast.py``) — for ``symphony`` and ``symphony-wc`` with zero control/data delays
 (``d_ctrl_us = d_data_us = 0``, the default), autoscaling off (the default), any ``rule`` (``text``,
-``sched_at``), ``prune`` (``window``, ``clipper``), ``rank`` (``schedulable``, ``all``) and
-``rate_window_ms``, overhead mode ``model`` or ``none``, one serving group (any hardware mix: decisions use
+``frontrun``, ``target-batch``, ``beta-lambda-authors``), ``prune`` (``window``, ``clipper``), ``rank``
+(``schedulable``, ``all``) and ``rate_window_ms``, overhead mode ``model`` or ``none``, one serving group (any hardware mix: decisions use
 the group's first worker's table, as the policy does, a batch runs for its own worker's ℓ(b)).
 
 Why those: with zero delays no GPU is ever granted its next batch ahead (Appendix C ``set_gpu_timer``), so
@@ -21,7 +21,8 @@ What it re-enacts, and where the reference says it:
 * Symphony (the policy module, whose docstring gives the reasons): per model its deadline queue, the
   arrivals of the last rate window (λ, counted from the first arrival while shorter), one live model timer;
   the candidate — heads that cannot finish alone dropped, the ``window`` prune, the largest feasible
-  earliest-deadline prefix, ``sched_at``, schedulability by the rule; the GPU that takes one — the idle
+  earliest-deadline prefix, ``sched_at``, schedulability by the rule (the authors' two with their bucketed
+  rate meter and target batch, :mod:`shepherd.core.policies.symphony_rules`); the GPU that takes one — the idle
   GPU freed earliest (then the lower index), the schedulable candidate with the earliest ``sched_at``
   (ties: the lower model), under ``rank="all"`` the earliest waiting one if earlier still; the timers of
   the waiting candidates set at ``max(now + 1, sched_at)`` (kept if unchanged, else cancelled and set
@@ -32,6 +33,7 @@ What it re-enacts, and where the reference says it:
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -48,6 +50,97 @@ Served = namedtuple("Served", "d start finish worker batch outcome")
 #: the policy's counters, in the order of ``Symphony.counters`` (the kernel returns them as an array)
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
 C_BATCHES, C_DROPPED, C_CANCELLED = 0, 1, 3
+#: the schedulability rules, in the order of ``symphony_rules.RULES`` (the policy passes the index)
+R_TEXT, R_FRONTRUN, R_TARGET_BATCH, R_BETA_LAMBDA_AUTHORS = 0, 1, 2, 3
+#: per model the authors' bucketed rate meter (``symphony_rules.BucketMeter``: its non-empty buckets as a ring
+#: of ``size`` slots from ``head``, ``n`` of them) and the estimator's constants (``XRPS``, ``XSTD``)
+Meter = namedtuple("Meter", "span size xrps xstd idx cnt head n total sumsq")
+
+
+def _new_meter(n_models, span, size, xrps, xstd):
+    """Empty meters for ``n_models`` models."""
+    z = np.zeros(n_models, np.int64)
+    return Meter(span, size, xrps, xstd, np.zeros((n_models, size), np.int64), np.zeros((n_models, size), np.int64),
+                 z.copy(), z.copy(), z.copy(), z.copy())
+
+
+@njit(cache=True, inline='always')
+def _meter_evict(mt, m, now):
+    """``BucketMeter._evict``: drop model ``m``'s buckets older than ``size``; returns the current bucket."""
+    cur = now // mt.span
+    h, n = mt.head[m], mt.n[m]
+    while n > 0 and mt.idx[m, h] <= cur - mt.size:
+        c = mt.cnt[m, h]
+        mt.total[m] -= c
+        mt.sumsq[m] -= c * c
+        h = (h + 1) % mt.size
+        n -= 1
+    mt.head[m] = h
+    mt.n[m] = n
+    return cur
+
+
+@njit(cache=True)
+def _meter_hit(mt, m, now):
+    """``BucketMeter.hit``: one arrival of model ``m`` at ``now``."""
+    cur = _meter_evict(mt, m, now)
+    n = mt.n[m]
+    last = (mt.head[m] + n - 1) % mt.size
+    if n > 0 and mt.idx[m, last] == cur:
+        c = mt.cnt[m, last]
+        mt.cnt[m, last] = c + 1
+        mt.sumsq[m] += 2 * c + 1
+    else:
+        slot = (mt.head[m] + n) % mt.size
+        mt.idx[m, slot] = cur
+        mt.cnt[m, slot] = 1
+        mt.n[m] = n + 1
+        mt.sumsq[m] += 1
+    mt.total[m] += 1
+
+
+@njit(cache=True)
+def _meter_get(mt, m, now):
+    """``BucketMeter.get``: (mean, sample std) of model ``m``'s bucket rates, req/s."""
+    cur = _meter_evict(mt, m, now)
+    k = cur + 1 if cur + 1 < mt.size else mt.size
+    avg = mt.total[m] / k
+    var = (mt.sumsq[m] - k * avg * avg) / (k - 1) if k > 1 else 0.0
+    per_s = 1e6 / mt.span
+    return avg * per_s, math.sqrt(max(0.0, var)) * per_s
+
+
+@njit(cache=True)
+def _target_batch(lat_m, budget, rate, std, maxb, xrps, xstd):
+    """``symphony_rules.target_batch`` with ``d_data_us = 0`` (Eqs. 2–3 as the authors solve them)."""
+    r = xrps * rate + xstd * std
+    if r <= 0:
+        return 1
+    b, n = maxb, 0.0
+    for bs in range(1, maxb + 1):
+        sec = lat_m[bs] / 1e6
+        n = r * sec / bs
+        if sec * (1 + 1 / max(1.0, n)) > budget / 1e6:
+            b = max(1, bs - 1)
+            break
+    if n > 1:
+        return b
+    for bs in range(2, maxb + 1):
+        if lat_m[bs] / 1e6 + bs / r > budget / 1e6:
+            return bs - 1
+    return maxb
+
+
+@njit(cache=True)
+def _authors_early(rule, mt, m, now, lat_m, b, budget, maxb):
+    """``symphony_rules.early`` for the authors' ``target-batch`` and ``beta-lambda-authors`` rules."""
+    avg, std = _meter_get(mt, m, now)
+    target = _target_batch(lat_m, budget, avg, std, maxb, mt.xrps, mt.xstd)
+    if rule == R_TARGET_BATCH:
+        return b >= target
+    x = target if b != target else b + 1  # symphony_rules.secant_beta_s
+    alpha = (lat_m[x] - lat_m[b]) / (x - b)
+    return b >= (lat_m[x] - alpha * x) / 1e6 * avg
 
 
 @njit(cache=True, inline='always')
@@ -67,8 +160,8 @@ def _next_timer(tm_at, tm_seq):
 
 
 @njit(cache=True, inline='always')
-def _candidate(m, now, lat_m, beta_m, maxb, wc, beta_rule, window_prune, window, qh, qe, qd, qr, rt, base,
-               rcnt, rlo, first, r_outcome, counters):
+def _candidate(m, now, lat_m, beta_m, maxb, wc, rule, window_prune, window, qh, qe, qd, qr, rt, base,
+               rcnt, rlo, first, r_outcome, counters, mt, slo):
     """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
     dead = q_expire(qh, qe, qd, qr, m, now + lat_m[1], r_outcome, DROPPED)
     h = qh[m]
@@ -107,8 +200,10 @@ def _candidate(m, now, lat_m, beta_m, maxb, wc, beta_rule, window_prune, window,
     sched_at = dl - lat_m[b] if b >= maxb else dl - lat_m[b + 1]
     if wc or full or now >= sched_at:
         return True, b, sched_at, True
-    if not beta_rule:
+    if rule == R_FRONTRUN:
         return True, b, sched_at, False
+    if rule != R_TEXT:
+        return True, b, sched_at, _authors_early(rule, mt, m, now, lat_m, b, slo[m], maxb)
     # λ (Symphony.rate): the model's arrivals in (now − window, now], over min(window, now − first)
     lo_t = now - window
     j = rlo[m]
@@ -143,7 +238,7 @@ def _set_timer(tm_at, tm_seq, m, at, seq, counters):
 
 
 @njit(cache=True)
-def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, window_prune, rank_all,
+def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, rule, window_prune, rank_all, mt,
                  decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
                  r_start, r_finish, r_worker, r_batch, r_outcome, shed):
     """One group's Symphony run; writes the request columns in place and returns (batch log, w_busy,
@@ -159,6 +254,7 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
     rcnt = np.zeros(n_models, np.int64)
     rlo = np.zeros(n_models, np.int64)
     first = np.full(n_models, -1, np.int64)
+    slo = np.zeros(n_models, np.int64)  # the model's SLO at its latest arrival (the target batch's budget)
     blog = np.empty((B_COLS, 1024), np.int64)
     nb = 0
     w_free = np.zeros(n_workers, np.int64)  # the engine's: the last completion
@@ -222,6 +318,9 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             rcnt[m] += 1
             if first[m] < 0:
                 first[m] = now
+            if rule >= R_TARGET_BATCH:
+                _meter_hit(mt, m, now)
+                slo[m] = d[i] - now
             i += 1
             arriving = True
             m_lo, m_hi = (0, n_models) if rank_all else (m, m + 1)
@@ -238,9 +337,9 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
             for m in range(m_lo, m_hi):
                 if qe[m] <= qh[m]:
                     continue
-                present, b, sched_at, ok = _candidate(m, now, lat0[m], beta[m], maxb, wc, beta_rule,
+                present, b, sched_at, ok = _candidate(m, now, lat0[m], beta[m], maxb, wc, rule,
                                                       window_prune, window, qh, qe, qd, qr, rt, base, rcnt,
-                                                      rlo, first, r_outcome, counters)
+                                                      rlo, first, r_outcome, counters, mt, slo)
                 if not present:
                     seq, ch = _set_timer(tm_at, tm_seq, m, -1, seq, counters)
                     dirty_t |= ch
@@ -302,9 +401,10 @@ def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, beta_rule, wind
 def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple, lat: np.ndarray,
               w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
     """One group's run (the ``whole`` mode, :mod:`.whole`): ``params`` = (the policy's config, whether it is
-    work-conserving); the policy's constants as ``Symphony.__init__`` computes them, then
+    work-conserving, the rule's index in ``symphony_rules.RULES``, the rate meter's (span µs, buckets) and the
+    estimator's (XRPS, XSTD)); the policy's constants as ``Symphony.__init__`` computes them, then
     the kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters as a dict)."""
-    config, work_conserving = params
+    config, work_conserving, rule, meter = params
     lat0 = runtime.lat[int(w_hw[0])]
     top = max_batch + 1
     beta = np.array([max(0.0, (2 * row[1] - row[2]) / 1e6) if top > 2 else row[1] / 1e6 for row in lat0],
@@ -312,8 +412,8 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     window = max(1, int(round(config.rate_window_ms * 1000)))
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
     blog, w_busy, w_waste, n_shed, counters = run_symphony(
-        t, d, m, lat, w_hw, max_batch, beta, window, work_conserving, config.rule == "text",
-        config.prune == "window", config.rank == "all", *common, r_start, r_finish, r_worker,
+        t, d, m, lat, w_hw, max_batch, beta, window, work_conserving, rule, config.prune == "window",
+        config.rank == "all", _new_meter(lat.shape[1], *meter), *common, r_start, r_finish, r_worker,
         r_batch, r_outcome, shed)
     return blog, w_busy, w_waste, n_shed, dict(zip(COUNTERS, counters.tolist()))
 
