@@ -45,6 +45,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
+from shepherd.core.engine.fast import timers
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, decide, finish,
                                               log_batch, ready_us, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
@@ -91,60 +92,21 @@ RUN = np.dtype([("epoch", np.int64), ("scale", np.float64), ("i", np.int64), ("n
                 ("hsize", np.int64), ("hseq", np.int64)])
 
 
-# ---------------------------------------------------------------------- timers: (at, set order, payload)
-
-
-@njit(cache=True)
-def t_push(h, size, at, seq, payload):
-    """Push a timer onto the heap ``h`` (rows: time, set order, payload; it doubles when full); returns it."""
-    if size == h.shape[1]:
-        grown = np.empty((3, 2 * size + 8), np.int64)
-        grown[:, :size] = h[:, :size]
-        h = grown
-    i = size
-    h[0, i], h[1, i], h[2, i] = at, seq, payload
-    while i > 0:
-        p = (i - 1) // 2
-        if h[0, i] < h[0, p] or (h[0, i] == h[0, p] and h[1, i] < h[1, p]):
-            for c in range(3):
-                h[c, i], h[c, p] = h[c, p], h[c, i]
-            i = p
-        else:
-            break
-    return h
-
-
-@njit(cache=True)
-def t_pop(h, size):
-    """Remove the earliest timer (``h[:, 0]``, read it first) from a heap of ``size``."""
-    size -= 1
-    for c in range(3):
-        h[c, 0] = h[c, size]
-    i = 0
-    while True:
-        lft, rgt, m = 2 * i + 1, 2 * i + 2, i
-        if lft < size and (h[0, lft] < h[0, m] or (h[0, lft] == h[0, m] and h[1, lft] < h[1, m])):
-            m = lft
-        if rgt < size and (h[0, rgt] < h[0, m] or (h[0, rgt] == h[0, m] and h[1, rgt] < h[1, m])):
-            m = rgt
-        if m == i:
-            break
-        for c in range(3):
-            h[c, i], h[c, m] = h[c, m], h[c, i]
-        i = m
+# ---------------------------------------------------------------------- the policy's steps
 
 
 @njit(cache=True, inline='always')
 def _set_timer(heap, run, at, payload):
-    """``act.set_timer``: push (the set order counts up); returns the heap."""
+    """``act.set_timer``: push (the set order counts up; the heap doubles when full); returns the heap."""
     rs = run[0]
+    if rs.hsize == heap.shape[1]:
+        grown = np.empty((3, 2 * rs.hsize + 8), np.int64)
+        grown[:, :rs.hsize] = heap
+        heap = grown
     rs.hseq += 1
-    heap = t_push(heap, rs.hsize, at, rs.hseq, payload)
+    timers.push(heap, rs.hsize, at, rs.hseq, payload)
     rs.hsize += 1
     return heap
-
-
-# ---------------------------------------------------------------------- the policy's steps
 
 
 @njit(cache=True, inline='always')
@@ -257,10 +219,10 @@ def _batch_size(req, q, lat0, cap, m, ready):
 
 
 @njit(cache=True, inline='always')
-def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
-    """Start a batch of ``b`` of model ``m`` on worker ``k``: its start (the worker free, the decision
-    issued) and end on the worker, the batch logged as ``run``'s next; returns the log."""
-    x = wk[k]
+def _start(req, x, q, tb, sc, s, run, blog, k, m, b, now):
+    """Start a batch of the first ``b`` requests of slot record ``q`` (model ``m``) on worker ``k`` (record
+    ``x``): its start (the worker free, the decision issued) and end, the batch logged as ``run``'s next, the
+    requests' columns; returns the log."""
     start = x.free
     if sc.active:
         disp = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
@@ -271,27 +233,21 @@ def _start(req, wk, tb, sc, s, run, blog, k, m, b, now, unit):
     nb = run[0].nb
     x.bid, x.start, x.end = nb, start, end
     run[0].nb = nb + 1
-    return log_batch(blog, nb, k, m, b, start, end, unit[0], unit[1])
-
-
-@njit(cache=True, inline='always')
-def _serve(req, x, q, k, b):
-    """The first ``b`` requests of slot record ``q`` go in worker ``k``'s (record ``x``) batch just started:
-    their columns."""
     r = q.head
     for _ in range(b):
         rr = req.rq[r]
-        rr.start, rr.finish, rr.worker, rr.batch = x.start, x.end, k, x.bid
-        req.outcome[r] = SERVED if req.d[r] >= x.end else LATE
+        rr.start, rr.finish, rr.worker, rr.batch = start, end, k, nb
+        req.outcome[r] = SERVED if req.d[r] >= end else LATE
         r = rr.nxt
     q.head = r
     q.length -= b
+    return log_batch(blog, nb, k, m, b, start, end, 0, 0)
 
 
 @njit(cache=True, inline='always')
-def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
+def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
     """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
-    finish dropped first) started; or idling (then :func:`_wake_at`). Returns the log."""
+    finish dropped first) started; or idling. Returns the log."""
     ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
     x = wk[k]
     b0, nsl = x.sb, x.ns
@@ -310,8 +266,7 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
         b = _batch_size(req, sl[slot], tb.lat0, ps.cap, ps.model, ready)
         if b == 0:
             continue
-        blog = _start(req, wk, tb, sc, s, run, blog, k, ps.model, b, now, unit)
-        _serve(req, x, sl[slot], k, b)
+        blog = _start(req, x, sl[slot], tb, sc, s, run, blog, k, ps.model, b, now)
         sl[slot].served = True
         x.nserved += 1
         x.rr = j + 1 if j + 1 < nsl else 0
@@ -319,28 +274,6 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now, unit):
         return blog
     x.idle = True
     return blog
-
-
-@njit(cache=True, inline='always')
-def _wake_at(wk, k, now):
-    """After a dispatch that left worker ``k`` idle having served a slot in its cycle: the time of its wake-up
-    to set (its cycle's end, recorded as ``wake``), or −1."""
-    x = wk[k]
-    if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
-        x.wake = x.cyc
-        return x.cyc
-    return -1
-
-
-@njit(cache=True, inline='always')
-def _complete(wk, k, now):
-    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``; its batch id."""
-    x = wk[k]
-    x.busy += now - x.start
-    uk = x.bid
-    x.bid = NONE
-    x.free = now
-    return uk
 
 
 @njit(cache=True, inline='always')
@@ -379,7 +312,8 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
     """One group's Nexus run over the whole trace; writes the request columns and the workers' records in
     place and returns (batch log, shed count). Each event names the workers to dispatch, which the loop then
     does in order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker
-    if idle, an epoch every idle worker, lowest first."""
+    if idle, an epoch every idle worker, lowest first. A dispatch that leaves its worker idle having served
+    a slot in its cycle sets a wake-up at the cycle's end (once per cycle)."""
     n = len(req.t)
     dq = np.empty(len(wk), np.int64)  # the workers an event dispatches, in order
     qbuf = np.empty(n, np.int64)
@@ -395,13 +329,15 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         te = heap[0, 0] if rs.hsize > 0 else INF
         i = rs.i
         ta = req.t[i] if i < n else INF
-        nd, arriving, next_epoch = 0, False, -1
-        if k >= 0 and ce <= te and ce <= ta:  # a completion
-            now, ua, uk = ce, 0, _complete(wk, k, ce)
+        nd, next_epoch = 0, -1
+        if k >= 0 and ce <= te and ce <= ta:  # a completion (``Nexus.on_completion``'s bookkeeping)
+            now, x = ce, wk[k]
+            x.busy += now - x.start
+            x.bid, x.free = NONE, now
             dq[0], nd, dirty = k, 1, True
         elif rs.hsize > 0 and te <= ta:  # a timer
-            now, ua, uk, p = te, 3, te, heap[2, 0]
-            t_pop(heap, rs.hsize)
+            now, p = te, heap[2, 0]
+            timers.pop(heap, rs.hsize)
             rs.hsize -= 1
             nd = _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
             if 0 <= p < last_epoch:
@@ -411,7 +347,6 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
                 rs.i = shed_arrival(s, req.shed, req.outcome, i, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
-            ua, uk, arriving = 1, now, True
             rs.i = i + 1
             w = _admit(req, plan, sl, rt, run, i, now)
             if w >= 0 and wk[w].idle:
@@ -420,14 +355,15 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             break
         for q in range(nd):
             kk = dq[q]
-            blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now, (ua, uk))
-            dirty = dirty or not wk[kk].idle
-            wake = _wake_at(wk, kk, now)
-            if wake >= 0:
-                heap = _set_timer(heap, run, wake, -kk - 1)
+            blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now)
+            x = wk[kk]
+            dirty = dirty or not x.idle
+            if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
+                x.wake = x.cyc
+                heap = _set_timer(heap, run, x.cyc, -kk - 1)
         if next_epoch >= 0:
             heap = _set_timer(heap, run, next_epoch * epoch_us, next_epoch)
-        if arriving:
+        if rs.i > i:  # an arrival was handled
             at_chunk_end(s, rs.i, 0, sc.chunk, n, sc.arrival_ns)
     finish(req.outcome, DROPPED)
     return blog[:, :rs.nb].copy(), s[S_SHED]
@@ -497,4 +433,4 @@ def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
 
-jitcache.refresh(__name__, fast_common, outcomes)
+jitcache.refresh(__name__, fast_common, timers, outcomes)
