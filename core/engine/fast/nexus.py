@@ -28,13 +28,11 @@ per-request arrays.
   dropped, then the idle workers dispatched lowest first;
 * the scheduler clock and admission control, the batch log, the completion order: :mod:`.common`.
 
-State travels in named records: structured arrays (per worker :data:`WORKER`, per slot :data:`QUEUE`, per
-session :data:`BUCKET`, the plans' :data:`EPOCH_WORKER`, :data:`EPOCH_SESSION`, :data:`ENTRY`, :data:`SLOT`,
-the run's scalars :data:`RUN`) and named tuples of arrays (:data:`Requests`, :data:`Plans`, :data:`Routers`,
-:data:`Sched`, :data:`Tables`). Every helper is inlined into the loop (``inline='always'``); an inlined
-helper's record arguments are reference-counted per array, which is why the per-index state is structured
-(measured: named tuples of ~40 arrays made the kernel ~5× slower). Per-request fields the loop alone reads
-sit in one structured array too, copied to and from the recorder's columns around the run.
+State travels in named records (below): structured arrays per index, and named tuples of them. Every helper
+is inlined into the loop (``inline='always'``); an inlined helper's record arguments are reference-counted
+per array, which is why the per-index state is structured (measured: named tuples of ~40 arrays made the
+kernel ~5× slower). Per-request fields the loop alone reads sit in one structured array too, copied to and
+from the recorder's columns around the run.
 """
 
 from __future__ import annotations
@@ -71,9 +69,8 @@ EPOCH_SESSION = np.dtype([("planned", np.bool_), ("rate", np.float64), ("depth",
 ENTRY = np.dtype([("slot", np.int64), ("worker", np.int64), ("w", np.float64)])
 #: per slot: its batch cap and model
 SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
-#: per worker (the records are structured arrays: one reference count each in the loop, where a tuple of
-#: arrays costs one per array): its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end,
-#: slots served, pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
+#: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end, slots served,
+#: pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
 WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
                    ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
                    ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
@@ -122,20 +119,19 @@ def _enqueue(rq, q, r):
 
 
 @njit(cache=True, inline='always')
-def _route(es, ent, cur, f):
-    """``Nexus._enqueue``'s pick: among the allocations of a session (its epoch record ``es``), the one
-    frontend ``f``'s smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight,
-    take the first maximum, subtract the total)."""
-    x, nx = es.eb, es.ne
-    if nx == 1:
-        return x
-    best = x
-    for y in range(x, x + nx):
-        cur[f, y] += ent[y].w
-        if cur[f, y] > cur[f, best]:
-            best = y
-    cur[f, best] -= es.total
-    return best
+def _join(req, plan, sl, rt, es, r):
+    """``Nexus._enqueue``: request ``r`` queued at the allocation of its session (epoch record ``es``) that its
+    frontend's smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take
+    the first maximum, subtract the total); that allocation's worker."""
+    best, cur, f = es.eb, rt.cur, req.rq[r].front
+    if es.ne != 1:
+        for y in range(es.eb, es.eb + es.ne):
+            cur[f, y] += plan.ent[y].w
+            if cur[f, y] > cur[f, best]:
+                best = y
+        cur[f, best] -= es.total
+    _enqueue(req.rq, sl[plan.ent[best].slot], r)
+    return plan.ent[best].worker
 
 
 @njit(cache=True, inline='always')
@@ -175,8 +171,7 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
     for r in queued:
         s = req.rq[r].sess
         if plan.es[e, s].planned:
-            y = _route(plan.es[e, s], plan.ent, rt.cur, req.rq[r].front)
-            _enqueue(req.rq, sl[plan.ent[y].slot], r)
+            _join(req, plan, sl, rt, plan.es[e, s], r)
         else:
             req.outcome[r] = DROPPED
 
@@ -199,9 +194,7 @@ def _admit(req, plan, sl, rt, run, r, now):
         req.outcome[r] = DROPPED
         return -1
     bk.tokens -= 1.0
-    ent = plan.ent[_route(es, plan.ent, rt.cur, req.rq[r].front)]
-    _enqueue(req.rq, sl[ent.slot], r)
-    return ent.worker
+    return _join(req, plan, sl, rt, es, r)
 
 
 @njit(cache=True, inline='always')

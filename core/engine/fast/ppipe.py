@@ -197,6 +197,19 @@ def _pick(pl, rv, sc, rules, run, m, now):
 
 
 @njit(cache=True, inline='always')
+def _largest_meeting(pl, rv, sc, rules, run, now, top, lowest, buf):
+    """The largest batch size from ``top`` down to ``lowest`` whose path (probed into ``buf``) finishes by the
+    head's deadline, and its finish; 0 and the last finish probed (the decision's if none) if there is none."""
+    dc = sc.dec[0]
+    finish = dc.finish
+    for b in range(top, lowest - 1, -1):
+        finish, _ = _probe(pl, rv, rules, run, dc.best, b, now, buf)
+        if finish <= dc.deadline:
+            return b, finish
+    return 0, finish
+
+
+@njit(cache=True, inline='always')
 def _head_ok(pl, rv, sc, rules, run, now):
     """Rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline."""
     dc = sc.dec[0]
@@ -204,11 +217,7 @@ def _head_ok(pl, rv, sc, rules, run, now):
         return True
     planned = pl.p_batch[dc.best]
     lowest = max(1, int(0.95 * planned + 0.5))
-    for b in range(planned - 1, lowest - 1, -1):
-        f, _ = _probe(pl, rv, rules, run, dc.best, b, now, sc.bufs[1 - dc.kb])
-        if f <= dc.deadline:
-            return True
-    return False
+    return _largest_meeting(pl, rv, sc, rules, run, now, planned - 1, lowest, sc.bufs[1 - dc.kb])[0] > 0
 
 
 @njit(cache=True, inline='always')
@@ -216,14 +225,9 @@ def _meet_deadline(pl, rv, sc, rules, run, now):
     """Step 2: from the planned batch size down to 1, the first whose finish meets the head's deadline (its
     path in ``sc.bufs[dec.kb]``); 0 if none."""
     dc = sc.dec[0]
-    if dc.finish <= dc.deadline:
-        return
-    dc.bs = 0
-    for b in range(pl.p_batch[dc.best] - 1, 0, -1):
-        dc.finish, _ = _probe(pl, rv, rules, run, dc.best, b, now, sc.bufs[dc.kb])
-        if dc.finish <= dc.deadline:
-            dc.bs = b
-            return
+    if dc.finish > dc.deadline:
+        dc.bs, dc.finish = _largest_meeting(pl, rv, sc, rules, run, now, pl.p_batch[dc.best] - 1, 1,
+                                            sc.bufs[dc.kb])
 
 
 @njit(cache=True, inline='always')
@@ -467,21 +471,20 @@ def _next_event(req, dn, rules, run):
 
 
 @njit(cache=True)
-def run_ppipe(req, pl, dn, rules, run, n_res, n_gpus, max_stages, cap):
+def run_ppipe(req, pl, dn, rules, run, n_res, n_gpus, max_stages):
     """The run (module docstring): fills the request columns; returns (batch log (:data:`BATCH`), w_busy).
     ``run`` holds the counters and the error (code, resource, start and length)."""
-    rv = Reservations(np.zeros((n_res, cap), np.int64), np.zeros((n_res, cap), np.int64), np.zeros(n_res, RES))
+    room = 64  # reservations per resource at first (they grow: _make_room)
+    rv = Reservations(np.zeros((n_res, room), np.int64), np.zeros((n_res, room), np.int64), np.zeros(n_res, RES))
     w_busy = np.zeros(n_gpus, np.int64)
     sc = Scratch(np.zeros((2, max(max_stages, 1)), STAGE), np.zeros(1, DECISION))
     blog = np.zeros(max(len(req.t), 16), BATCH)
-    while True:
+    while run[0].err == E_OK:
         m, now, last_moment = _next_event(req, dn, rules, run)
         if m == -2:
             break
         if m >= 0:
             rv, blog = _schedule(req, pl, rv, dn, sc, rules, run, blog, w_busy, m, now, last_moment)
-            if run[0].err != E_OK:
-                return blog[:run[0].nb].copy(), w_busy
     for x in range(len(req.t)):
         if req.outcome[x] == 0:  # never served (PENDING)
             req.outcome[x] = DROPPED
@@ -539,7 +542,7 @@ def run_group(engine, config, runtime) -> dict:
     req = Requests(t, d, m, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome)
     rules = Rules(bool(config.wait), bool(config.uplink_score), bool(config.head_drop), bool(config.fill_wait))
     run = np.zeros(1, RUN)
-    blog, w_busy = run_ppipe(req, pl, dn, rules, run, n_gpus + 2 * max(tables["nodes"], 1), n_gpus, max_stages, 64)
+    blog, w_busy = run_ppipe(req, pl, dn, rules, run, n_gpus + 2 * max(tables["nodes"], 1), n_gpus, max_stages)
     err = run[0]
     slot = f"[{err['err_start']}, {err['err_start'] + err['err_len']})"
     if err["err"] == E_OVERLAP:  # pragma: no cover - the reference's Reservations.reserve refuses it so
