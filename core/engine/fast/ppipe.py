@@ -11,8 +11,8 @@ scheduler-overhead model run on the reference engine (``why_not`` in :mod:`sheph
 The rule switches (:mod:`shepherd.core.pipelines.rules`): (c) ``slot_receive``, (d) ``stage_servers`` and (f)
 ``transfer_round`` change only the pipelines' links and transfer times, which ``prepare_pipelines`` builds
 and this kernel reads as they are; (a) ``uplink_score`` is :func:`_probe`'s scored scan (``probe_scored``:
-every stage's GPU found by ``earliestSlot``, every candidate tried); (b) ``head_drop`` and (e) ``fill_wait`` are the policy's
-branches of the same names in the loop.
+every stage's GPU found by ``earliestSlot``, every candidate tried); (b) ``head_drop`` and (e) ``fill_wait``
+are the policy's branches of the same names in the loop.
 
 What it re-enacts, and where the reference says it:
 
@@ -477,7 +477,7 @@ def run_ppipe(req, pl, dn, rules, run, n_res, n_gpus, max_stages):
     room = 64  # reservations per resource at first (they grow: _make_room)
     rv = Reservations(np.zeros((n_res, room), np.int64), np.zeros((n_res, room), np.int64), np.zeros(n_res, RES))
     w_busy = np.zeros(n_gpus, np.int64)
-    sc = Scratch(np.zeros((2, max(max_stages, 1)), STAGE), np.zeros(1, DECISION))
+    sc = Scratch(np.zeros((2, max_stages), STAGE), np.zeros(1, DECISION))
     blog = np.zeros(max(len(req.t), 16), BATCH)
     while run[0].err == E_OK:
         m, now, last_moment = _next_event(req, dn, rules, run)
@@ -491,11 +491,11 @@ def run_ppipe(req, pl, dn, rules, run, n_res, n_gpus, max_stages):
     return blog[:run[0].nb].copy(), w_busy
 
 
-def pipes(runtime_pipes: list, n_models: int, n_gpus: int) -> tuple[Pipes, int]:
+def pipes(runtime_pipes: list, n_models: int, n_gpus: int) -> Pipes:
     """The kernel's plan from the runtime's pipelines (``PipeRuntime``, in plan order): per model its
     pipelines in that order; per pipeline its batch size and stages; per stage its pool's candidates
     (vGPU, its server's downlink, uplink: resources ``n_gpus + 2·node (+1)``, :mod:`~shepherd.core.pipelines.table`)
-    and its latency and inbound transfer per batch size; and the most stages of a pipeline."""
+    and its latency and inbound transfer per batch size."""
     by_model: list[list[int]] = [[] for _ in range(n_models)]
     for i, p in enumerate(runtime_pipes):
         by_model[p.model].append(i)
@@ -514,7 +514,7 @@ def pipes(runtime_pipes: list, n_models: int, n_gpus: int) -> tuple[Pipes, int]:
     return Pipes(_offsets([len(x) for x in by_model]), np.array([i for x in by_model for i in x], np.int64),
                  np.array([p.batch for p in runtime_pipes], np.int64),
                  _offsets([len(p.workers) for p in runtime_pipes]), _offsets([len(p.workers[j]) for p, j in stages]),
-                 cand, lat, tin), max((len(p.workers) for p in runtime_pipes), default=1)
+                 cand, lat, tin)
 
 
 def _offsets(counts: list[int]) -> np.ndarray:
@@ -532,7 +532,7 @@ def run_group(engine, config, runtime) -> dict:
     n_gpus = len(engine.res.w_hw)
     n_models = int(engine.model.max()) + 1 if len(engine.model) else 0
     n_models = max(n_models, max((p.model + 1 for p in tables["pipelines"]), default=0))
-    pl, max_stages = pipes(list(tables["pipelines"]), n_models, n_gpus)
+    pl = pipes(list(tables["pipelines"]), n_models, n_gpus)
     t, d, m = (np.require(col, np.int64, ["C", "W"]) for col in (engine.arrival, engine.deadline, engine.model))
     dnn = np.zeros(n_models, DNN)
     dnn["qh"] = dnn["qe"] = _offsets(np.bincount(m, minlength=n_models))[:-1]
@@ -542,6 +542,7 @@ def run_group(engine, config, runtime) -> dict:
     req = Requests(t, d, m, rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome)
     rules = Rules(bool(config.wait), bool(config.uplink_score), bool(config.head_drop), bool(config.fill_wait))
     run = np.zeros(1, RUN)
+    max_stages = int(np.diff(pl.st_off).max(initial=1))
     blog, w_busy = run_ppipe(req, pl, dn, rules, run, n_gpus + 2 * max(tables["nodes"], 1), n_gpus, max_stages)
     err = run[0]
     slot = f"[{err['err_start']}, {err['err_start'] + err['err_len']})"
