@@ -74,7 +74,7 @@ SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
 WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
                    ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
                    ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
-#: per slot its FIFO of requests (head, tail, length; linked by ``Requests.nxt``), whether it ran this cycle
+#: per slot its FIFO of requests (head, tail, length; linked by :data:`REQUEST` ``nxt``), whether it ran this cycle
 QUEUE = np.dtype([("head", np.int64), ("tail", np.int64), ("length", np.int64), ("served", np.bool_)])
 #: per session its token bucket (tokens, last refill)
 BUCKET = np.dtype([("tokens", np.float64), ("last", np.int64)])
@@ -107,8 +107,18 @@ def _set_timer(heap, run, at, payload):
 
 
 @njit(cache=True, inline='always')
-def _enqueue(rq, q, r):
-    """Append request ``r`` to the FIFO of slot record ``q``."""
+def _join(req, plan, sl, rt, es, r):
+    """``Nexus._enqueue``: request ``r`` appended to the FIFO of the allocation of its session (epoch record
+    ``es``) that its frontend's smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add
+    every weight, take the first maximum, subtract the total); that allocation's worker."""
+    best, cur, f, rq = es.eb, rt.cur, req.rq[r].front, req.rq
+    if es.ne != 1:
+        for y in range(es.eb, es.eb + es.ne):
+            cur[f, y] += plan.ent[y].w
+            if cur[f, y] > cur[f, best]:
+                best = y
+        cur[f, best] -= es.total
+    q = sl[plan.ent[best].slot]
     rq[r].nxt = -1
     if q.length == 0:
         q.head = r
@@ -116,21 +126,6 @@ def _enqueue(rq, q, r):
         rq[q.tail].nxt = r
     q.tail = r
     q.length += 1
-
-
-@njit(cache=True, inline='always')
-def _join(req, plan, sl, rt, es, r):
-    """``Nexus._enqueue``: request ``r`` queued at the allocation of its session (epoch record ``es``) that its
-    frontend's smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight, take
-    the first maximum, subtract the total); that allocation's worker."""
-    best, cur, f = es.eb, rt.cur, req.rq[r].front
-    if es.ne != 1:
-        for y in range(es.eb, es.eb + es.ne):
-            cur[f, y] += plan.ent[y].w
-            if cur[f, y] > cur[f, best]:
-                best = y
-        cur[f, best] -= es.total
-    _enqueue(req.rq, sl[plan.ent[best].slot], r)
     return plan.ent[best].worker
 
 
