@@ -28,13 +28,11 @@ per-request arrays.
   dropped, then the idle workers dispatched lowest first;
 * the scheduler clock and admission control, the batch log, the completion order: :mod:`.common`.
 
-State travels in named records: structured arrays (per worker :data:`WORKER`, per slot :data:`QUEUE`, per
-session :data:`BUCKET`, the plans' :data:`EPOCH_WORKER`, :data:`EPOCH_SESSION`, :data:`ENTRY`, :data:`SLOT`,
-the run's scalars :data:`RUN`) and named tuples of arrays (:data:`Requests`, :data:`Plans`, :data:`Routers`,
-:data:`Sched`, :data:`Tables`). Every helper is inlined into the loop (``inline='always'``); an inlined
-helper's record arguments are reference-counted per array, which is why the per-index state is structured
-(measured: named tuples of ~40 arrays made the kernel ~5× slower). Per-request fields the loop alone reads
-sit in one structured array too, copied to and from the recorder's columns around the run.
+State travels in named records (below): structured arrays per index, and named tuples of them. Every helper
+is inlined into the loop (``inline='always'``); an inlined helper's record arguments are reference-counted
+per array, which is why the per-index state is structured (measured: named tuples of ~40 arrays made the
+kernel ~5× slower). Per-request fields the loop alone reads sit in one structured array too, copied to and
+from the recorder's columns around the run.
 """
 
 from __future__ import annotations
@@ -45,6 +43,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
+from shepherd.core.engine.fast import timers
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, decide, finish,
                                               log_batch, ready_us, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
@@ -70,13 +69,12 @@ EPOCH_SESSION = np.dtype([("planned", np.bool_), ("rate", np.float64), ("depth",
 ENTRY = np.dtype([("slot", np.int64), ("worker", np.int64), ("w", np.float64)])
 #: per slot: its batch cap and model
 SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
-#: per worker (the records are structured arrays: one reference count each in the loop, where a tuple of
-#: arrays costs one per array): its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end,
-#: slots served, pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
+#: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end, slots served,
+#: pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
 WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
                    ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
                    ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
-#: per slot its FIFO of requests (head, tail, length; linked by ``Requests.nxt``), whether it ran this cycle
+#: per slot its FIFO of requests (head, tail, length; linked by :data:`REQUEST` ``nxt``), whether it ran this cycle
 QUEUE = np.dtype([("head", np.int64), ("tail", np.int64), ("length", np.int64), ("served", np.bool_)])
 #: per session its token bucket (tokens, last refill)
 BUCKET = np.dtype([("tokens", np.float64), ("last", np.int64)])
@@ -91,65 +89,36 @@ RUN = np.dtype([("epoch", np.int64), ("scale", np.float64), ("i", np.int64), ("n
                 ("hsize", np.int64), ("hseq", np.int64)])
 
 
-# ---------------------------------------------------------------------- timers: (at, set order, payload)
-
-
-@njit(cache=True)
-def t_push(h, size, at, seq, payload):
-    """Push a timer onto the heap ``h`` (rows: time, set order, payload; it doubles when full); returns it."""
-    if size == h.shape[1]:
-        grown = np.empty((3, 2 * size + 8), np.int64)
-        grown[:, :size] = h[:, :size]
-        h = grown
-    i = size
-    h[0, i], h[1, i], h[2, i] = at, seq, payload
-    while i > 0:
-        p = (i - 1) // 2
-        if h[0, i] < h[0, p] or (h[0, i] == h[0, p] and h[1, i] < h[1, p]):
-            for c in range(3):
-                h[c, i], h[c, p] = h[c, p], h[c, i]
-            i = p
-        else:
-            break
-    return h
-
-
-@njit(cache=True)
-def t_pop(h, size):
-    """Remove the earliest timer (``h[:, 0]``, read it first) from a heap of ``size``."""
-    size -= 1
-    for c in range(3):
-        h[c, 0] = h[c, size]
-    i = 0
-    while True:
-        lft, rgt, m = 2 * i + 1, 2 * i + 2, i
-        if lft < size and (h[0, lft] < h[0, m] or (h[0, lft] == h[0, m] and h[1, lft] < h[1, m])):
-            m = lft
-        if rgt < size and (h[0, rgt] < h[0, m] or (h[0, rgt] == h[0, m] and h[1, rgt] < h[1, m])):
-            m = rgt
-        if m == i:
-            break
-        for c in range(3):
-            h[c, i], h[c, m] = h[c, m], h[c, i]
-        i = m
-
-
-@njit(cache=True, inline='always')
-def _set_timer(heap, run, at, payload):
-    """``act.set_timer``: push (the set order counts up); returns the heap."""
-    rs = run[0]
-    rs.hseq += 1
-    heap = t_push(heap, rs.hsize, at, rs.hseq, payload)
-    rs.hsize += 1
-    return heap
-
-
 # ---------------------------------------------------------------------- the policy's steps
 
 
 @njit(cache=True, inline='always')
-def _enqueue(rq, q, r):
-    """Append request ``r`` to the FIFO of slot record ``q``."""
+def _set_timer(heap, run, at, payload):
+    """``act.set_timer``: push (the set order counts up; the heap doubles when full); returns the heap."""
+    rs = run[0]
+    if rs.hsize == heap.shape[1]:
+        grown = np.empty((3, 2 * rs.hsize + 8), np.int64)
+        grown[:, :rs.hsize] = heap
+        heap = grown
+    rs.hseq += 1
+    timers.push(heap, rs.hsize, at, rs.hseq, payload)
+    rs.hsize += 1
+    return heap
+
+
+@njit(cache=True, inline='always')
+def _join(req, plan, sl, rt, es, r):
+    """``Nexus._enqueue``: request ``r`` appended to the FIFO of the allocation of its session (epoch record
+    ``es``) that its frontend's smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add
+    every weight, take the first maximum, subtract the total); that allocation's worker."""
+    best, cur, f, rq = es.eb, rt.cur, req.rq[r].front, req.rq
+    if es.ne != 1:
+        for y in range(es.eb, es.eb + es.ne):
+            cur[f, y] += plan.ent[y].w
+            if cur[f, y] > cur[f, best]:
+                best = y
+        cur[f, best] -= es.total
+    q = sl[plan.ent[best].slot]
     rq[r].nxt = -1
     if q.length == 0:
         q.head = r
@@ -157,23 +126,7 @@ def _enqueue(rq, q, r):
         rq[q.tail].nxt = r
     q.tail = r
     q.length += 1
-
-
-@njit(cache=True, inline='always')
-def _route(es, ent, cur, f):
-    """``Nexus._enqueue``'s pick: among the allocations of a session (its epoch record ``es``), the one
-    frontend ``f``'s smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add every weight,
-    take the first maximum, subtract the total)."""
-    x, nx = es.eb, es.ne
-    if nx == 1:
-        return x
-    best = x
-    for y in range(x, x + nx):
-        cur[f, y] += ent[y].w
-        if cur[f, y] > cur[f, best]:
-            best = y
-    cur[f, best] -= es.total
-    return best
+    return plan.ent[best].worker
 
 
 @njit(cache=True, inline='always')
@@ -213,8 +166,7 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
     for r in queued:
         s = req.rq[r].sess
         if plan.es[e, s].planned:
-            y = _route(plan.es[e, s], plan.ent, rt.cur, req.rq[r].front)
-            _enqueue(req.rq, sl[plan.ent[y].slot], r)
+            _join(req, plan, sl, rt, plan.es[e, s], r)
         else:
             req.outcome[r] = DROPPED
 
@@ -237,9 +189,7 @@ def _admit(req, plan, sl, rt, run, r, now):
         req.outcome[r] = DROPPED
         return -1
     bk.tokens -= 1.0
-    ent = plan.ent[_route(es, plan.ent, rt.cur, req.rq[r].front)]
-    _enqueue(req.rq, sl[ent.slot], r)
-    return ent.worker
+    return _join(req, plan, sl, rt, es, r)
 
 
 @njit(cache=True, inline='always')
@@ -257,10 +207,10 @@ def _batch_size(req, q, lat0, cap, m, ready):
 
 
 @njit(cache=True, inline='always')
-def _start(req, wk, tb, sc, s, run, blog, k, m, b, now):
-    """Start a batch of ``b`` of model ``m`` on worker ``k``: its start (the worker free, the decision
-    issued) and end on the worker, the batch logged as ``run``'s next; returns the log."""
-    x = wk[k]
+def _start(req, x, q, tb, sc, s, run, blog, k, m, b, now):
+    """Start a batch of the first ``b`` requests of slot record ``q`` (model ``m``) on worker ``k`` (record
+    ``x``): its start (the worker free, the decision issued) and end, the batch logged as ``run``'s next, the
+    requests' columns; returns the log."""
     start = x.free
     if sc.active:
         disp = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
@@ -271,27 +221,21 @@ def _start(req, wk, tb, sc, s, run, blog, k, m, b, now):
     nb = run[0].nb
     x.bid, x.start, x.end = nb, start, end
     run[0].nb = nb + 1
-    return log_batch(blog, nb, k, m, b, start, end)
-
-
-@njit(cache=True, inline='always')
-def _serve(req, x, q, k, b):
-    """The first ``b`` requests of slot record ``q`` go in worker ``k``'s (record ``x``) batch just started:
-    their columns."""
     r = q.head
     for _ in range(b):
         rr = req.rq[r]
-        rr.start, rr.finish, rr.worker, rr.batch = x.start, x.end, k, x.bid
-        req.outcome[r] = SERVED if req.d[r] >= x.end else LATE
+        rr.start, rr.finish, rr.worker, rr.batch = start, end, k, nb
+        req.outcome[r] = SERVED if req.d[r] >= end else LATE
         r = rr.nxt
     q.head = r
     q.length -= b
+    return log_batch(blog, nb, k, m, b, start, end)
 
 
 @njit(cache=True, inline='always')
 def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
     """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
-    finish dropped first) started; or idling (then :func:`_wake_at`). Returns the log."""
+    finish dropped first) started; or idling. Returns the log."""
     ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
     x = wk[k]
     b0, nsl = x.sb, x.ns
@@ -310,8 +254,7 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
         b = _batch_size(req, sl[slot], tb.lat0, ps.cap, ps.model, ready)
         if b == 0:
             continue
-        blog = _start(req, wk, tb, sc, s, run, blog, k, ps.model, b, now)
-        _serve(req, x, sl[slot], k, b)
+        blog = _start(req, x, sl[slot], tb, sc, s, run, blog, k, ps.model, b, now)
         sl[slot].served = True
         x.nserved += 1
         x.rr = j + 1 if j + 1 < nsl else 0
@@ -319,26 +262,6 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
         return blog
     x.idle = True
     return blog
-
-
-@njit(cache=True, inline='always')
-def _wake_at(wk, k, now):
-    """After a dispatch that left worker ``k`` idle having served a slot in its cycle: the time of its wake-up
-    to set (its cycle's end, recorded as ``wake``), or −1."""
-    x = wk[k]
-    if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
-        x.wake = x.cyc
-        return x.cyc
-    return -1
-
-
-@njit(cache=True, inline='always')
-def _complete(wk, k, now):
-    """``Nexus.on_completion``'s bookkeeping: worker ``k``'s batch ends at ``now``."""
-    x = wk[k]
-    x.busy += now - x.start
-    x.bid = NONE
-    x.free = now
 
 
 @njit(cache=True, inline='always')
@@ -377,7 +300,8 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
     """One group's Nexus run over the whole trace; writes the request columns and the workers' records in
     place and returns (batch log, shed count). Each event names the workers to dispatch, which the loop then
     does in order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker
-    if idle, an epoch every idle worker, lowest first."""
+    if idle, an epoch every idle worker, lowest first. A dispatch that leaves its worker idle having served
+    a slot in its cycle sets a wake-up at the cycle's end (once per cycle)."""
     n = len(req.t)
     dq = np.empty(len(wk), np.int64)  # the workers an event dispatches, in order
     qbuf = np.empty(n, np.int64)
@@ -393,14 +317,15 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         te = heap[0, 0] if rs.hsize > 0 else INF
         i = rs.i
         ta = req.t[i] if i < n else INF
-        nd, arriving, next_epoch = 0, False, -1
-        if k >= 0 and ce <= te and ce <= ta:  # a completion
-            now = ce
-            _complete(wk, k, ce)
+        nd, next_epoch = 0, -1
+        if k >= 0 and ce <= te and ce <= ta:  # a completion (``Nexus.on_completion``'s bookkeeping)
+            now, x = ce, wk[k]
+            x.busy += now - x.start
+            x.bid, x.free = NONE, now
             dq[0], nd, dirty = k, 1, True
         elif rs.hsize > 0 and te <= ta:  # a timer
             now, p = te, heap[2, 0]
-            t_pop(heap, rs.hsize)
+            timers.pop(heap, rs.hsize)
             rs.hsize -= 1
             nd = _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
             if 0 <= p < last_epoch:
@@ -410,7 +335,6 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
                 rs.i = shed_arrival(s, req.shed, req.outcome, i, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
-            arriving = True
             rs.i = i + 1
             w = _admit(req, plan, sl, rt, run, i, now)
             if w >= 0 and wk[w].idle:
@@ -420,13 +344,14 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         for q in range(nd):
             kk = dq[q]
             blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now)
-            dirty = dirty or not wk[kk].idle
-            wake = _wake_at(wk, kk, now)
-            if wake >= 0:
-                heap = _set_timer(heap, run, wake, -kk - 1)
+            x = wk[kk]
+            dirty = dirty or not x.idle
+            if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
+                x.wake = x.cyc
+                heap = _set_timer(heap, run, x.cyc, -kk - 1)
         if next_epoch >= 0:
             heap = _set_timer(heap, run, next_epoch * epoch_us, next_epoch)
-        if arriving:
+        if rs.i > i:  # an arrival was handled
             at_chunk_end(s, rs.i, 0, sc.chunk, n, sc.arrival_ns)
     finish(req.outcome, DROPPED)
     return blog[:, :rs.nb].copy(), s[S_SHED]
@@ -496,4 +421,4 @@ def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
 
-jitcache.refresh(__name__, fast_common, outcomes)
+jitcache.refresh(__name__, fast_common, timers, outcomes)
