@@ -11,9 +11,8 @@ own worker's ℓ(b)).
 
 Why those: with zero delays no GPU is ever granted its next batch ahead (Appendix C ``set_gpu_timer``), so
 nothing is booked and an idle GPU's ``free_at`` is its last completion (``g = now`` in every candidate);
-autoscaling reads the recorder's windows during the run; several groups would need the timers in the
-clock replay of :mod:`.replay` (a timer's place among equal-time events of other groups). Those runs stay on
-the reference engine (``why_not`` in :mod:`shepherd.core.engine.fast` says so).
+autoscaling reads the recorder's windows during the run; several groups would need the timers of every
+group in one clock. Those runs stay on the reference engine (the policy's ``FastPath`` says so).
 
 What it re-enacts, and where the reference says it:
 
@@ -33,8 +32,8 @@ What it re-enacts, and where the reference says it:
 
 State travels as named records (built by :func:`run_group`): namedtuples of the constants and of the arrays
 :mod:`.common` reads (:data:`Policy`, :data:`Requests`, :data:`Queues`, :data:`Clock`), structured arrays of
-the per-model and per-worker state (:data:`MODEL`, :data:`WORKER`: one array each, so that handing them to
-a helper costs one reference count, not one per field).
+the per-model and per-worker state (:func:`model_dtype`, :data:`WORKER`; one array each: a namedtuple handed
+to an inlined helper costs a reference count per member array).
 """
 
 from __future__ import annotations
@@ -75,11 +74,10 @@ def model_dtype(max_batch: int, buckets: int) -> np.dtype:
     first arrival, its SLO at its latest arrival (the target batch's budget), its timer (−1: none) and the
     timer's sequence, and the authors' rate meter (``BucketMeter``): its non-empty buckets as a ring of
     ``buckets`` slots from ``meter_head``, ``meter_n`` of them."""
-    i8 = np.int64
-    return np.dtype([("lat", i8, (max_batch + 1,)), ("beta", np.float64), ("n_arrived", i8), ("rate_lo", i8),
-                     ("first", i8), ("slo", i8), ("timer_at", i8),
-                     ("timer_seq", i8), ("meter_head", i8), ("meter_n", i8), ("meter_total", i8),
-                     ("meter_sumsq", i8), ("bucket", i8, (buckets,)), ("bucket_count", i8, (buckets,))])
+    scalars = ("n_arrived", "rate_lo", "first", "slo", "timer_at", "timer_seq", "meter_head", "meter_n",
+               "meter_total", "meter_sumsq")
+    return np.dtype([("lat", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
+                    + [("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
 
 
 #: per worker: its index, hardware, last completion (the engine's), ``free_at`` (the policy's), running batch
@@ -94,12 +92,9 @@ def _fit(lat_m, dd, top):
     return bisect_right(lat_m, dd, 1, top + 1) - 1
 
 
-# ---------------------------------------------------------------------------------------------- the rules
-
 @njit(cache=True, inline='always')
 def _meter_evict(mr, now, span):
-    """``BucketMeter._evict`` on model record ``mr``: drop buckets older than the ring; returns the current
-    bucket."""
+    """``BucketMeter._evict`` on model record ``mr``: drop the expired buckets; returns the current one."""
     cur, size = now // span, len(mr.bucket)
     while mr.meter_n > 0 and mr.bucket[mr.meter_head] <= cur - size:
         c = mr.bucket_count[mr.meter_head]
@@ -182,15 +177,13 @@ def _early(p, q, mr, m, now, b):
     return b >= mr.beta * ((end - j) * 1e6 / span if span > 0 else 0.0)
 
 
-# ----------------------------------------------------------------------------------------- the candidate
-
 @njit(cache=True, inline='always')
 def _window_prune(q, lat_m, maxb, m, now, r_outcome):
     """The ``window`` prune of ≥ 2 queued requests: drop the heads before the best window when the head's own
     batch is below ¾ of it; returns (heads dropped, the head's batch, −1 after a cut)."""
     h, qd = q.h[m], q.d
     n = q.e[m] - h
-    lo, hi = h, h + n
+    lo, hi = h, h + n  # the first i with fit(d[i]) ≥ h + n − i (the best window starts there or just before)
     while lo < hi:
         mid = (lo + hi) >> 1
         if _fit(lat_m, qd[mid] - now, maxb) >= h + n - mid:
@@ -232,8 +225,6 @@ def _candidate(p, q, mr, m, now, r_outcome, counters):
     return True, b, sched_at, p.wc or full or now >= sched_at or _early(p, q, mr, m, now, b)
 
 
-# ------------------------------------------------------------------------------------ timers and the GPU
-
 @njit(cache=True, inline='always')
 def _next_timer(ms):
     """The model whose live timer fires next: earliest time, then the earliest set; −1 if none."""
@@ -250,7 +241,7 @@ def _set_timer(mr, at, counters):
     """``Symphony._set_model_timer``: keep an unchanged live timer, else cancel it and set ``at`` (−1: none);
     returns whether a timer changed."""
     if mr.timer_at >= 0:
-        if at >= 0 and mr.timer_at == at:
+        if mr.timer_at == at:
             return False
         mr.timer_at = -1
         counters[C_CANCELLED] += 1
@@ -258,8 +249,7 @@ def _set_timer(mr, at, counters):
         return False
     if at >= 0:
         counters[C_TIMER_SEQ] += 1
-        mr.timer_at = at
-        mr.timer_seq = counters[C_TIMER_SEQ]
+        mr.timer_at, mr.timer_seq = at, counters[C_TIMER_SEQ]
     return True
 
 
@@ -304,15 +294,12 @@ def _start(p, ck, req, q, wr, mr, m, b, now, i, nb):
         start = max(start, decide(ck.s, req.t, req.shed, i, now, ck.decision_ns + ck.per_request_ns * b,
                                   ck.arrival_ns))
     end = start + p.lat[wr.hw, m, b]
-    h = q.h[m]
-    serve_rows(q.r, h, b, start, end, wr.index, nb, req.d, req.start, req.finish, req.worker, req.batch,
+    serve_rows(q.r, q.h[m], b, start, end, wr.index, nb, req.d, req.start, req.finish, req.worker, req.batch,
                req.outcome)
-    q_take(q.h, q.e, q.d, q.r, m, h, b)
+    q_take(q.h, q.e, q.d, q.r, m, q.h[m], b)
     wr.bid, wr.start, wr.end, wr.free_at, wr.idle = nb, start, end, now + mr.lat[b], False
     return start, end
 
-
-# ---------------------------------------------------------------------------------------------- the run
 
 @njit(cache=True, inline='always')
 def _admit(p, q, mr, m, i, dl, now):
