@@ -5,14 +5,14 @@ start and finish, per batch every column, per worker busy time, the shed request
 (``tests/test_engine_fast.py``) — for ``symphony`` and ``symphony-wc`` with zero control/data delays
 (``d_ctrl_us = d_data_us = 0``, the default), autoscaling off (the default), any ``rule`` (``text``,
 ``frontrun``, ``target-batch``, ``beta-lambda-authors``), ``prune`` (``window``, ``clipper``), ``rank``
-(``schedulable``, ``all``) and ``rate_window_ms``, overhead mode ``model`` or ``none``, one serving group (any hardware mix: decisions use
-the group's first worker's table, as the policy does, a batch runs for its own worker's ℓ(b)).
+(``schedulable``, ``all``) and ``rate_window_ms``, overhead mode ``model`` or ``none``, one serving group
+(any hardware mix: decisions use the group's first worker's table, as the policy does, a batch runs for its
+own worker's ℓ(b)).
 
 Why those: with zero delays no GPU is ever granted its next batch ahead (Appendix C ``set_gpu_timer``), so
 nothing is booked and an idle GPU's ``free_at`` is its last completion (``g = now`` in every candidate);
-autoscaling reads the recorder's windows during the run; several groups would need the timers in the
-clock replay of :mod:`.replay` (a timer's place among equal-time events of other groups). Those runs stay on
-the reference engine (``why_not`` in :mod:`shepherd.core.engine.fast` says so).
+autoscaling reads the recorder's windows during the run; several groups would need the timers of every
+group in one clock. Those runs stay on the reference engine (the policy's ``FastPath`` says so).
 
 What it re-enacts, and where the reference says it:
 
@@ -29,6 +29,11 @@ What it re-enacts, and where the reference says it:
   again), the taken candidate's cancelled; on an arrival only its model is looked at (every model under
   ``rank="all"``), on a completion or a timer every model;
 * the scheduler clock and admission control, the queues, the batch log, the completion order: :mod:`.common`.
+
+State travels as named records (built by :func:`run_group`): namedtuples of the constants and of the arrays
+:mod:`.common` reads (:data:`Policy`, :data:`Requests`, :data:`Queues`, :data:`Clock`), structured arrays of
+the per-model and per-worker state (:func:`model_dtype`, :data:`WORKER`; one array each: a namedtuple handed
+to an inlined helper costs a reference count per member array).
 """
 
 from __future__ import annotations
@@ -44,70 +49,78 @@ from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive,
                                               serve_rows, shed_arrival)
 from shepherd.core.engine.outcomes import DROPPED
 
-#: the request columns a batch writes (:func:`.common.serve_rows`)
-Served = namedtuple("Served", "d start finish worker batch outcome")
-
-#: the policy's counters, in the order of ``Symphony.counters`` (the kernel returns them as an array)
+#: the policy's counters, in the order of ``Symphony.counters``; the kernel's array has one more slot, the
+#: timer sequence (orders timers set for the same time)
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
-C_BATCHES, C_DROPPED, C_CANCELLED = 0, 1, 3
+C_BATCHES, C_DROPPED, C_CANCELLED, C_TIMER_SEQ = 0, 1, 3, len(COUNTERS)
 #: the schedulability rules, in the order of ``symphony_rules.RULES`` (the policy passes the index)
 R_TEXT, R_FRONTRUN, R_TARGET_BATCH, R_BETA_LAMBDA_AUTHORS = 0, 1, 2, 3
-#: per model the authors' bucketed rate meter (``symphony_rules.BucketMeter``: its non-empty buckets as a ring
-#: of ``size`` slots from ``head``, ``n`` of them) and the estimator's constants (``XRPS``, ``XSTD``)
-Meter = namedtuple("Meter", "span size xrps xstd idx cnt head n total sumsq")
+
+#: the policy's constants: ``lat[hw, model, b]`` (a batch runs for its worker's), ``window`` λ's window (µs),
+#: the rule's index, the prune and rank switches, the authors' rate meter's bucket (µs) and their estimator's
+#: XRPS, XSTD (``symphony_rules``)
+Policy = namedtuple("Policy", "lat maxb window wc rule window_prune rank_all span xrps xstd")
+#: the trace's columns and the request columns the kernel writes in place
+Requests = namedtuple("Requests", "t d model start finish worker batch outcome shed")
+#: per model its deadline queue (``common.queues``: slots ``[base[m], base[m+1])``, live ``[h[m], e[m])``)
+#: and, in the same slots, the times of its admitted arrivals (λ counts ``[rate_lo, n_arrived)`` of them)
+Queues = namedtuple("Queues", "base h e d r arrived")
+#: the scheduler clock (``common``: its state ``s`` and constants)
+Clock = namedtuple("Clock", "s decision_ns per_request_ns arrival_ns active admit_on max_lag_ns chunk")
 
 
-def _new_meter(n_models, span, size, xrps, xstd):
-    """Empty meters for ``n_models`` models."""
-    z = np.zeros(n_models, np.int64)
-    return Meter(span, size, xrps, xstd, np.zeros((n_models, size), np.int64), np.zeros((n_models, size), np.int64),
-                 z.copy(), z.copy(), z.copy(), z.copy())
+def model_dtype(max_batch: int, buckets: int) -> np.dtype:
+    """Per model: the policy's ℓ(b) (its group's first worker's table) and §4.3's β (s), λ's arrivals, its
+    first arrival, its SLO at its latest arrival (the target batch's budget), its timer (−1: none) and the
+    timer's sequence, and the authors' rate meter (``BucketMeter``): its non-empty buckets as a ring of
+    ``buckets`` slots from ``meter_head``, ``meter_n`` of them."""
+    scalars = ("n_arrived", "rate_lo", "first", "slo", "timer_at", "timer_seq", "meter_head", "meter_n",
+               "meter_total", "meter_sumsq")
+    return np.dtype([("lat", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
+                    + [("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
+
+
+#: per worker: its index, hardware, last completion (the engine's), ``free_at`` (the policy's), running batch
+#: (start, end, id), busy time, idle
+WORKER = np.dtype([(f, np.int64) for f in ("index", "hw", "free", "free_at", "start", "end", "busy", "bid")]
+                  + [("idle", np.bool_)])
 
 
 @njit(cache=True, inline='always')
-def _meter_evict(mt, m, now):
-    """``BucketMeter._evict``: drop model ``m``'s buckets older than ``size``; returns the current bucket."""
-    cur = now // mt.span
-    h, n = mt.head[m], mt.n[m]
-    while n > 0 and mt.idx[m, h] <= cur - mt.size:
-        c = mt.cnt[m, h]
-        mt.total[m] -= c
-        mt.sumsq[m] -= c * c
-        h = (h + 1) % mt.size
-        n -= 1
-    mt.head[m] = h
-    mt.n[m] = n
+def _fit(lat_m, dd, top):
+    """Largest b ≤ ``top`` with ℓ(b) ≤ ``dd`` (``Symphony._fit`` with g = now and zero delays)."""
+    return bisect_right(lat_m, dd, 1, top + 1) - 1
+
+
+@njit(cache=True, inline='always')
+def _meter_evict(mr, now, span):
+    """``BucketMeter._evict`` on model record ``mr``: drop the expired buckets; returns the current one."""
+    cur, size = now // span, len(mr.bucket)
+    while mr.meter_n > 0 and mr.bucket[mr.meter_head] <= cur - size:
+        c = mr.bucket_count[mr.meter_head]
+        mr.meter_total -= c
+        mr.meter_sumsq -= c * c
+        mr.meter_head = (mr.meter_head + 1) % size
+        mr.meter_n -= 1
     return cur
 
 
-@njit(cache=True)
-def _meter_hit(mt, m, now):
-    """``BucketMeter.hit``: one arrival of model ``m`` at ``now``."""
-    cur = _meter_evict(mt, m, now)
-    n = mt.n[m]
-    last = (mt.head[m] + n - 1) % mt.size
-    if n > 0 and mt.idx[m, last] == cur:
-        c = mt.cnt[m, last]
-        mt.cnt[m, last] = c + 1
-        mt.sumsq[m] += 2 * c + 1
+@njit(cache=True, inline='always')
+def _meter_hit(mr, now, span):
+    """``BucketMeter.hit``: one arrival at ``now``."""
+    cur = _meter_evict(mr, now, span)
+    last = (mr.meter_head + mr.meter_n - 1) % len(mr.bucket)
+    if mr.meter_n > 0 and mr.bucket[last] == cur:
+        c = mr.bucket_count[last]
+        mr.bucket_count[last] = c + 1
+        mr.meter_sumsq += 2 * c + 1
     else:
-        slot = (mt.head[m] + n) % mt.size
-        mt.idx[m, slot] = cur
-        mt.cnt[m, slot] = 1
-        mt.n[m] = n + 1
-        mt.sumsq[m] += 1
-    mt.total[m] += 1
-
-
-@njit(cache=True)
-def _meter_get(mt, m, now):
-    """``BucketMeter.get``: (mean, sample std) of model ``m``'s bucket rates, req/s."""
-    cur = _meter_evict(mt, m, now)
-    k = cur + 1 if cur + 1 < mt.size else mt.size
-    avg = mt.total[m] / k
-    var = (mt.sumsq[m] - k * avg * avg) / (k - 1) if k > 1 else 0.0
-    per_s = 1e6 / mt.span
-    return avg * per_s, math.sqrt(max(0.0, var)) * per_s
+        slot = (mr.meter_head + mr.meter_n) % len(mr.bucket)
+        mr.bucket[slot] = cur
+        mr.bucket_count[slot] = 1
+        mr.meter_n += 1
+        mr.meter_sumsq += 1
+    mr.meter_total += 1
 
 
 @njit(cache=True)
@@ -131,12 +144,17 @@ def _target_batch(lat_m, budget, rate, std, maxb, xrps, xstd):
     return maxb
 
 
-@njit(cache=True)
-def _authors_early(rule, mt, m, now, lat_m, b, budget, maxb):
-    """``symphony_rules.early`` for the authors' ``target-batch`` and ``beta-lambda-authors`` rules."""
-    avg, std = _meter_get(mt, m, now)
-    target = _target_batch(lat_m, budget, avg, std, maxb, mt.xrps, mt.xstd)
-    if rule == R_TARGET_BATCH:
+@njit(cache=True, inline='always')
+def _authors_early(p, mr, b, now):
+    """``symphony_rules.early`` for the authors' ``target-batch`` and ``beta-lambda-authors`` rules, with
+    ``BucketMeter.get``'s mean and sample std of the bucket rates."""
+    k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))
+    avg = mr.meter_total / k
+    var = (mr.meter_sumsq - k * avg * avg) / (k - 1) if k > 1 else 0.0
+    avg, std = avg * (1e6 / p.span), math.sqrt(max(0.0, var)) * (1e6 / p.span)
+    lat_m = mr.lat
+    target = _target_batch(lat_m, mr.slo, avg, std, p.maxb, p.xrps, p.xstd)
+    if p.rule == R_TARGET_BATCH:
         return b >= target
     x = target if b != target else b + 1  # symphony_rules.secant_beta_s
     alpha = (lat_m[x] - lat_m[b]) / (x - b)
@@ -144,278 +162,241 @@ def _authors_early(rule, mt, m, now, lat_m, b, budget, maxb):
 
 
 @njit(cache=True, inline='always')
-def _fit(lat_m, dd, top):
-    """Largest b ≤ ``top`` with ℓ(b) ≤ ``dd`` (``Symphony._fit`` with g = now and zero delays)."""
-    return bisect_right(lat_m, dd, 1, top + 1) - 1
+def _early(p, q, mr, m, now, b):
+    """Whether a candidate of ``b`` that can still grow is schedulable before its ``sched_at``, by the rule;
+    λ as ``Symphony.rate``: the arrivals in (now − window, now], over min(window, now − first)."""
+    if p.rule == R_FRONTRUN:
+        return False
+    if p.rule != R_TEXT:
+        return _authors_early(p, mr, b, now)
+    j, end, arrived = mr.rate_lo, mr.n_arrived, q.arrived
+    while j < end and arrived[q.base[m] + j] <= now - p.window:
+        j += 1
+    mr.rate_lo = j
+    span = min(p.window, now - mr.first) if mr.first >= 0 else 0
+    return b >= mr.beta * ((end - j) * 1e6 / span if span > 0 else 0.0)
 
 
 @njit(cache=True, inline='always')
-def _next_timer(tm_at, tm_seq):
+def _window_prune(q, lat_m, maxb, m, now, r_outcome):
+    """The ``window`` prune of ≥ 2 queued requests: drop the heads before the best window when the head's own
+    batch is below ¾ of it; returns (heads dropped, the head's batch, −1 after a cut)."""
+    h, qd = q.h[m], q.d
+    n = q.e[m] - h
+    lo, hi = h, h + n  # the first i with fit(d[i]) ≥ h + n − i (the best window starts there or just before)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _fit(lat_m, qd[mid] - now, maxb) >= h + n - mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    head_b = _fit(lat_m, qd[h] - now, min(n, maxb))
+    best_i, best_b = h, head_b
+    for i in (lo - 1, lo):
+        if h <= i < h + n:
+            b = _fit(lat_m, qd[i] - now, min(h + n - i, maxb))
+            if b > best_b:
+                best_i, best_b = i, b
+    if best_i > h and 4 * head_b < 3 * best_b:
+        for x in range(h, best_i):
+            r_outcome[q.r[x]] = DROPPED
+        q_take(q.h, q.e, q.d, q.r, m, h, best_i - h)
+        return best_i - h, -1
+    return 0, head_b
+
+
+@njit(cache=True, inline='always')
+def _candidate(p, q, mr, m, now, r_outcome, counters):
+    """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
+    lat_m = mr.lat
+    dead = q_expire(q.h, q.e, q.d, q.r, m, now + lat_m[1], r_outcome, DROPPED)
+    head_b = -1
+    if p.window_prune and q.e[m] - q.h[m] > 1:  # (one request: the only window is the head's)
+        cut, head_b = _window_prune(q, lat_m, p.maxb, m, now, r_outcome)
+        dead += cut
+    counters[C_DROPPED] += dead
+    n = q.e[m] - q.h[m]
+    if n == 0:
+        return False, 0, 0, False
+    dl = q.d[q.h[m]]
+    b = head_b if head_b >= 0 else _fit(lat_m, dl - now, min(n, p.maxb))
+    full = b >= p.maxb or b < n
+    sched_at = dl - lat_m[b] if b >= p.maxb else dl - lat_m[b + 1]
+    return True, b, sched_at, p.wc or full or now >= sched_at or _early(p, q, mr, m, now, b)
+
+
+@njit(cache=True, inline='always')
+def _next_timer(ms):
     """The model whose live timer fires next: earliest time, then the earliest set; −1 if none."""
     x = -1
-    for m in range(len(tm_at)):
-        if tm_at[m] >= 0 and (x < 0 or tm_at[m] < tm_at[x] or (tm_at[m] == tm_at[x] and tm_seq[m] < tm_seq[x])):
+    for m in range(len(ms)):
+        at, xr = ms[m].timer_at, ms[x]
+        if at >= 0 and (x < 0 or at < xr.timer_at or (at == xr.timer_at and ms[m].timer_seq < xr.timer_seq)):
             x = m
     return x
 
 
 @njit(cache=True, inline='always')
-def _candidate(m, now, lat_m, beta_m, maxb, wc, rule, window_prune, window, qh, qe, qd, qr, rt, base,
-               rcnt, rlo, first, r_outcome, counters, mt, slo):
-    """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
-    dead = q_expire(qh, qe, qd, qr, m, now + lat_m[1], r_outcome, DROPPED)
-    h = qh[m]
-    n = qe[m] - h
-    head_b = -1
-    if n > 1 and window_prune:  # (one request: the only window is the head's)
-        lo, hi = h, h + n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if _fit(lat_m, qd[mid] - now, maxb) >= h + n - mid:
-                hi = mid
-            else:
-                lo = mid + 1
-        top = n if n < maxb else maxb
-        head_b = _fit(lat_m, qd[h] - now, top)
-        best_i, best_b = h, head_b
-        for i in (lo - 1, lo):
-            if h <= i < h + n:
-                rest = h + n - i
-                b = _fit(lat_m, qd[i] - now, rest if rest < maxb else maxb)
-                if b > best_b:
-                    best_i, best_b = i, b
-        if best_i > h and 4 * head_b < 3 * best_b:
-            for x in range(h, best_i):
-                r_outcome[qr[x]] = DROPPED
-            q_take(qh, qe, qd, qr, m, h, best_i - h)
-            dead += best_i - h
-            n = qe[m] - qh[m]
-            head_b = -1
-    counters[C_DROPPED] += dead
-    if n == 0:
-        return False, 0, 0, False
-    dl = qd[qh[m]]
-    b = head_b if head_b >= 0 else _fit(lat_m, dl - now, n if n < maxb else maxb)
-    full = b >= maxb or b < n
-    sched_at = dl - lat_m[b] if b >= maxb else dl - lat_m[b + 1]
-    if wc or full or now >= sched_at:
-        return True, b, sched_at, True
-    if rule == R_FRONTRUN:
-        return True, b, sched_at, False
-    if rule != R_TEXT:
-        return True, b, sched_at, _authors_early(rule, mt, m, now, lat_m, b, slo[m], maxb)
-    # λ (Symphony.rate): the model's arrivals in (now − window, now], over min(window, now − first)
-    lo_t = now - window
-    j = rlo[m]
-    end = rcnt[m]
-    while j < end and rt[base[m] + j] <= lo_t:
-        j += 1
-    rlo[m] = j
-    span = now - first[m] if first[m] >= 0 else 0
-    if span > window:
-        span = window
-    rate = (end - j) * 1e6 / span if span > 0 else 0.0
-    return True, b, sched_at, b >= beta_m * rate
+def _set_timer(mr, at, counters):
+    """``Symphony._set_model_timer``: keep an unchanged live timer, else cancel it and set ``at`` (−1: none);
+    returns whether a timer changed."""
+    if mr.timer_at >= 0:
+        if mr.timer_at == at:
+            return False
+        mr.timer_at = -1
+        counters[C_CANCELLED] += 1
+    elif at < 0:
+        return False
+    if at >= 0:
+        counters[C_TIMER_SEQ] += 1
+        mr.timer_at, mr.timer_seq = at, counters[C_TIMER_SEQ]
+    return True
 
 
 @njit(cache=True, inline='always')
-def _set_timer(tm_at, tm_seq, m, at, seq, counters):
-    """``Symphony._set_model_timer``: keep an unchanged live timer, else cancel it and set ``at`` (−1: none);
-    returns (the timer sequence counter, whether a timer changed)."""
-    changed = False
-    if tm_at[m] >= 0:
-        if at >= 0 and tm_at[m] == at:
-            return seq, False
-        tm_at[m] = -1
-        counters[C_CANCELLED] += 1
-        changed = True
-    if at >= 0:
-        seq += 1
-        tm_at[m] = at
-        tm_seq[m] = seq
-        changed = True
-    return seq, changed
+def _grant(p, q, ms, w, r_outcome, counters, now, m_lo, m_hi):
+    """``Symphony._grant`` to the idle GPU freed earliest (then the lower index), over models [m_lo, m_hi):
+    (worker, model, batch, whether a timer changed), model −1 when none is schedulable. A candidate not yet
+    schedulable gets its timer at ``max(now + 1, sched_at)``, in model order as the reference sets them."""
+    k = -1
+    for x in range(len(w)):
+        if w[x].idle and (k < 0 or w[x].free_at < w[k].free_at):
+            k = x
+    best, best_b, best_s = -1, 0, INF
+    wait, wait_b, wait_s = -1, 0, INF  # the earliest waiting candidate (rank="all")
+    changed, qh, qe = False, q.h, q.e
+    for m in range(m_lo, m_hi):
+        if qe[m] <= qh[m]:
+            continue
+        present, b, sched_at, ok = _candidate(p, q, ms[m], m, now, r_outcome, counters)
+        if not present:
+            changed |= _set_timer(ms[m], -1, counters)
+        elif not ok:
+            changed |= _set_timer(ms[m], max(now + 1, sched_at), counters)
+            if sched_at < wait_s:
+                wait, wait_b, wait_s = m, b, sched_at
+        elif sched_at < best_s:
+            best, best_b, best_s = m, b, sched_at
+    if best >= 0:
+        if p.rank_all and wait_s < best_s:
+            best, best_b = wait, wait_b
+        changed |= _set_timer(ms[best], -1, counters)
+    return k, best, best_b, changed
+
+
+@njit(cache=True, inline='always')
+def _start(p, ck, req, q, wr, mr, m, b, now, i, nb):
+    """``Resources.start(w, m, rids, now, at=now)``: batch ``nb`` of model ``m``'s ``b`` head requests on
+    worker record ``wr`` (model record ``mr``), after the scheduler's decision and not before ``now``; returns
+    (start, end)."""
+    start = max(wr.free, now)
+    if ck.active:
+        start = max(start, decide(ck.s, req.t, req.shed, i, now, ck.decision_ns + ck.per_request_ns * b,
+                                  ck.arrival_ns))
+    end = start + p.lat[wr.hw, m, b]
+    serve_rows(q.r, q.h[m], b, start, end, wr.index, nb, req)
+    q_take(q.h, q.e, q.d, q.r, m, q.h[m], b)
+    wr.bid, wr.start, wr.end, wr.free_at, wr.idle = nb, start, end, now + mr.lat[b], False
+    return start, end
+
+
+@njit(cache=True, inline='always')
+def _admit(p, q, mr, m, i, dl, now):
+    """``Symphony.on_arrival``'s bookkeeping for admitted request ``i`` of model ``m`` (record ``mr``), due at
+    ``dl``: queued, counted for λ (and the authors' meter)."""
+    q_push(q.base, q.h, q.e, q.d, q.r, m, dl, i)
+    q.arrived[q.base[m] + mr.n_arrived] = now
+    mr.n_arrived += 1
+    if mr.first < 0:
+        mr.first = now
+    if p.rule >= R_TARGET_BATCH:
+        _meter_hit(mr, now, p.span)
+        mr.slo = dl - now
 
 
 @njit(cache=True)
-def run_symphony(t, d, model, lat, w_hw, maxb, beta, window, wc, rule, window_prune, rank_all, mt,
-                 decision_ns, per_request_ns, arrival_ns, active, admit_on, max_lag_ns, chunk,
-                 r_start, r_finish, r_worker, r_batch, r_outcome, shed):
-    """One group's Symphony run; writes the request columns in place and returns (batch log, w_busy,
-    w_waste, shed count, counters). ``lat[hw, model, b]``; ``w_hw`` per worker; ``beta[m]`` the policy's
-    β in seconds; ``window`` the rate window, µs."""
-    n = len(t)
-    n_models = lat.shape[1]
-    n_workers = len(w_hw)
-    rows = Served(d, r_start, r_finish, r_worker, r_batch, r_outcome)
-    lat0 = lat[w_hw[0]]  # the policy's table: its group's first worker
-    base, qh, qe, qd, qr = queues(model, n_models)
-    rt = np.empty(n, np.int64)  # per model (slots [base[m], base[m+1])) the times of its admitted arrivals
-    rcnt = np.zeros(n_models, np.int64)
-    rlo = np.zeros(n_models, np.int64)
-    first = np.full(n_models, -1, np.int64)
-    slo = np.zeros(n_models, np.int64)  # the model's SLO at its latest arrival (the target batch's budget)
+def run_symphony(p, req, q, ms, w, ck, counters):
+    """One group's Symphony run: writes the request and worker columns in place; returns the batch log."""
+    n, t = len(req.t), req.t
     blog = np.empty((B_COLS, 1024), np.int64)
-    nb = 0
-    w_free = np.zeros(n_workers, np.int64)  # the engine's: the last completion
-    free_at = np.zeros(n_workers, np.int64)  # the policy's
-    w_start = np.zeros(n_workers, np.int64)
-    w_end = np.zeros(n_workers, np.int64)
-    w_bid = np.full(n_workers, NONE, np.int64)
-    w_busy = np.zeros(n_workers, np.int64)
-    idle = np.ones(n_workers, np.bool_)
-    n_idle = n_workers
-    tm_at = np.full(n_models, -1, np.int64)
-    tm_seq = np.zeros(n_models, np.int64)
-    seq = 0
-    wait_m = np.empty(n_models, np.int64)
-    wait_s = np.empty(n_models, np.int64)
-    wait_b = np.empty(n_models, np.int64)
-    counters = np.zeros(len(COUNTERS), np.int64)
-    s = np.zeros(4, np.int64)  # the scheduler clock (.common)
-    i = 0
-    k = -1
-    x = -1
-    dirty_w = True
-    dirty_t = True
+    nb, n_idle, i, k, x = 0, len(w), 0, -1, -1
+    dirty_w = dirty_t = True
     while True:
         if dirty_w:
-            k = next_completion(w_bid, w_end)
-            dirty_w = False
+            k, dirty_w = next_completion(w.bid, w.end), False
         if dirty_t:
-            x = _next_timer(tm_at, tm_seq)
-            dirty_t = False
-        ce = w_end[k] if k >= 0 else INF
-        te = tm_at[x] if x >= 0 else INF
+            x, dirty_t = _next_timer(ms), False
+        ce = w[k].end if k >= 0 else INF
+        te = ms[x].timer_at if x >= 0 else INF
         ta = t[i] if i < n else INF
         arriving = False
-        if k >= 0 and ce <= te and ce <= ta:
-            # ---- a completion (Symphony.on_completion): the GPU is idle, every model looked at
+        m_lo, m_hi = 0, len(ms)  # on a completion or a timer every model is looked at
+        if k >= 0 and ce <= te and ce <= ta:  # a completion (Symphony.on_completion): the GPU is idle
+            wr = w[k]
             now = ce
-            w_busy[k] += now - w_start[k]
-            w_bid[k] = NONE
-            w_free[k] = now
-            free_at[k] = now
-            idle[k] = True
+            wr.busy += now - wr.start
+            wr.bid, wr.free, wr.free_at, wr.idle = NONE, now, now, True
             n_idle += 1
             dirty_w = True
-            m_lo, m_hi = 0, n_models
-        elif x >= 0 and te <= ta:
-            # ---- a model timer fires (Symphony.on_timer)
+        elif x >= 0 and te <= ta:  # a model timer fires (Symphony.on_timer)
             now = te
-            tm_at[x] = -1
+            ms[x].timer_at = -1
             dirty_t = True
-            m_lo, m_hi = 0, n_models
-        elif i < n:
-            # ---- an arrival (Symphony.on_arrival): only its model is looked at
+        elif i < n:  # an arrival (Symphony.on_arrival): only its model, every model under rank="all"
             now = ta
-            if not arrive(s, now, admit_on, arrival_ns, max_lag_ns):
-                i = shed_arrival(s, shed, r_outcome, i, 0, chunk, n, arrival_ns, DROPPED)
+            if not arrive(ck.s, now, ck.admit_on, ck.arrival_ns, ck.max_lag_ns):
+                i = shed_arrival(ck.s, req.shed, req.outcome, i, 0, ck.chunk, n, ck.arrival_ns, DROPPED)
                 continue
-            m = model[i]
-            q_push(base, qh, qe, qd, qr, m, d[i], i)
-            rt[base[m] + rcnt[m]] = now
-            rcnt[m] += 1
-            if first[m] < 0:
-                first[m] = now
-            if rule >= R_TARGET_BATCH:
-                _meter_hit(mt, m, now)
-                slo[m] = d[i] - now
+            m = req.model[i]
+            _admit(p, q, ms[m], m, i, req.d[i], now)
             i += 1
             arriving = True
-            m_lo, m_hi = (0, n_models) if rank_all else (m, m + 1)
+            if not p.rank_all:
+                m_lo, m_hi = m, m + 1
         else:
             break
-        # ---- Symphony._dispatch: the idle GPU freed earliest takes a candidate, while one is taken
-        while n_idle > 0:
-            kk = -1
-            for w in range(n_workers):
-                if idle[w] and (kk < 0 or free_at[w] < free_at[kk]):
-                    kk = w
-            best, best_b, best_s = -1, 0, INF
-            n_wait = 0
-            for m in range(m_lo, m_hi):
-                if qe[m] <= qh[m]:
-                    continue
-                present, b, sched_at, ok = _candidate(m, now, lat0[m], beta[m], maxb, wc, rule,
-                                                      window_prune, window, qh, qe, qd, qr, rt, base, rcnt,
-                                                      rlo, first, r_outcome, counters, mt, slo)
-                if not present:
-                    seq, ch = _set_timer(tm_at, tm_seq, m, -1, seq, counters)
-                    dirty_t |= ch
-                    continue
-                if not ok:
-                    wait_m[n_wait] = m
-                    wait_s[n_wait] = sched_at
-                    wait_b[n_wait] = b
-                    n_wait += 1
-                    continue
-                if best < 0 or sched_at < best_s:
-                    best, best_b, best_s = m, b, sched_at
-            for j in range(n_wait):  # an idle GPU takes it the moment it becomes schedulable
-                at = wait_s[j] if wait_s[j] > now + 1 else now + 1
-                seq, ch = _set_timer(tm_at, tm_seq, wait_m[j], at, seq, counters)
-                dirty_t |= ch
+        while n_idle > 0:  # Symphony._dispatch: idle GPUs take candidates while one is taken
+            kk, best, b, changed = _grant(p, q, ms, w, req.outcome, counters, now, m_lo, m_hi)
+            dirty_t |= changed
             if best < 0:
                 break
-            if rank_all and n_wait > 0:
-                u = 0
-                for j in range(1, n_wait):
-                    if wait_s[j] < wait_s[u]:
-                        u = j
-                if wait_s[u] < best_s:
-                    best = wait_m[u]
-                    best_s = wait_s[u]
-                    best_b = wait_b[u]
-            seq, ch = _set_timer(tm_at, tm_seq, best, -1, seq, counters)
-            dirty_t |= ch
+            start, end = _start(p, ck, req, q, w[kk], ms[best], best, b, now, i, nb)
+            blog = log_batch(blog, nb, kk, best, b, start, end)
             counters[C_BATCHES] += 1
-            # Resources.start(w, m, rids, now, at=now): after the scheduler's decision, not before now
-            start = w_free[kk]
-            if active:
-                disp = decide(s, t, shed, i, now, decision_ns + per_request_ns * best_b, arrival_ns)
-                if start < disp:
-                    start = disp
-            if start < now:
-                start = now
-            end = start + lat[w_hw[kk], best, best_b]
-            blog = log_batch(blog, nb, kk, best, best_b, start, end)
-            h = qh[best]
-            serve_rows(qr, h, best_b, start, end, kk, nb, rows)
-            q_take(qh, qe, qd, qr, best, h, best_b)
-            w_bid[kk] = nb
-            w_start[kk] = start
-            w_end[kk] = end
-            free_at[kk] = now + lat0[best, best_b]
-            idle[kk] = False
-            n_idle -= 1
             nb += 1
+            n_idle -= 1
             dirty_w = True
         if arriving:
-            at_chunk_end(s, i, 0, chunk, n, arrival_ns)
-    finish(r_outcome, DROPPED)
-    return blog[:, :nb].copy(), w_busy, np.zeros(n_workers, np.int64), s[S_SHED], counters
-
+            at_chunk_end(ck.s, i, 0, ck.chunk, n, ck.arrival_ns)
+    finish(req.outcome, DROPPED)
+    return blog[:, :nb].copy()
 
 
 def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple, lat: np.ndarray,
               w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
     """One group's run (the ``whole`` mode, :mod:`.whole`): ``params`` = (the policy's config, whether it is
     work-conserving, the rule's index in ``symphony_rules.RULES``, the rate meter's (span µs, buckets) and the
-    estimator's (XRPS, XSTD)); the policy's constants as ``Symphony.__init__`` computes them, then
-    the kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters as a dict)."""
-    config, work_conserving, rule, meter = params
-    lat0 = runtime.lat[int(w_hw[0])]
-    top = max_batch + 1
-    beta = np.array([max(0.0, (2 * row[1] - row[2]) / 1e6) if top > 2 else row[1] / 1e6 for row in lat0],
-                    np.float64)
-    window = max(1, int(round(config.rate_window_ms * 1000)))
+    estimator's (XRPS, XSTD)); the policy's constants as ``Symphony.__init__`` computes them, then the
+    kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters as a dict)."""
+    config, work_conserving, rule, (span, buckets, xrps, xstd) = params
+    n_models, n_workers = lat.shape[1], len(w_hw)
+    beta = np.array([max(0.0, (2 * row[1] - row[2]) / 1e6) if max_batch > 1 else row[1] / 1e6
+                     for row in runtime.lat[int(w_hw[0])]], np.float64)
+    policy = Policy(lat, max_batch, max(1, int(round(config.rate_window_ms * 1000))), work_conserving, rule,
+                    config.prune == "window", config.rank == "all", span, xrps, xstd)
     r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
-    blog, w_busy, w_waste, n_shed, counters = run_symphony(
-        t, d, m, lat, w_hw, max_batch, beta, window, work_conserving, rule, config.prune == "window",
-        config.rank == "all", _new_meter(lat.shape[1], *meter), *common, r_start, r_finish, r_worker,
-        r_batch, r_outcome, shed)
-    return blog, w_busy, w_waste, n_shed, dict(zip(COUNTERS, counters.tolist()))
+    req = Requests(t, d, m, r_start, r_finish, r_worker, r_batch, r_outcome, shed)
+    models = np.zeros(n_models, model_dtype(max_batch, buckets))
+    models["lat"], models["beta"] = lat[w_hw[0], :, :max_batch + 1], beta
+    models["first"] = models["timer_at"] = -1
+    workers = np.zeros(n_workers, WORKER)
+    workers["index"], workers["hw"], workers["bid"], workers["idle"] = np.arange(n_workers), w_hw, NONE, True
+    clock = Clock(np.zeros(4, np.int64), *common)
+    counters = np.zeros(len(COUNTERS) + 1, np.int64)
+    blog = run_symphony(policy, req, Queues(*queues(m, n_models), np.empty(len(t), np.int64)), models, workers,
+                        clock, counters)
+    return blog, workers["busy"].copy(), np.zeros(n_workers, np.int64), clock.s[S_SHED], \
+        dict(zip(COUNTERS, counters[:len(COUNTERS)].tolist()))
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
