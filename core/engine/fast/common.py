@@ -513,26 +513,9 @@ def finish(r_outcome, dropped):
 
 
 @njit(cache=True, inline='always')
-def at_chunk_end(s, i, off, chunk, n_total, arrival_ns):
-    """After request ``i − 1`` was handled: close the feed chunk it ended, if it ended one (``chunk_done``)."""
-    if (i + off) % chunk == 0 or i + off == n_total:
-        chunk_done(s, i, arrival_ns)
-
-
-@njit(cache=True, inline='always')
-def shed_arrival(s, shed, r_outcome, i, off, chunk, n_total, arrival_ns, dropped):
-    """Request ``i`` shed by admission control (``Admission``): marked and dropped; returns the next request."""
-    shed[i] = True
-    r_outcome[i] = dropped
-    i += 1
-    at_chunk_end(s, i, off, chunk, n_total, arrival_ns)
-    return i
-
-
-@njit(cache=True, inline='always')
 def first_chunk_end(i, off, chunk):
     """For a loop that handles its requests one at a time from ``i`` (local; ``off`` the window's first global
-    id): the first ``j > i`` after which :func:`at_chunk_end` closes a feed chunk by its size, i.e. with
+    id): the first ``j > i`` after which a feed chunk closes by its size, i.e. with
     ``(j + off) % chunk == 0`` — what :func:`chunk_end` keeps, one division per loop entry instead of one
     per request."""
     return ((i + off) // chunk + 1) * chunk - off
@@ -540,8 +523,8 @@ def first_chunk_end(i, off, chunk):
 
 @njit(cache=True, inline='always')
 def chunk_end(s, i, cend, off, chunk, n_total, arrival_ns):
-    """:func:`at_chunk_end` after request ``i − 1``, where ``i`` has grown by one since the last call
-    (:func:`first_chunk_end` at the loop's entry): ``(i + off) % chunk == 0`` exactly when ``i == cend``,
+    """After request ``i − 1`` was handled: close the feed chunk it ended, if it ended one (``chunk_done``),
+    where ``i`` has grown by one since the last call (:func:`first_chunk_end` at the loop's entry): ``(i + off) % chunk == 0`` exactly when ``i == cend``,
     the next multiple. Returns the next ``cend``."""
     if i == cend:
         chunk_done(s, i, arrival_ns)
@@ -553,7 +536,8 @@ def chunk_end(s, i, cend, off, chunk, n_total, arrival_ns):
 
 @njit(cache=True, inline='always')
 def shed_request(s, shed, r_outcome, i, cend, off, chunk, n_total, arrival_ns, dropped):
-    """:func:`shed_arrival` with :func:`chunk_end`: returns the next request and ``cend``."""
+    """Request ``i`` shed by admission control (``Admission``): marked and dropped, and the feed chunk it ends
+    closed (:func:`chunk_end`); returns the next request and ``cend``."""
     shed[i] = True
     r_outcome[i] = dropped
     i += 1

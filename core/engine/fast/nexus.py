@@ -44,8 +44,8 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, decide, finish,
-                                              log_batch, ready_us, shed_arrival)
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, chunk_end, decide, finish,
+                                              first_chunk_end, log_batch, ready_us, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 #: the group's requests: arrival, deadline, shed and outcome (the recorder's columns, written in place) and
@@ -310,6 +310,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
     heap = _set_timer(np.empty((3, 4 * len(wk) + 8), np.int64), run, 0, 0)  # on_start: epoch 0 first
     rs = run[0]
     k, dirty = -1, True
+    cend = first_chunk_end(rs.i, 0, sc.chunk)
     while True:
         if dirty:
             k, dirty = _next_completion(wk), False
@@ -333,7 +334,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         elif i < n:  # an arrival
             now = ta
             if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
-                rs.i = shed_arrival(s, req.shed, req.outcome, i, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
+                rs.i, cend = shed_request(s, req.shed, req.outcome, i, cend, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
             rs.i = i + 1
             w = _admit(req, plan, sl, rt, run, i, now)
@@ -352,7 +353,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         if next_epoch >= 0:
             heap = _set_timer(heap, run, next_epoch * epoch_us, next_epoch)
         if rs.i > i:  # an arrival was handled
-            at_chunk_end(s, rs.i, 0, sc.chunk, n, sc.arrival_ns)
+            cend = chunk_end(s, rs.i, cend, 0, sc.chunk, n, sc.arrival_ns)
     finish(req.outcome, DROPPED)
     return blog[:, :rs.nb].copy(), s[S_SHED]
 

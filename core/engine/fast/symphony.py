@@ -44,9 +44,9 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, at_chunk_end, bisect_right, decide,
-                                              finish, log_batch, next_completion, q_expire, q_push, q_take, queues,
-                                              serve_rows, shed_arrival)
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, bisect_right, chunk_end, decide,
+                                              finish, first_chunk_end, log_batch, next_completion, q_expire, q_push,
+                                              q_take, queues, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
 
 #: the policy's counters, in the order of ``Symphony.counters``; the kernel's array has one more slot, the
@@ -321,6 +321,7 @@ def run_symphony(p, req, q, ms, w, ck, counters):
     blog = np.empty((B_COLS, 1024), np.int64)
     nb, n_idle, i, k, x = 0, len(w), 0, -1, -1
     dirty_w = dirty_t = True
+    cend = first_chunk_end(0, 0, ck.chunk)
     while True:
         if dirty_w:
             k, dirty_w = next_completion(w.bid, w.end), False
@@ -345,7 +346,7 @@ def run_symphony(p, req, q, ms, w, ck, counters):
         elif i < n:  # an arrival (Symphony.on_arrival): only its model, every model under rank="all"
             now = ta
             if not arrive(ck.s, now, ck.admit_on, ck.arrival_ns, ck.max_lag_ns):
-                i = shed_arrival(ck.s, req.shed, req.outcome, i, 0, ck.chunk, n, ck.arrival_ns, DROPPED)
+                i, cend = shed_request(ck.s, req.shed, req.outcome, i, cend, 0, ck.chunk, n, ck.arrival_ns, DROPPED)
                 continue
             m = req.model[i]
             _admit(p, q, ms[m], m, i, req.d[i], now)
@@ -367,7 +368,7 @@ def run_symphony(p, req, q, ms, w, ck, counters):
             n_idle -= 1
             dirty_w = True
         if arriving:
-            at_chunk_end(ck.s, i, 0, ck.chunk, n, ck.arrival_ns)
+            cend = chunk_end(ck.s, i, cend, 0, ck.chunk, n, ck.arrival_ns)
     finish(req.outcome, DROPPED)
     return blog[:, :nb].copy()
 
