@@ -1,26 +1,17 @@
 """Clockwork's compiled fast path: the reference engine's run of one serving group, over arrays.
 
-Same outcomes as ``core/policies/clockwork.py`` on the reference engine — per
-request outcome, worker, batch, start and finish, per batch every column, per
-worker busy time, the shed requests (``tests/test_engine_fast.py``) — for the
-configurations it covers (:func:`covers`): one hardware type, urgency
-``deadline``, ``admission="none"``, overhead mode ``model`` or ``none``.
+Same outcomes as ``core/policies/clockwork.py`` on the reference engine — per request outcome, worker, batch,
+start and finish, per batch every column, per worker busy time, the shed requests (``tests/test_engine_fast.py``)
+— for the configurations its declaration covers: one hardware type, urgency ``deadline``, ``admission="none"``,
+overhead mode ``model`` or ``none``. What it re-enacts, and where the reference says it:
 
-What it re-enacts, and where the reference says it:
-
-* the clock (:mod:`..clock`): a completion at ``t`` before the arrivals at
-  ``t``, completions of equal time in batch order;
-* Clockwork (the policy module): deadline-sorted queues per model (insertion
-  after equal deadlines), the idle workers tried lowest first on each arrival,
-  a freed worker tried at its completion, the most urgent head across models
-  (lower model index on ties) after dropping what cannot finish alone, the
-  largest batch its deadline allows;
-* the scheduler clock, admission control, the queues, the batch log and the
-  completion order: :mod:`.common` (shared with the other fast paths).
-
-No Python object per request: the loop runs in numba over the trace's numpy
-columns; the JIT cache lives on disk (``NUMBA_CACHE_DIR``, else numba's
-default ``__pycache__`` beside this file or a user cache folder).
+* the clock (:mod:`..clock`): a completion at ``t`` before the arrivals at ``t``, completions of equal time in
+  batch order;
+* Clockwork (the policy module): deadline-sorted queues per model (insertion after equal deadlines), the idle
+  workers tried lowest first on each arrival, a freed worker tried at its completion, the most urgent head across
+  models (lower model index on ties) after dropping what cannot finish alone, the largest batch its deadline
+  allows;
+* the scheduler clock, admission control, the queues, the batch log and the completion order: :mod:`.common`.
 """
 
 from __future__ import annotations
