@@ -8,7 +8,7 @@ overhead mode ``model`` or ``none``. What it re-enacts, and where the reference 
 * the clock (:mod:`..clock`): a completion at ``t`` before the arrivals at ``t``, completions of equal time in
   batch order;
 * Clockwork (the policy module): deadline-sorted queues per model (insertion after equal deadlines), the idle
-  workers tried lowest first on each arrival, a freed worker tried at its completion, the most urgent head across
+  workers tried lowest first on each a freed worker tried at its completion, the most urgent head across
   models (lower model index on ties) after dropping what cannot finish alone, the largest batch its deadline
   allows;
 * the scheduler clock, admission control, the queues, the batch log and the completion order: :mod:`.common`.
@@ -21,12 +21,11 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_I, ST_LAST, ST_LEN, ST_N,
-                                              ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, arrive, bisect_right,
-                                              bit_fill, bit_lowest, chunk_end, cttz, decide, finish, first_chunk_end,
-                                              grow_log, log_row, nz_clear, nz_fill, nz_set, q_empty, q_expire, q_push,
-                                              q_take, ready_us, run_insert, run_order, save_loop, scratch, serve_rows,
-                                              shed_request, workers)
+from shepherd.core.engine.fast.common import (ARRIVAL, DONE, END, GROW, INF, SHED, ST_BOFF, ST_LAST, ST_LEN, ST_N,
+                                              ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, bisect_right, chunk_end,
+                                              cttz, decide, decider, finish, grow_log, log_row, must_pause, next_event,
+                                              nz_clear, q_empty, q_expire, q_take, ready_at, resume, run_insert,
+                                              save_loop, scratch, serve_rows, set_idle, workers)
 from shepherd.core.engine.outcomes import DROPPED
 
 #: Clockwork's tables: ``lat[hw, model, b]`` (one hardware type: ``w_hw[0]``'s), each worker's hardware, the
@@ -94,42 +93,25 @@ def _loop(g):
     """:func:`run_clockwork`'s loop over one :data:`.common.Run`; returns PAUSE (the window is used up), GROW
     (the log needs room for the next event's batches: at most one per worker) or DONE, its state saved in
     ``st`` each time."""
-    sc, q, w, win, scr, s, st = g.sc, g.q, g.w, g.win, g.scr, g.s, g.st
-    n = len(win.t)
+    w, st = g.w, g.st
+    n = len(g.win.t)
     room = g.blog.shape[1] - len(w.bid) - 1
-    i, n_idle, nb = st[ST_I], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
-    nz_fill(scr.nz, q.qh, q.qe)
-    n_run = run_order(scr.order, w.bid, w.end)
-    bit_fill(scr.idle_bits, w.idle)
-    cend = first_chunk_end(i, off, sc.chunk)
+    boff, last = st[ST_BOFF], st[ST_LAST] != 0
+    i, n_idle, nb, n_run, cend = resume(g)
     while True:
-        k = scr.order[n_run - 1] if n_run else -1
-        if (i >= n and not last) or nb - boff > room:  # the window is used up, or the log is full
+        code = must_pause(i, n, last, nb - boff, room)
+        if code >= 0:
             save_loop(st, i, n_idle, nb)
-            return PAUSE if i >= n and not last else GROW
-        if k >= 0 and (i >= n or w.end[k] <= win.t[i]):
-            now = w.end[k]
-            w.busy[k] += now - w.start[k]
-            w.bid[k] = NONE
-            w.free[k] = now
-            n_run -= 1
-            worker, arriving = k, False
-        elif i < n:
-            now = win.t[i]
-            if not arrive(s, now, sc.admit, sc.arrival_ns, sc.max_lag_ns):
-                i, cend = shed_request(s, win.shed, win.outcome, i, cend, off, sc.chunk, n_total, sc.arrival_ns,
-                                       DROPPED)
-                continue
-            q_push(q.base, q.qh, q.qe, q.qd, q.qr, win.model[i], win.d[i], i)
-            nz_set(scr.nz, win.model[i])
-            i += 1
-            worker, arriving = -1, True
-        else:
+            return code
+        event, now, worker, i, n_run, cend = next_event(g, i, n_run, cend)
+        if event == END:
             break
+        if event == SHED:
+            continue
+        arriving = event == ARRIVAL
         nb, n_run, n_idle = _decide(g, worker, arriving, now, i, nb, n_run, n_idle)
         if arriving:
-            cend = chunk_end(s, i, cend, off, sc.chunk, n_total, sc.arrival_ns)
+            cend = chunk_end(g.s, i, cend, st[ST_OFF], g.sc.chunk, st[ST_N], g.sc.arrival_ns)
     save_loop(st, i, n_idle, nb)
     return DONE
 
@@ -141,17 +123,13 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
     sc, q, w, scr = g.sc, g.q, g.w, g.scr
     lat_h = g.pol.lat[g.pol.w_hw[0]]
     while True:
-        if arriving:
-            if n_idle == 0:
-                break
-            worker = bit_lowest(scr.idle_bits)
-        ready = ready_us(g.s, g.win.t, g.win.shed, i, now, sc.active, sc.decision_ns, sc.arrival_ns)
-        best_m, b = _pick(g, lat_h, ready)
+        worker = decider(g, worker, arriving, n_idle)
+        if worker < 0:
+            break
+        best_m, b = _pick(g, lat_h, ready_at(g, i, now))
         if b <= 0:
             if not arriving:
-                w.idle[worker] = True
-                nz_set(scr.idle_bits, worker)
-                n_idle += 1
+                n_idle += set_idle(g, worker, True)
             break
         if sc.active:
             disp = decide(g.s, g.win.t, g.win.shed, i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
@@ -169,9 +147,7 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
         n_run = run_insert(scr.order, n_run, w.end, worker, end)
         nb += 1
         if w.idle[worker]:
-            w.idle[worker] = False
-            nz_clear(scr.idle_bits, worker)
-            n_idle -= 1
+            n_idle += set_idle(g, worker, False)
         if not arriving:
             break
     return nb, n_run, n_idle

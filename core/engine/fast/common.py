@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from shepherd.core.engine.outcomes import LATE, SERVED
+from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 NONE = -1
 INF = np.int64(1) << 62
@@ -524,8 +524,8 @@ def first_chunk_end(i, off, chunk):
 @njit(cache=True, inline='always')
 def chunk_end(s, i, cend, off, chunk, n_total, arrival_ns):
     """After request ``i − 1`` was handled: close the feed chunk it ended, if it ended one (``chunk_done``),
-    where ``i`` has grown by one since the last call (:func:`first_chunk_end` at the loop's entry): ``(i + off) % chunk == 0`` exactly when ``i == cend``,
-    the next multiple. Returns the next ``cend``."""
+    where ``i`` has grown by one since the last call (:func:`first_chunk_end` at the loop's entry):
+    ``(i + off) % chunk == 0`` exactly when ``i == cend``, the next multiple. Returns the next ``cend``."""
     if i == cend:
         chunk_done(s, i, arrival_ns)
         return cend + chunk
@@ -555,6 +555,102 @@ def serve_rows(qr, i0, b, start, end, worker, bid, win):
         win.worker[r] = worker
         win.batch[r] = bid
         win.outcome[r] = SERVED if win.d[r] >= end else LATE
+
+
+@njit(cache=True, inline='always')
+def resume(g):
+    """A chunked kernel's loop entered over the :data:`Run` ``g``: the scratch sets filled from the records (the
+    non-empty queues, the running workers in completion order, the idle workers); returns (next request, idle
+    workers, next batch id, running workers, the next feed-chunk end :func:`first_chunk_end`)."""
+    st, scr, w = g.st, g.scr, g.w
+    nz_fill(scr.nz, g.q.qh, g.q.qe)
+    bit_fill(scr.idle_bits, w.idle)
+    i = st[ST_I]
+    return i, st[ST_NIDLE], st[ST_NB], run_order(scr.order, w.bid, w.end), first_chunk_end(i, st[ST_OFF], g.sc.chunk)
+
+
+@njit(cache=True, inline='always')
+def must_pause(i, n, last, used, room):
+    """Why a chunked kernel's loop stops before its next event: PAUSE when the window is used up and more
+    requests are to come (``last`` False), GROW when the batch log (``used`` columns) has no room left for
+    what one event may write; else −1."""
+    if i >= n and not last:
+        return PAUSE
+    return GROW if used > room else -1
+
+
+#: a chunked kernel's next event (:func:`next_event`)
+COMPLETION, ARRIVAL, SHED, END = range(4)
+
+
+@njit(cache=True, inline='always')
+def next_event(g, i, n_run, cend):
+    """The clock's next event for a chunked kernel's loop (a completion at ``t`` before the arrivals at ``t``):
+    the batch of the worker that completes first (:func:`run_order`'s last) if it ends by request ``i``'s
+    arrival (:func:`complete`), else request ``i``'s arrival (:func:`arrival`), else END. Returns (the event,
+    its time, the freed worker or −1, the next request, running workers, ``cend``)."""
+    if n_run and (i >= len(g.win.t) or g.w.end[g.scr.order[n_run - 1]] <= g.win.t[i]):
+        k = g.scr.order[n_run - 1]
+        return COMPLETION, complete(g.w, k), k, i, n_run - 1, cend
+    if i >= len(g.win.t):
+        return END, 0, -1, i, n_run, cend
+    now, i, cend, queued = arrival(g, i, cend)
+    return ARRIVAL if queued else SHED, now, -1, i, n_run, cend
+
+
+@njit(cache=True, inline='always')
+def complete(w, k):
+    """Worker ``k``'s batch completes (``Resources.complete``): its busy time, and it holds no batch; returns the
+    completion time."""
+    now = w.end[k]
+    w.busy[k] += now - w.start[k]
+    w.bid[k] = NONE
+    w.free[k] = now
+    w.size[k] = 0
+    return now
+
+
+@njit(cache=True, inline='always')
+def arrival(g, i, cend):
+    """Request ``i`` of the window arrives (``Engine._arrivals``): into its model's queue, or shed by admission
+    control. Returns (its arrival time, the next request, the next ``cend``, whether it was queued); a shed
+    request's feed chunk is closed here, a queued one's by the caller after its decisions."""
+    sc, win, s, st = g.sc, g.win, g.s, g.st
+    now = win.t[i]
+    if not arrive(s, now, sc.admit, sc.arrival_ns, sc.max_lag_ns):
+        i, cend = shed_request(s, win.shed, win.outcome, i, cend, st[ST_OFF], sc.chunk, st[ST_N], sc.arrival_ns,
+                               DROPPED)
+        return now, i, cend, False
+    m = win.model[i]
+    q_push(g.q.base, g.q.qh, g.q.qe, g.q.qd, g.q.qr, m, win.d[i], i)
+    nz_set(g.scr.nz, m)
+    return now, i + 1, cend, True
+
+
+@njit(cache=True, inline='always')
+def ready_at(g, i, now):
+    """:func:`ready_us` for a chunked kernel's :data:`Run`: when a decision made at ``now`` takes effect."""
+    return ready_us(g.s, g.win.t, g.win.shed, i, now, g.sc.active, g.sc.decision_ns, g.sc.arrival_ns)
+
+
+@njit(cache=True, inline='always')
+def decider(g, worker, arriving, n_idle):
+    """The worker an event's next decision is for: on an arrival the lowest idle one (−1 when none is), else
+    the freed ``worker``."""
+    if not arriving:
+        return worker
+    return bit_lowest(g.scr.idle_bits) if n_idle else -1
+
+
+@njit(cache=True, inline='always')
+def set_idle(g, worker, idle):
+    """Worker ``worker`` waits for work (``idle``) or no longer; returns the change of the idle count."""
+    g.w.idle[worker] = idle
+    if idle:
+        nz_set(g.scr.idle_bits, worker)
+        return 1
+    nz_clear(g.scr.idle_bits, worker)
+    return -1
 
 
 @njit(cache=True, inline='always')

@@ -10,7 +10,7 @@ and hardware mix the policy accepts. What it re-enacts, and where the reference 
   time in batch order, a preempted batch's completion stale;
 * Flex (the policy module, whose docstring gives the reasons): BATCHGEN — the largest feasible batch
   across the queues (ties: the earliest first deadline, then the lower model), after dropping what
-  cannot finish alone; on an arrival, the idle workers filled lowest first, else the preemption check
+  cannot finish alone; on an the idle workers filled lowest first, else the preemption check
   against the worker with the smallest running batch, cascading, with the policy's incremental
   threshold (``thresh``) exactly as it keeps it — a full rescan after the running set changed, the
   arrived model's queue otherwise; the preempted batch stops at its next exit point, its requests
@@ -30,13 +30,12 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, B_END, B_PRE, DONE, GROW, INF, NONE, PAUSE, ST_BOFF, ST_I,
-                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Run, Sched,
-                                              Queues, arrive, bit_fill, bit_lowest, chunk_end, cttz, decide, finish,
-                                              first_chunk_end, grow_log, largest_feasible, log_row, nz_clear, nz_fill,
-                                              nz_set, q_empty, q_expire, q_push, q_take, ready_us, run_insert,
-                                              run_order, run_remove, save_loop, scratch, serve_rows, shed_request,
-                                              workers)
+from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF,
+                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run,
+                                              Sched, chunk_end, cttz, decide, decider, finish, grow_log,
+                                              largest_feasible, log_row, must_pause, next_event, nz_clear, nz_set,
+                                              q_empty, q_expire, q_push, q_take, ready_at, resume, run_insert,
+                                              run_remove, save_loop, scratch, serve_rows, set_idle, workers)
 from shepherd.core.engine.outcomes import DROPPED
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
@@ -121,54 +120,36 @@ def _room(n_workers, maxb):
 def _loop(g):
     """:func:`run_flex`'s loop over one :data:`.common.Run`; returns PAUSE (the window is used up), GROW (the
     log needs room for the next event's batches, :func:`_room`) or DONE, its state saved in ``st`` each time."""
-    sc, q, w, win, scr, s, st = g.sc, g.q, g.w, g.win, g.scr, g.s, g.st
-    n = len(win.t)
+    sc, q, w, st = g.sc, g.q, g.w, g.st
+    n = len(g.win.t)
     room = g.blog.shape[1] - _room(len(w.bid), g.pol.maxb)
-    i, thresh, n_idle, nb = st[ST_I], st[ST_THRESH], st[ST_NIDLE], st[ST_NB]
-    off, boff, n_total, last = st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
-    nz_fill(scr.nz, q.qh, q.qe)
-    n_run = run_order(scr.order, w.bid, w.end)
-    bit_fill(scr.idle_bits, w.idle)
-    cend = first_chunk_end(i, off, sc.chunk)
+    thresh, off, boff, n_total, last = st[ST_THRESH], st[ST_OFF], st[ST_BOFF], st[ST_N], st[ST_LAST] != 0
+    i, n_idle, nb, n_run, cend = resume(g)
     while True:
-        k = scr.order[n_run - 1] if n_run else -1
-        if (i >= n and not last) or nb - boff > room:  # the window is used up, or the log is full
+        code = must_pause(i, n, last, nb - boff, room)
+        if code >= 0:
             st[ST_THRESH] = thresh
             save_loop(st, i, n_idle, nb)
-            return PAUSE if i >= n and not last else GROW
-        if k >= 0 and (i >= n or w.end[k] <= win.t[i]):
-            # ---- a completion (Flex.on_completion): the freed worker's BATCHGEN batch, or it idles
-            now = w.end[k]
-            w.busy[k] += now - w.start[k]
-            w.bid[k] = NONE
-            w.free[k] = now
-            w.size[k] = 0
-            n_run -= 1
-            worker, arriving = k, False
-        else:
-            if i >= n:
-                break
-            # ---- an arrival (Flex.on_arrivals)
-            now = win.t[i]
-            if not arrive(s, now, sc.admit, sc.arrival_ns, sc.max_lag_ns):
-                i, cend = shed_request(s, win.shed, win.outcome, i, cend, off, sc.chunk, n_total, sc.arrival_ns,
-                                       DROPPED)
-                continue
-            m_arr = win.model[i]
-            q_push(q.base, q.qh, q.qe, q.qd, q.qr, m_arr, win.d[i], i)
-            nz_set(scr.nz, m_arr)
-            i += 1
-            if n_idle == 0:
-                if q.qe[m_arr] - q.qh[m_arr] >= thresh:
-                    thresh, nb, n_run = _check_preempt(g, m_arr, now, i, thresh == 0, nb, n_run)
-                cend = chunk_end(s, i, cend, off, sc.chunk, n_total, sc.arrival_ns)
-                continue
-            worker, arriving = -1, True
+            return code
+        # a completion (Flex.on_completion): the freed worker's BATCHGEN batch, or it idles; an arrival
+        # (Flex.on_arrivals): the idle workers filled, or with none idle the preemption check
+        event, now, worker, i, n_run, cend = next_event(g, i, n_run, cend)
+        if event == END:
+            break
+        if event == ARRIVAL and n_idle == 0:
+            m_arr = g.win.model[i - 1]
+            if q.qe[m_arr] - q.qh[m_arr] >= thresh:
+                thresh, nb, n_run = _check_preempt(g, m_arr, now, i, thresh == 0, nb, n_run)
+            cend = chunk_end(g.s, i, cend, off, sc.chunk, n_total, sc.arrival_ns)
+            continue
+        if event == SHED:
+            continue
+        arriving = event == ARRIVAL
         nb, n_run, n_idle = _decide(g, worker, arriving, now, i, nb, n_run, n_idle)
         if g.pol.preemption:
             thresh = 0  # the running set changed: the next arrival's check rescans every queue
         if arriving:
-            cend = chunk_end(s, i, cend, off, sc.chunk, n_total, sc.arrival_ns)
+            cend = chunk_end(g.s, i, cend, off, sc.chunk, n_total, sc.arrival_ns)
     st[ST_THRESH] = thresh
     save_loop(st, i, n_idle, nb)
     return DONE
@@ -179,27 +160,20 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
     """The decisions of an event, one BATCHGEN a worker: the freed ``worker`` (it idles if BATCHGEN finds
     nothing), or on an arrival the idle workers lowest first (``_fill_idle``). Returns (next batch id,
     running count, idle count)."""
-    w, scr, sc = g.w, g.scr, g.sc
     while True:
-        if arriving:
-            if n_idle == 0:
-                break
-            worker = bit_lowest(scr.idle_bits)
-        ready = ready_us(g.s, g.win.t, g.win.shed, i, now, sc.active, sc.decision_ns, sc.arrival_ns)
-        m, b, i0 = _batchgen(g, ready, g.pol.w_hw[worker], 1)
+        worker = decider(g, worker, arriving, n_idle)
+        if worker < 0:
+            break
+        m, b, i0 = _batchgen(g, ready_at(g, i, now), g.pol.w_hw[worker], 1)
         if b == 0:
             if not arriving:
-                w.idle[worker] = True
-                nz_set(scr.idle_bits, worker)
-                n_idle += 1
+                n_idle += set_idle(g, worker, True)
             break
         nb = _start(g, worker, m, i0, b, now, i, nb)
-        n_run = run_insert(scr.order, n_run, w.end, worker, w.end[worker])
+        n_run = run_insert(g.scr.order, n_run, g.w.end, worker, g.w.end[worker])
         if not arriving:
             break
-        w.idle[worker] = False
-        nz_clear(scr.idle_bits, worker)
-        n_idle -= 1
+        n_idle += set_idle(g, worker, False)
     return nb, n_run, n_idle
 
 
@@ -222,7 +196,7 @@ def _check_preempt(g, m_arr, now, i, full, nb, n_run):
         if need > pol.maxb:
             return INF, nb, n_run
         if full:  # a BATCHGEN that can neither find `need` nor drop anything: thresh = need
-            ready = ready_us(g.s, g.win.t, g.win.shed, i, now, g.sc.active, g.sc.decision_ns, g.sc.arrival_ns)
+            ready = ready_at(g, i, now)
             if not _may_batch(g, w.end[kk] if w.end[kk] > ready else ready, need):
                 return need, nb, n_run
         nb, n_run = _preempt(g, kk, need, full, m_arr, now, i, nb, n_run)
@@ -243,7 +217,7 @@ def _preempt(g, kk, need, full, m_arr, now, i, nb, n_run):
     delay = _delay(w.start[kk], w.end[kk], g.pol.exits[w.model[kk]], now)
     if delay < 0:  # past its last exit point: it finishes shortly
         return nb, -1 - n_run
-    ready = ready_us(g.s, win.t, win.shed, i, now, sc.active, sc.decision_ns, sc.arrival_ns)
+    ready = ready_at(g, i, now)
     t_eff = now + delay if now + delay > ready else ready
     hk = g.pol.w_hw[kk]
     if full:
