@@ -34,22 +34,24 @@ PAPER_TEXT = {"all": "2x to 2.4x the goodput of the baseline systems", "gt2": "{
               "systems", "lt2": "goodput is {p}% higher"}
 #: why our ratios are smaller (issue 31 item 3), one line for every ratio row
 WHY_SMALLER = (
-    "Why our ratios are smaller than §5.1's (issue 31). The best baseline is our Clockwork in every cell; our "
-    "Nexus is far below it (Symphony 2–15× Nexus, wider than the paper's gaps), so the shortfall is our Clockwork "
-    "coming much closer to Symphony than the paper's did. (1) The paper's baselines are the real systems on its "
-    "testbed with emulated GPUs (§5); ours are simulated policies without their systems' costs — §5.4 measures "
-    "Clockwork's locks on critical paths capping its throughput (Fig. 11 right), which a simulated Clockwork does "
-    "not have; the A100 zoo's faster models need the highest request rates, where that cap would bind most, and "
-    "it is there our ratios are lowest. (2) Our Clockwork already runs as §5 describes (arbitrary batch sizes, no "
-    "input transfer) with the release's 10 ms schedule-ahead and 5 ms SLO buffer; nothing there is ours to fix. "
-    "(3) Scale: measured once (24 GPUs, 4-s traces instead of quick's 1 s, issue 31) Symphony / Clockwork was "
-    "1.58× (1080Ti all), 2.04× (1080Ti gt2), 1.02× (A100 all), 1.04× (A100 gt2): longer traces widen the "
-    "1080Ti gap, not the A100 one; Nexus provisioned from the previous epoch (the real Nexus) instead of each "
-    "epoch's own load only lowered Nexus further. (4) The authors' run scripts and their Clockwork fork are not "
-    "in the stored snapshot of abcdabcd987/nexuslb (src/, the Python client, the profiler), so how they "
-    "configured the baselines could not be read. Their dispatcher charges each Symphony request 1 ms control + "
-    "2 ms data + 1.5 ms response latency and a 2 ms backend allowance (RankmtConfig, ModelThread), which we do "
-    "not model (d_ctrl_us = d_data_us = 0); that lowers the paper's Symphony, so it does not explain the gap.")
+    "Why some of our ratios are smaller than §5.1's (issue 31). Scale matters most: at full scale (64 GPUs, 4-s "
+    "traces, 3 seeds; 2026-11-29, docs/SYMPHONY.md) the strong-batching sets reach the paper's ratios (gt2: 3.36× "
+    "on 1080Ti, paper 3.5×; 5.80× on A100, paper 5.7×) and A100 lt2 matches (1.10×, paper 10 %), while the quick "
+    "run (24 GPUs, 1 s) gives 1.68× / 1.11× for gt2; what stays below is *all* (1.78× and 1.61×, paper 2–2.4×) "
+    "and 1080Ti lt2 (1.08×, paper 23 %). The best baseline is our Clockwork in every cell; our Nexus is far below "
+    "it (Symphony 2–13× Nexus), so the remaining shortfall is our Clockwork coming closer to Symphony than the "
+    "paper's did. (1) The paper's baselines are the real systems on its testbed with emulated GPUs (§5); ours are "
+    "simulated policies without their systems' costs — §5.4 measures Clockwork's locks on critical paths capping "
+    "its throughput (Fig. 11 right), which a simulated Clockwork does not have; the *all* sets mix weak-batching "
+    "models, where Symphony's batching gains little and Clockwork's per-request decisions cost it nothing here. "
+    "(2) Our Clockwork already runs as §5 describes (arbitrary batch sizes, no input transfer) with the release's "
+    "10 ms schedule-ahead and 5 ms SLO buffer; nothing there is ours to fix. (3) Nexus provisioned from the "
+    "previous epoch (the real Nexus) instead of each epoch's own load only lowered Nexus further. (4) The authors' "
+    "run scripts and their Clockwork fork are not in the stored snapshot of abcdabcd987/nexuslb (src/, the Python "
+    "client, the profiler), so how they configured the baselines could not be read. Their dispatcher charges each "
+    "Symphony request 1 ms control + 2 ms data + 1.5 ms response latency and a 2 ms backend allowance "
+    "(RankmtConfig, ModelThread), which we do not model (d_ctrl_us = d_data_us = 0); that lowers the paper's "
+    "Symphony, so it does not explain the gap.")
 
 
 def model_set(table: str, which: str) -> pl.DataFrame:
