@@ -15,20 +15,10 @@ authors' code default), the authors' target-batch and beta-lambda rules, and
 — a labelled deviation — §4.3's rule where a GPU ranks every candidate by
 sched_at, schedulable or not (``rank="all"``, ``symphony-ra``). Each goodput
 search re-checks two loads below the goodput and reports non-monotone cells.
-The full-scale numbers below predate issue 31 (1-s/4-s traces, rank=all not
-applied on arrivals).
-
-Full scale, measured once (c3f117d, 2026-11-26, one seed, 722 cells, 13 min
-on one core): NWC ≥ 0.95 × WC in 76 % of the cells under §4.3's rule (81
-cells lie in 0.90–0.95, within about two steps of the goodput search), 54 %
-under Appendix C's rule as printed, 87 % with ``rank="all"``; NWC ≥ 1.5 × WC
-in 6 %; the mixed setup 0.69× / 0.97× (1 : 1 and 2 : 1 GPUs per model).
-Losses concentrate at one GPU per model (67 % of those cells hold) and at
-40–50 ms SLOs for ResNet50V2 and VGG16; at 2–3 GPUs per model DenseNet121 at
-30 ms gains 1.02–1.58×, as the paper's 14 %–152 %. This slice takes ratios
-1, 2, 3 of Table 3's 1.0–4.0 and shapes 0.1, 0.3, 0.5, 1.0; per-ratio shares
-(67 / 78 / 83 %) say that weighting the ratios as Table 3 does would not
-reach 90 % either.
+Full scale, 3 seeds (2026-11-29, 2,166 cells, ≈ 45 min with ``-j 2``; docs/SYMPHONY.md): NWC ≥ 0.95 × WC in
+76 ± 1 % of the cells under §4.3's rule, 54 % frontrun, 55 % target-batch, 76 % beta-lambda-authors, 92 %
+with ``rank="all"``, 90 % with Clipper pruning; the per-seed shares spread by ≤ 3 points. NWC ≥ 1.5 × WC in
+5 %; the mixed setup 0.74–1.00×.
 """
 
 from __future__ import annotations
