@@ -112,8 +112,7 @@ def _run_groups(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndar
     runs = []
     for g, rid in enumerate(rids):
         k = len(rid)
-        out = (np.full(k, -1, np.int64), np.full(k, -1, np.int64), np.full(k, -1, np.int32),
-               np.full(k, -1, np.int64), np.zeros(k, np.int8), np.zeros(k, np.int16), np.zeros(k, np.bool_))
+        out = tuple(np.full(k, fill, dtype) for dtype, fill in zip(WINDOW_TYPES[3:], WINDOW_FILL[3:]))
         logs: list[np.ndarray] = []
 
         def on_requests(off, t, *cols, out=out):
