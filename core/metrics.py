@@ -139,7 +139,7 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
     first, last = (int(first), int(last)) if n else (0, 0)
     counts = {"good": int(by[SERVED]), "late": int(by[LATE]), "dropped": int(by[DROPPED] + by[PENDING]),
               "preempted_requests": int(pre_req)}
-    b = r.batch_columns()
+    b = r.batch_columns(numbered=False)  # sizes and ends: no batch id read, so none numbered
     sizes, n_pre, b_end = batch_stats(b["size"], b["end"], b["preempted"])
     end = max(last, int(b_end)) if len(b["size"]) else last
     return summary_row(result.policy, n, first, last, end, counts, lat[:k], queue[:k], sizes, int(n_pre),

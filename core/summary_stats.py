@@ -32,18 +32,15 @@ def request_stats(arrival, start, finish, outcome, preempt, lat, queue) -> tuple
     passes wider arrays)."""
     arrival = np.asarray(arrival, np.int64)
     outcome = np.asarray(outcome)
-    counts = np.bincount(outcome.view(np.uint8), minlength=4)[:4].astype(np.int64) if len(outcome) else \
-        np.zeros(4, np.int64)
+    # one comparison per code: ten times cheaper than a bincount of a million codes
+    counts = np.array([np.count_nonzero(outcome == code) for code in range(4)], np.int64)
     pre = int(np.count_nonzero(preempt))
     served = np.asarray(finish) >= 0
     k = int(np.count_nonzero(served))
     lo, hi = (int(arrival.min()), int(arrival.max())) if len(arrival) else (0, 0)
-    if k == len(arrival):  # every request served (the usual case): no gathers
-        v, w = np.subtract(finish, arrival), np.subtract(start, arrival)
-    else:
-        idx = np.flatnonzero(served)
-        a = arrival[idx]
-        v, w = np.take(finish, idx) - a, np.take(start, idx) - a
+    v, w = np.subtract(finish, arrival), np.subtract(start, arrival)
+    if k < len(arrival):  # a mask keeps the served ones (cheaper than gathering them by index)
+        v, w = v[served], w[served]
     info = np.iinfo(lat.dtype)
     # a served request starts before it finishes: its delay is at most its latency, so the delays' minimum
     # and the latencies' maximum bound both
@@ -71,6 +68,8 @@ def nearest(values: np.ndarray, qs: tuple[float, ...]) -> list[float | None]:
     if not len(values):
         return [None] * len(qs)
     lo, hi = int(values.min()), int(values.max())
+    if 0 <= lo and hi <= HISTOGRAM_SPAN:  # latencies, delays: count them as they are (no shifted copy)
+        return nearest_counts(np.bincount(values), qs)
     if hi - lo <= HISTOGRAM_SPAN:
         return [v + lo for v in nearest_counts(np.bincount(values - values.dtype.type(lo)), qs)]
     ks = [rank(len(values), q) for q in qs]

@@ -84,11 +84,12 @@ def _renumbered(ids: np.ndarray, src: np.ndarray, moved: np.ndarray, n: int) -> 
 class Recorder:
     """Request, batch, segment and worker tables of one run (module docstring)."""
 
-    __slots__ = ("deadline", "arrival", "r_start", "r_finish", "r_worker", "r_batch", "r_outcome", "r_preempt",
+    __slots__ = ("deadline", "arrival", "r_start", "r_finish", "r_worker", "_r_batch", "r_outcome", "r_preempt",
                  "b_worker", "b_model", "b_size", "b_start", "b_end", "b_pre",
                  "s_batch", "s_worker", "s_start", "s_end",
                  "w_busy", "w_waste", "w_added", "w_removed",
-                 "paths", "slots", "rids", "rows", "record", "done_rids", "done_bids", "aggregates")
+                 "paths", "slots", "rids", "rows", "record", "done_rids", "done_bids", "aggregates",
+                 "_unnumbered")
 
     def __init__(self, arrival: np.ndarray, deadline: np.ndarray, n_workers: int, record: bool,
                  summary_only: bool = False) -> None:
@@ -99,7 +100,8 @@ class Recorder:
         self.r_start = np.full(n, -1, np.int64)
         self.r_finish = np.full(n, -1, np.int64)
         self.r_worker = np.full(n, -1, np.int32)
-        self.r_batch = np.full(n, -1, np.int64)
+        self._r_batch = np.full(n, -1, np.int64)
+        self._unnumbered = False  #: the canonical numbering is due at the next read of a batch id
         self.r_outcome = np.zeros(n, np.int8)
         self.r_preempt = np.zeros(n, np.int16)
         self.b_worker, self.b_model, self.b_size = array("q"), array("q"), array("q")
@@ -155,14 +157,14 @@ class Recorder:
             self.r_start[r] = start
             self.r_finish[r] = end
             self.r_worker[r] = worker
-            self.r_batch[r] = bid
+            self._r_batch[r] = bid
             self.r_outcome[r] = SERVED if self.deadline[r] >= end else LATE
         else:
             idx = np.array(rids, dtype=np.int64)
             self.r_start[idx] = start
             self.r_finish[idx] = end
             self.r_worker[idx] = worker
-            self.r_batch[idx] = bid
+            self._r_batch[idx] = bid
             self.r_outcome[idx] = LATE - (self.deadline[idx] >= end)
 
     def preempted(self, bid: int, stop: int, rids: list[int]) -> None:
@@ -255,7 +257,7 @@ class Recorder:
         self.r_start[rid] = start[last]
         self.r_finish[rid] = end[last]
         self.r_worker[rid] = worker[last]
-        self.r_batch[rid] = base + last
+        self._r_batch[rid] = base + last
         self.r_outcome[rid] = LATE - (self.deadline[rid] >= end[last])
 
     def flush_done(self) -> None:
@@ -272,7 +274,7 @@ class Recorder:
         self.r_start[rid] = _col(self.b_start)[bid]
         self.r_finish[rid] = end
         self.r_worker[rid] = _col(self.b_worker)[bid]
-        self.r_batch[rid] = bid
+        self._r_batch[rid] = bid
         self.r_outcome[rid] = LATE - (self.deadline[rid] >= end)
 
     def flush(self) -> None:
@@ -280,13 +282,33 @@ class Recorder:
         self.flush_rows()
         self.flush_done()
 
+    @property
+    def r_batch(self) -> np.ndarray:
+        """Each request's batch id (−1: none), canonical once the run has ended (:meth:`canonical_batch_ids`)."""
+        if self._unnumbered:
+            self._number()
+        return self._r_batch
+
+    @r_batch.setter
+    def r_batch(self, ids: np.ndarray) -> None:
+        self._r_batch = ids
+
     def canonical_batch_ids(self) -> None:
         """Number the batches by one canonical key at the end of a run (issue 30 item 1): (start, worker, the
         worker's own sequence). A batch id is a join key only; this one is the same whichever engine made
         the batches, in whatever order — the reference loop, a compiled kernel, serving groups run apart and
         concatenated. Reorders the batch table (a stable sort: one worker's batches at one start stay in the
-        order it started them); the requests' and the segments' batch ids follow."""
+        order it started them); the requests' and the segments' batch ids follow.
+
+        Done at the first read of an id (:attr:`r_batch`, :meth:`batch_columns`, :meth:`segments`), not here:
+        a run read only for its summary (counts, latencies, batch sizes: no id) never sorts its batches. The
+        ids read are the same either way; nothing is appended to the tables after the run's end."""
         self.flush()
+        self._unnumbered = True
+
+    def _number(self) -> None:
+        """The canonical numbering itself (:meth:`canonical_batch_ids`)."""
+        self._unnumbered = False
         b = self.batch_columns()
         start, worker = b["start"], b["worker"]
         if len(start) < 2:
@@ -308,13 +330,17 @@ class Recorder:
         for c in cols:
             c[moved] = c[src]
         self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end, self.b_pre = cols
-        self.r_batch[:] = _renumbered(np.asarray(self.r_batch), src, moved, len(start))
+        self._r_batch[:] = _renumbered(self._r_batch, src, moved, len(start))
         if len(self.s_batch):
             self.s_batch = array("q", _renumbered(_col(self.s_batch).copy(), src, moved, len(start)).tobytes())
 
     # ------------------------------------------------------------------ derived tables
 
-    def batch_columns(self) -> dict[str, np.ndarray]:
+    def batch_columns(self, numbered: bool = True) -> dict[str, np.ndarray]:
+        """The batch table's columns, in batch-id order; ``numbered=False``: in whatever order they are now
+        (before the end-of-run numbering: what a statistic over all batches needs, no id)."""
+        if numbered and self._unnumbered:
+            self._number()
         self.flush_rows()
         return {"worker": _col(self.b_worker), "model": _col(self.b_model), "size": _col(self.b_size),
                 "start": _col(self.b_start), "end": _col(self.b_end), "preempted": _col(self.b_pre)}

@@ -101,7 +101,7 @@ class SimulationResult:
         """The batches' size, end and preempted columns only (what a summary needs; no strings, so a run of
         millions of batches summarises without the full :meth:`batches_frame`)."""
         self._rows("batches")
-        b = self.recorder.batch_columns()
+        b = self.recorder.batch_columns(numbered=False)  # no batch id in it
         return pl.DataFrame({"size": b["size"].astype(np.int32), "end_us": b["end"],
                              "preempted": b["preempted"].astype(bool)})
 

@@ -3,8 +3,9 @@ time, for any number of serving groups.
 
 Between chunks the requests and batches that became final are written out, so the kernel's own memory
 follows the requests in flight, not the trace (``--record summary`` keeps running totals of them instead).
-With several serving groups each group's kernel runs alone and the runs are concatenated
-(:func:`shepherd.core.engine.groups.merge`); batch ids are numbered canonically at the run's end.
+With several serving groups each group's kernel runs alone and the runs are concatenated (each group's
+requests written in group order, then put in request order); batch ids are numbered canonically at the
+run's end.
 
 A kernel module of this mode provides ``make(params, runtime, max_batch, sched, chunk, lat, w_hw)``: a
 :class:`Kernel`, whose ``run(pol, sc, q, blog, w, s, st, win)`` returns the batch log (the records of
@@ -19,7 +20,6 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import polars as pl
 
-from shepherd.core.engine import groups
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER, NONE, S_CP,
                                               S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, Queues, Window,
                                               Workers, oldest, q_reserve, shift_running)
@@ -105,34 +105,63 @@ def _one_group(engine: Any, make: Callable, lat: np.ndarray, step: int) -> None:
 
 def _run_groups(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndarray], step: int) -> None:
     """Several serving groups: each group's kernel alone over its requests (``rids[g]``), with its own batch
-    log; the runs concatenated by :func:`shepherd.core.engine.groups.merge` (the run's end numbers the
-    batches canonically)."""
-    res = engine.res
+    log. The requests' columns are written group after group into the recorder's own columns (group ``g``'s
+    requests at the rows after the groups before it), mapped to global workers and batch ids, and put at
+    their requests' rows by one permutation per column at the end (:func:`_to_request_order`); the batch logs
+    are concatenated group after group, each group's batch ids offset by the batches before it. The run's end
+    numbers the batches canonically. Full-size temporaries are few on purpose: on a machine where a fresh
+    page costs a fault, writing a million requests' columns into new arrays costs more than the kernels."""
+    rec, res = engine.rec, engine.res
+    order = np.concatenate(rids)
+    if len(order) != len(engine.arrival):  # pragma: no cover - group_order routes every request
+        raise RuntimeError("serving groups that do not hold every request once")
     arrival, deadline, model = (np.asarray(c, np.int64) for c in (engine.arrival, engine.deadline, engine.model))
-    runs = []
+    shed = np.zeros(len(order), np.bool_)
+    cols = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
+    logs: list[np.ndarray] = []
+    lo = n_batches = 0
     for g, rid in enumerate(rids):
-        k = len(rid)
-        out = tuple(np.full(k, fill, dtype) for dtype, fill in zip(WINDOW_TYPES[3:], WINDOW_FILL[3:]))
-        logs: list[np.ndarray] = []
+        hi = lo + len(rid)
+        out = tuple(c[lo:hi] for c in cols)  # this group's rows, in group order; filled as WINDOW_FILL
+        group_logs: list[np.ndarray] = []
 
-        def on_requests(off, t, *cols, out=out):
-            for dst, col in zip(out, cols):
+        def on_requests(off, t, *part, out=out):
+            for dst, col in zip(out, part):
                 dst[off:off + len(t)] = col
 
-        def on_batches(rows, final, logs=logs):  # the last call's rows stay as they are (the log is done)
-            logs.append(rows if final else rows.copy())
+        def on_batches(rows, final, group_logs=group_logs):  # the last call's rows stay as they are
+            group_logs.append(rows if final else rows.copy())
 
-        kernel = make(engine.sched[g], lat, np.array([res.w_hw[w] for w in res.group_workers[g]], np.int64))
-        w_busy, w_waste, n_shed = _stream(kernel, arrival[rid], deadline[rid], model[rid], step, on_requests,
-                                          on_batches, out)
-        engine.sched[g].shed = n_shed
-        cols = (logs[0] if len(logs) == 1 else np.concatenate(logs, axis=1)) if logs else np.empty((B_COLS, 0),
-                                                                                                      np.int64)
-        batches = {name: cols[c] for name, c in (("worker", B_WORKER), ("model", B_MODEL), ("size", B_SIZE),
-                                                 ("start", B_START), ("end", B_END), ("preempted", B_PRE))}
-        runs.append(groups.GroupRun(*out[:6], batches, w_busy.tolist(), w_waste.tolist(),
-                                    np.flatnonzero(out[6]).astype(np.int64), {}))
-    groups.merge(engine, runs, rids, [list(ws) for ws in res.group_workers])
+        ws = np.asarray(res.group_workers[g], np.int64)
+        kernel = make(engine.sched[g], lat, np.asarray(res.w_hw, np.int64)[ws])
+        w_busy, w_waste, engine.sched[g].shed = _stream(kernel, arrival[rid], deadline[rid], model[rid], step,
+                                                        on_requests, on_batches, out)
+        log = group_logs[0] if len(group_logs) == 1 else np.concatenate(group_logs, axis=1) if group_logs else \
+            np.empty((B_COLS, 0), np.int64)
+        wmap = np.append(ws, -1)  # local worker −1 (never served): −1
+        out[2][:] = wmap[out[2]]
+        np.add(out[3], n_batches, out=out[3], where=out[3] >= 0)
+        log[B_WORKER] = wmap[log[B_WORKER]]
+        logs.append(log)
+        n_batches += log.shape[1]
+        for w, busy, waste in zip(ws.tolist(), w_busy.tolist(), w_waste.tolist()):
+            rec.w_busy[w] += busy
+            rec.w_waste[w] += waste
+        lo = hi
+    _to_request_order(cols[:6], order)
+    engine.admission.shed_ids.frombytes(order[np.flatnonzero(shed)].tobytes())
+    table = np.concatenate(logs, axis=1) if logs else np.empty((B_COLS, 0), np.int64)
+    rec.set_batches(*(table[c] for c in (B_WORKER, B_MODEL, B_SIZE, B_START, B_END, B_PRE)))
+
+
+def _to_request_order(cols: tuple, order: np.ndarray) -> None:
+    """Columns written in group order (row ``j`` is request ``order[j]``'s) put in request order, in place,
+    through one scratch buffer for all of them."""
+    scratch = np.empty(len(order) * 8, np.uint8)
+    for col in cols:
+        held = scratch[:col.nbytes].view(col.dtype)
+        held[:] = col
+        col[order] = held
 
 
 def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
