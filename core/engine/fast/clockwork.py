@@ -23,9 +23,9 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (ARRIVAL, DONE, END, GROW, INF, SHED, ST_BOFF, ST_LAST, ST_LEN, ST_N,
                                               ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, bisect_right, chunk_end,
-                                              cttz, decide, decider, finish, grow_log, log_row, must_pause, next_event,
-                                              nz_clear, q_empty, q_expire, q_take, ready_at, resume, run_insert,
-                                              save_loop, scratch, serve_rows, set_idle, workers)
+                                              cttz, decider, finish, grow_log, must_pause, next_event, nz_clear,
+                                              q_empty, q_expire, ready_at, resume, run_insert, save_loop, scratch,
+                                              set_idle, start_batch, workers)
 from shepherd.core.engine.outcomes import DROPPED
 
 #: Clockwork's tables: ``lat[hw, model, b]`` (one hardware type: ``w_hw[0]``'s), each worker's hardware, the
@@ -131,19 +131,7 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
             if not arriving:
                 n_idle += set_idle(g, worker, True)
             break
-        if sc.active:
-            disp = decide(g.s, g.win.t, g.win.shed, i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
-        else:
-            disp = now
-        start = w.free[worker] if w.free[worker] > disp else disp
-        end = start + lat_h[best_m, b]
-        log_row(g.blog, nb - g.st[ST_BOFF], worker, best_m, b, start, end)
-        h = q.qh[best_m]
-        serve_rows(q.qr, h, b, start, end, worker, nb, g.win)
-        q_take(q.qh, q.qe, q.qd, q.qr, best_m, h, b)
-        if q.qh[best_m] == q.qe[best_m]:
-            nz_clear(scr.nz, best_m)
-        w.bid[worker], w.start[worker], w.end[worker] = nb, start, end
+        end = start_batch(g, worker, best_m, g.q.qh[best_m], b, now, i, nb)
         n_run = run_insert(scr.order, n_run, w.end, worker, end)
         nb += 1
         if w.idle[worker]:

@@ -558,6 +558,29 @@ def serve_rows(qr, i0, b, start, end, worker, bid, win):
 
 
 @njit(cache=True, inline='always')
+def start_batch(g, wk, m, i0, b, now, i, nb):
+    """Run the ``b`` requests queued from slot ``i0`` of model ``m``'s queue on worker ``wk`` as batch ``nb``
+    (``Resources.start``): it starts when the worker is free and the decision, charged for ``b`` requests, is
+    issued (:func:`decide`); its request rows and log row are written. Returns its end."""
+    w, q, sc = g.w, g.q, g.sc
+    start = w.free[wk]
+    if sc.active:
+        disp = decide(g.s, g.win.t, g.win.shed, i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
+        if start < disp:
+            start = disp
+    elif start < now:
+        start = now
+    end = start + g.pol.lat[g.pol.w_hw[wk], m, b]
+    serve_rows(q.qr, i0, b, start, end, wk, nb, g.win)
+    q_take(q.qh, q.qe, q.qd, q.qr, m, i0, b)
+    if q.qh[m] == q.qe[m]:
+        nz_clear(g.scr.nz, m)
+    log_row(g.blog, nb - g.st[ST_BOFF], wk, m, b, start, end)
+    w.bid[wk], w.start[wk], w.end[wk] = nb, start, end
+    return end
+
+
+@njit(cache=True, inline='always')
 def resume(g):
     """A chunked kernel's loop entered over the :data:`Run` ``g``: the scratch sets filled from the records (the
     non-empty queues, the running workers in completion order, the idle workers); returns (next request, idle

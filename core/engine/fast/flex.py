@@ -30,12 +30,12 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF,
-                                              ST_LAST, ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run,
-                                              Sched, chunk_end, cttz, decide, decider, finish, grow_log,
-                                              largest_feasible, log_row, must_pause, next_event, nz_clear, nz_set,
-                                              q_empty, q_expire, q_push, q_take, ready_at, resume, run_insert,
-                                              run_remove, save_loop, scratch, serve_rows, set_idle, workers)
+from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF, ST_LAST,
+                                              ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run, Sched,
+                                              chunk_end, cttz, decider, finish, grow_log, largest_feasible, must_pause,
+                                              next_event, nz_clear, nz_set, q_empty, q_expire, q_push, ready_at, resume,
+                                              run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
+                                              workers)
 from shepherd.core.engine.outcomes import DROPPED
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
@@ -295,25 +295,12 @@ def _delay(start, end, e, now):
 
 @njit(cache=True, inline='always')
 def _start(g, wk, m, i0, b, now, i, nb):
-    """Take the batch from model ``m``'s queue and run it on worker ``wk`` (``Resources.start``); returns
-    the next batch id."""
-    w, q, sc = g.w, g.q, g.sc
-    start = w.free[wk]
-    if sc.active:
-        disp = decide(g.s, g.win.t, g.win.shed, i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
-        if start < disp:
-            start = disp
-    elif start < now:
-        start = now
-    end = start + g.pol.lat[g.pol.w_hw[wk], m, b]
+    """Flex's batch start (:func:`.common.start_batch`), its requests kept for a preemption (``w_reqs``);
+    returns the next batch id."""
     for x in range(b):
-        w.reqs[wk, x] = q.qr[i0 + x]
-    serve_rows(q.qr, i0, b, start, end, wk, nb, g.win)
-    q_take(q.qh, q.qe, q.qd, q.qr, m, i0, b)
-    if q.qh[m] == q.qe[m]:
-        nz_clear(g.scr.nz, m)
-    log_row(g.blog, nb - g.st[ST_BOFF], wk, m, b, start, end)
-    w.bid[wk], w.start[wk], w.end[wk], w.model[wk], w.size[wk] = nb, start, end, m, b
+        g.w.reqs[wk, x] = g.q.qr[i0 + x]
+    start_batch(g, wk, m, i0, b, now, i, nb)
+    g.w.model[wk], g.w.size[wk] = m, b
     return nb + 1
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
