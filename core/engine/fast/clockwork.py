@@ -1,17 +1,10 @@
-"""Clockwork's compiled fast path: the reference engine's run of one serving group, over arrays.
+"""Clockwork's compiled fast path: one serving group's reference run, over arrays — the tables of
+``core/policies/clockwork.py`` on the reference engine, whole (``tests/test_engine_fast.py``), for what its
+declaration covers: one hardware type, urgency ``deadline``, ``admission="none"``, overhead ``model`` or ``none``.
 
-Same outcomes as ``core/policies/clockwork.py`` on the reference engine — per request outcome, worker, batch,
-start and finish, per batch every column, per worker busy time, the shed requests (``tests/test_engine_fast.py``)
-— for the configurations its declaration covers: one hardware type, urgency ``deadline``, ``admission="none"``,
-overhead mode ``model`` or ``none``. What it re-enacts, and where the reference says it:
-
-* the clock (:mod:`..clock`): a completion at ``t`` before the arrivals at ``t``, completions of equal time in
-  batch order;
-* Clockwork (the policy module): deadline-sorted queues per model (insertion after equal deadlines), the idle
-  workers tried lowest first on each a freed worker tried at its completion, the most urgent head across
-  models (lower model index on ties) after dropping what cannot finish alone, the largest batch its deadline
-  allows;
-* the scheduler clock, admission control, the queues, the batch log and the completion order: :mod:`.common`.
+The loop re-enacts the clock (:mod:`..clock`) and the policy's rules: the idle workers tried lowest first on
+an arrival, a freed worker at its completion, each given the largest batch its most urgent feasible head's
+deadline allows (:func:`_pick`). Queues, scheduler clock, admission control and batch log: :mod:`.common`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,18 @@
-"""What every compiled fast path shares: deadline queues, the group's scheduler clock, the batch log, the
-next completion — numba functions over arrays, one definition each (the policies' kernels call them).
-
-Each mirrors one part of the reference engine, and says which:
+"""What every compiled fast path shares — deadline queues, the scheduler clock, the batch log, the completion
+order and the chunked loops' steps: numba functions over arrays, one definition each, each naming the part of
+the reference engine it mirrors.
 
 * **deadline queues** (:mod:`shepherd.core.policies.queues`): per model a deadline-sorted run of
-  ``(deadline, request)`` in one shared pair of arrays; model ``m`` owns the slots
-  ``[base[m], base[m + 1])`` (as many as it has requests: a request is queued at most once at a time),
-  its live part is ``[qh[m], qe[m])``. Insertion goes after equal deadlines (FIFO among ties, a
-  re-entered request behind the ones already there), expiry moves the head, a batch taken from the
-  middle closes the gap from the shorter side.
-* **the scheduler as a single server** (:mod:`shepherd.core.engine.overhead`,
-  :mod:`shepherd.core.engine.admission`), state ``s = [free, fall, cp, n_shed]`` in ns:
-  ``free`` — the reference's ``free_ns``, arrivals charged lazily (those before a decision's time, and
-  every arrival of a feed chunk once it is handled: the reference's one approximation, kept so that the
-  outcomes are its own); ``fall`` — ``free`` with every admitted arrival so far charged, which is what
-  the literal per-arrival admission recursion compares with the bound; ``cp`` — the first arrival not
-  charged into ``free``.
-* **the batch log** (:mod:`shepherd.core.engine.recorder`): one column per batch (column-major: each
-  field contiguous) — worker, model, size, start, end, preempted; the run's end numbers the batches
-  canonically (:mod:`shepherd.core.engine.groups`).
-* **the clock's completion order** (:mod:`shepherd.core.engine.clock`): the earliest end, then the lowest
-  batch id (push order); a preempted batch's stale completion is simply not there.
+  ``(deadline, request)`` in one shared pair of arrays; model ``m`` owns the slots ``[base[m], base[m + 1])``
+  (a request is queued at most once at a time), its live part is ``[qh[m], qe[m])``.
+* **the scheduler as a single server** (:mod:`shepherd.core.engine.overhead`, :mod:`shepherd.core.engine.
+  admission`), state ``s = [free, fall, cp, n_shed]`` in ns: ``free`` — the reference's ``free_ns``, arrivals
+  charged lazily as it charges them (its one approximation, kept so that the outcomes are its own); ``fall``
+  — ``free`` with every admitted arrival so far charged (what admission control compares with its bound);
+  ``cp`` — the first arrival not charged into ``free``.
+* **the batch log** (:mod:`shepherd.core.engine.recorder`): column-major, one column per batch (worker,
+  model, size, start, end, preempted); the run's end numbers the batches canonically.
+* **the completion order** (:mod:`shepherd.core.engine.clock`): the earliest end, then the lowest batch id.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Flex's compiled fast path (Shepherd §5.2, Algorithm 1; Flex-NP, §7.2): one serving group's reference run,
-over arrays.
+over arrays — the tables of ``core/policies/flex.py`` on the reference engine, whole (``tests/test_engine_fast.py``),
+for overhead mode ``model`` or ``none`` and any λ, exit points and hardware mix the policy accepts.
 
-Same outcomes as ``core/policies/flex.py`` on the reference engine — per request outcome, worker, batch,
-start, finish and preemptions, per batch every column, per worker busy and wasted time, the shed
-requests (``tests/test_engine_fast.py``) — for overhead mode ``model`` or ``none``, any λ, exit points
-and hardware mix the policy accepts. What it re-enacts, and where the reference says it:
-
-* the clock (:mod:`..clock`): a completion at ``t`` before the arrivals at ``t``, completions of equal
-  time in batch order, a preempted batch's completion stale;
-* Flex (the policy module, whose docstring gives the reasons): BATCHGEN — the largest feasible batch
-  across the queues (ties: the earliest first deadline, then the lower model), after dropping what
-  cannot finish alone; on an the idle workers filled lowest first, else the preemption check
-  against the worker with the smallest running batch, cascading, with the policy's incremental
-  threshold (``thresh``) exactly as it keeps it — a full rescan after the running set changed, the
-  arrived model's queue otherwise; the preempted batch stops at its next exit point, its requests
-  re-enter (line 19) or are dropped; on a completion, the freed worker's BATCHGEN batch or idling;
-* the scheduler clock and admission control: :mod:`.common`.
-
-A batch's requests get their start, finish, worker, batch and outcome when it starts (a preemption
-takes them back), so no request list outlives its batch; per worker only the running batch's requests
-are kept (``w_reqs``).
+The loop re-enacts the clock (:mod:`..clock`: a completion at ``t`` before the arrivals at ``t``, equal ends in
+batch order, a preempted batch's completion stale) and the policy's rules as its docstring gives them:
+BATCHGEN (:func:`_batchgen`), the idle workers filled lowest first (:func:`_decide`), and with none idle the
+preemption check against the smallest running batch, cascading, with the policy's incremental threshold
+(:func:`_check_preempt`, :func:`_preempt`: the batch stops at its next exit point, line 19's re-entry). The
+scheduler clock, admission control, queues and batch log are :mod:`.common`'s. A batch's requests get their
+rows when it starts (a preemption takes them back); per worker only the running batch's requests are kept.
 """
 
 from __future__ import annotations
