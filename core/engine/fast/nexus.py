@@ -1,38 +1,15 @@
-"""Nexus's compiled fast path (Shepherd §7, Symphony §2.2 / §3.3, Nexus §6.1): one serving group's reference
-run, over arrays.
+"""Nexus's compiled fast path (Shepherd §7, Symphony §2.2 / §3.3, Nexus §6.1): one serving group's run, over
+arrays, with the reference engine's tables for ``core/policies/nexus.py`` (``tests/test_engine_fast_nexus.py``).
 
-Same outcomes as ``core/policies/nexus.py`` on the reference engine — per request outcome, worker, batch,
-start and finish, per batch every column, per worker busy time, the shed requests
-(``tests/test_engine_fast_nexus.py``) — for any ``epoch_s``, ``peak_window_s``, ``provision``,
-``frontends`` (K ≥ 1) and ``spare``, overhead mode ``model`` or ``none``, any hardware mix in the group
-(plans and drops on the group's first worker's table, as the policy does; a batch runs for its own
-worker's ℓ(b)), one serving group (``why_not`` in :mod:`shepherd.core.engine.fast`).
-
-**Nothing is drawn or planned here.** The policy object, built as the reference builds it, holds the group's
-:class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` — every request's session, admission coin and
-frontend, and every epoch's plan laid out with its routers' phases — made before the run from the group's
-own seed; :func:`plans` flattens the epochs into a :data:`Plans` record, and the kernel reads that and the
-per-request arrays.
-
-**The kernel** re-enacts the rest, per request:
-
-* the clock (:mod:`..clock`): at equal times completions (in batch order), then timers (in the order they
-  were set: the epoch timer, and per worker the end of its duty cycle — the policy never cancels one, a
-  stale one still fires and re-dispatches an idle worker), then arrivals (in trace order); the first
-  epoch's configuration is the policy's ``on_start`` (a timer at 0 set first, which is the same order);
-* the policy (whose docstring gives the reasons): the admission coin against the epoch's factor s, the
-  session's token bucket, the request's frontend's smooth weighted round-robin (each router set to its
-  phase at every configuration), the per-slot FIFO queues, a backend's round-robin over its slots within
-  its duty cycle (heads that cannot finish in the batch dropped, each slot at most once per cycle, a wake-up
-  at the cycle's end), and at an epoch boundary the queued requests re-routed in (deadline, id) order or
-  dropped, then the idle workers dispatched lowest first;
-* the scheduler clock and admission control, the batch log, the completion order: :mod:`.common`.
-
-State travels in named records (below): structured arrays per index, and named tuples of them. Every helper
-is inlined into the loop (``inline='always'``); an inlined helper's record arguments are reference-counted
-per array, which is why the per-index state is structured (measured: named tuples of ~40 arrays made the
-kernel ~5× slower). Per-request fields the loop alone reads sit in one structured array too, copied to and
-from the recorder's columns around the run.
+* Coverage: one serving group, overhead mode ``model`` or ``none``, any option and hardware mix; the rest runs
+  on the reference (``Nexus.fast_path``, ``why_not`` in :mod:`shepherd.core.engine.fast`).
+* Nothing is drawn or planned here: :func:`plans` flattens the policy object's schedule (built as the reference
+  builds it: :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule`).
+* Each helper mirrors the policy method it names, whose docstring gives the rules; the loop keeps the clock's
+  order (:mod:`..clock`: completions in batch order, then timers in the order set — ``on_start`` is a timer at
+  0, set first — then arrivals); the scheduler clock, admission control and batch log are :mod:`.common`'s.
+* Helpers are inlined into the loop, and an inlined helper's record arguments are reference-counted per array:
+  hence per-index state in structured arrays (named tuples of ~40 arrays made the kernel ~5× slower).
 """
 
 from __future__ import annotations
@@ -44,49 +21,42 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, chunk_end, decide, finish,
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Sched, arrive, chunk_end, decide, finish,
                                               first_chunk_end, log_batch, ready_us, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
-#: the group's requests: arrival, deadline, shed and outcome (the recorder's columns, written in place) and
-#: the rest per request in one structured array ``rq`` (:data:`REQUEST`)
+#: the group's requests: the recorder's arrival, deadline, shed and outcome columns (written in place) and ``rq``
 Requests = namedtuple("Requests", "t d shed outcome rq")
-#: per request: its session, frontend and admission coin, the next request in its slot's queue, and the
-#: recorder's start, finish, worker and batch (copied to its columns after the run)
+#: per request: session, frontend, admission coin, the next request in its slot's FIFO, and the recorder's
+#: start, finish, worker and batch (copied from and to its columns around the run)
 REQUEST = np.dtype([("sess", np.int64), ("front", np.int64), ("coin", np.float32), ("nxt", np.int64),
                     ("start", np.int64), ("finish", np.int64), ("worker", np.int64), ("batch", np.int64)])
-#: every epoch's plan, flattened (:func:`plans`): ``ew[e, w]`` (:data:`EPOCH_WORKER`), ``es[e, s]``
-#: (:data:`EPOCH_SESSION`), ``ent[x]`` per allocation, unique over the run (:data:`ENTRY`), ``slot[j]`` per
-#: slot (:data:`SLOT`), per epoch its factor s, per frontend and allocation its router's phase
+#: every epoch's plan, flattened: ``ew[e, w]``, ``es[e, s]``, ``ent[x]``, ``slot[j]``, ``scale[e]``, ``phase[f, x]``
 Plans = namedtuple("Plans", "ew es ent slot scale phase")
 #: per epoch and worker: its duty cycle and slots ``[sb, sb + ns)``
 EPOCH_WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64)])
-#: per epoch and session: planned, its bucket's rate and depth, its allocations ``[eb, eb + ne)`` and their
-#: total weight
+#: per epoch and session: planned, its bucket (rate, depth), its allocations ``[eb, eb + ne)``, their total weight
 EPOCH_SESSION = np.dtype([("planned", np.bool_), ("rate", np.float64), ("depth", np.float64), ("eb", np.int64),
                           ("ne", np.int64), ("total", np.float64)])
-#: per allocation: its slot, its worker, its weight
+#: per allocation: its slot, worker and weight
 ENTRY = np.dtype([("slot", np.int64), ("worker", np.int64), ("w", np.float64)])
 #: per slot: its batch cap and model
 SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
-#: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, cycle end, slots served,
-#: pending wake-up), idle, its running batch (free since, start, end, batch id), busy time
+#: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, end, slots served, pending
+#: wake-up), idle, its running batch (free since, start, end, id), busy time
 WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
                    ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
                    ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
-#: per slot its FIFO of requests (head, tail, length; linked by :data:`REQUEST` ``nxt``), whether it ran this cycle
+#: per slot: its FIFO (head, tail and length of a :data:`REQUEST` ``nxt`` chain), whether it ran this cycle
 QUEUE = np.dtype([("head", np.int64), ("tail", np.int64), ("length", np.int64), ("served", np.bool_)])
-#: per session its token bucket (tokens, last refill)
+#: per session: its token bucket (tokens, last refill)
 BUCKET = np.dtype([("tokens", np.float64), ("last", np.int64)])
-#: per frontend and allocation the round-robin's current value; per session its bucket
+#: per frontend and allocation its router's current value; per session its bucket
 Routers = namedtuple("Routers", "cur bucket")
-#: the scheduler's costs (:mod:`.common`)
-Sched = namedtuple("Sched", "decision_ns per_request_ns arrival_ns active admit_on max_lag_ns chunk")
-#: latency tables: per hardware (``lat``), the planning worker's (``lat0``); each worker's hardware
+#: ``lat[hw, model, b]`` (a batch's run on its worker), ``lat0`` of the first worker's ``hw`` (plans, drops), ``w_hw``
 Tables = namedtuple("Tables", "lat lat0 w_hw")
-#: the run's scalars: the epoch now, its factor s, the next arrival, batches logged, timers (count, set order)
-RUN = np.dtype([("epoch", np.int64), ("scale", np.float64), ("i", np.int64), ("nb", np.int64),
-                ("hsize", np.int64), ("hseq", np.int64)])
+#: the run's scalars: the epoch now, the next arrival, batches logged, timers (count, set order)
+RUN = np.dtype([("epoch", np.int64), ("i", np.int64), ("nb", np.int64), ("hsize", np.int64), ("hseq", np.int64)])
 
 
 # ---------------------------------------------------------------------- the policy's steps
@@ -97,9 +67,7 @@ def _set_timer(heap, run, at, payload):
     """``act.set_timer``: push (the set order counts up; the heap doubles when full); returns the heap."""
     rs = run[0]
     if rs.hsize == heap.shape[1]:
-        grown = np.empty((3, 2 * rs.hsize + 8), np.int64)
-        grown[:, :rs.hsize] = heap
-        heap = grown
+        heap = np.concatenate((heap, np.empty((3, rs.hsize + 8), np.int64)), axis=1)
     rs.hseq += 1
     timers.push(heap, rs.hsize, at, rs.hseq, payload)
     rs.hsize += 1
@@ -107,10 +75,9 @@ def _set_timer(heap, run, at, payload):
 
 
 @njit(cache=True, inline='always')
-def _join(req, plan, sl, rt, es, r):
-    """``Nexus._enqueue``: request ``r`` appended to the FIFO of the allocation of its session (epoch record
-    ``es``) that its frontend's smooth weighted round-robin picks (``SmoothWeightedRoundRobin.pick``: add
-    every weight, take the first maximum, subtract the total); that allocation's worker."""
+def _enqueue(req, plan, sl, rt, es, r):
+    """``Nexus._enqueue``: request ``r`` appended to the FIFO of the allocation of its session (record ``es``)
+    that its frontend's router picks (``SmoothWeightedRoundRobin.pick``); returns that allocation's worker."""
     best, cur, f, rq = es.eb, rt.cur, req.rq[r].front, req.rq
     if es.ne != 1:
         for y in range(es.eb, es.eb + es.ne):
@@ -119,7 +86,6 @@ def _join(req, plan, sl, rt, es, r):
                 best = y
         cur[f, best] -= es.total
     q = sl[plan.ent[best].slot]
-    rq[r].nxt = -1
     if q.length == 0:
         q.head = r
     else:
@@ -130,27 +96,19 @@ def _join(req, plan, sl, rt, es, r):
 
 
 @njit(cache=True, inline='always')
-def _queued(req, wk, sl, qbuf):
-    """Every request queued under the current plan, in (deadline, id) order."""
+def _configure(req, plan, wk, sl, rt, run, e, now, qbuf, dq):
+    """``Nexus._configure`` of epoch ``e``; its dispatches are the idle workers, put in ``dq``: returns how many."""
     nq = 0
-    for w in range(len(wk)):
-        for slot in range(wk[w].sb, wk[w].sb + wk[w].ns):
-            r = sl[slot].head
-            for _ in range(sl[slot].length):
+    for w in range(len(wk)):  # the requests queued under the plan so far, re-routed in (deadline, id) order
+        for j in range(wk[w].sb, wk[w].sb + wk[w].ns):
+            r = sl[j].head
+            for _ in range(sl[j].length):
                 qbuf[nq] = r
                 nq += 1
                 r = req.rq[r].nxt
     queued = np.sort(qbuf[:nq])
-    return queued[np.argsort(req.d[queued], kind="mergesort")]
-
-
-@njit(cache=True, inline='always')
-def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
-    """``Nexus._configure``: epoch ``e``'s plan on the workers, fresh buckets and routers (each at its phase),
-    the queued requests re-routed or dropped."""
-    queued = _queued(req, wk, sl, qbuf)
+    queued = queued[np.argsort(req.d[queued], kind="mergesort")]
     run[0].epoch = e
-    run[0].scale = plan.scale[e]
     for w in range(len(wk)):
         ew, x = plan.ew[e, w], wk[w]
         x.sb, x.ns, x.duty = ew.sb, ew.ns, ew.duty
@@ -166,57 +124,50 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf):
     for r in queued:
         s = req.rq[r].sess
         if plan.es[e, s].planned:
-            _join(req, plan, sl, rt, plan.es[e, s], r)
+            _enqueue(req, plan, sl, rt, plan.es[e, s], r)
         else:
             req.outcome[r] = DROPPED
+    nd = 0
+    for w in range(len(wk)):
+        if wk[w].idle:
+            dq[nd] = w
+            nd += 1
+    return nd
 
 
 @njit(cache=True, inline='always')
 def _admit(req, plan, sl, rt, run, r, now):
-    """``Nexus.on_arrival`` for request ``r``: the coin, the session's token bucket, the frontend's round-robin;
-    the worker of the allocation it joins, or −1 (dropped)."""
-    e = run[0].epoch
-    s = req.rq[r].sess
+    """``Nexus.on_arrival`` / ``_admit`` of request ``r`` up to its dispatch: its worker, or −1 (dropped)."""
+    e, s = run[0].epoch, req.rq[r].sess
     es = plan.es[e, s]
-    if not es.planned or req.rq[r].coin >= run[0].scale:
-        req.outcome[r] = DROPPED
-        return -1
-    bk = rt.bucket[s]
-    tokens = bk.tokens + (now - bk.last) * es.rate
-    bk.tokens = tokens if tokens < es.depth else es.depth
-    bk.last = now
-    if bk.tokens < 1.0:
-        req.outcome[r] = DROPPED
-        return -1
-    bk.tokens -= 1.0
-    return _join(req, plan, sl, rt, es, r)
+    if es.planned and req.rq[r].coin < plan.scale[e]:
+        bk = rt.bucket[s]
+        bk.tokens = min(bk.tokens + (now - bk.last) * es.rate, es.depth)
+        bk.last = now
+        if bk.tokens >= 1.0:
+            bk.tokens -= 1.0
+            return _enqueue(req, plan, sl, rt, es, r)
+    req.outcome[r] = DROPPED
+    return -1
 
 
 @njit(cache=True, inline='always')
 def _batch_size(req, q, lat0, cap, m, ready):
-    """Drop the heads of slot record ``q`` that would miss their deadline in its batch (at most ``cap`` of model
-    ``m``, ready at ``ready``); the batch size then (0: the slot is empty)."""
-    while q.length > 0:
-        h = q.head
-        if req.d[h] >= ready + lat0[m, cap if cap < q.length else q.length]:
-            break
-        req.outcome[h] = DROPPED
-        q.head = req.rq[h].nxt
+    """Drop the heads of slot ``q`` that would miss their deadline in its batch; that batch's size (0: none)."""
+    while q.length > 0 and req.d[q.head] < ready + lat0[m, min(cap, q.length)]:
+        req.outcome[q.head] = DROPPED
+        q.head = req.rq[q.head].nxt
         q.length -= 1
-    return cap if cap < q.length else q.length
+    return min(cap, q.length)
 
 
 @njit(cache=True, inline='always')
 def _start(req, x, q, tb, sc, s, run, blog, k, m, b, now):
-    """Start a batch of the first ``b`` requests of slot record ``q`` (model ``m``) on worker ``k`` (record
-    ``x``): its start (the worker free, the decision issued) and end, the batch logged as ``run``'s next, the
-    requests' columns; returns the log."""
-    start = x.free
+    """``act.start``: the first ``b`` requests of slot ``q`` (model ``m``) on worker ``k`` (``x``); returns the log."""
+    issued = now
     if sc.active:
-        disp = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
-        start = start if start > disp else disp
-    elif start < now:
-        start = now
+        issued = decide(s, req.t, req.shed, run[0].i, now, sc.decision_ns + sc.per_request_ns * b, sc.arrival_ns)
+    start = max(x.free, issued)
     end = start + tb.lat[tb.w_hw[k], m, b]
     nb = run[0].nb
     x.bid, x.start, x.end = nb, start, end
@@ -234,8 +185,7 @@ def _start(req, x, q, tb, sc, s, run, blog, k, m, b, now):
 
 @njit(cache=True, inline='always')
 def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
-    """``Nexus._dispatch`` on worker ``k``: the next slot of its duty cycle with requests (heads that cannot
-    finish dropped first) started; or idling. Returns the log."""
+    """``Nexus._dispatch`` on worker ``k`` up to its wake-up (which the loop sets); returns the batch log."""
     ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
     x = wk[k]
     b0, nsl = x.sb, x.ns
@@ -247,15 +197,14 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
     for step in range(nsl):
         j = x.rr + step
         j = j - nsl if j >= nsl else j
-        slot = b0 + j
-        if sl[slot].served:
+        q, ps = sl[b0 + j], plan.slot[b0 + j]
+        if q.served:
             continue
-        ps = plan.slot[slot]
-        b = _batch_size(req, sl[slot], tb.lat0, ps.cap, ps.model, ready)
+        b = _batch_size(req, q, tb.lat0, ps.cap, ps.model, ready)
         if b == 0:
             continue
-        blog = _start(req, x, sl[slot], tb, sc, s, run, blog, k, ps.model, b, now)
-        sl[slot].served = True
+        blog = _start(req, x, q, tb, sc, s, run, blog, k, ps.model, b, now)
+        q.served = True
         x.nserved += 1
         x.rr = j + 1 if j + 1 < nsl else 0
         x.idle = False
@@ -275,35 +224,12 @@ def _next_completion(wk):
     return k
 
 
-@njit(cache=True, inline='always')
-def _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq):
-    """``Nexus.on_timer``: a worker's cycle end (payload −1 − k: dispatch it if idle) or epoch ``p``'s
-    configuration (then every idle worker, lowest first). Fills ``dq`` with the workers to dispatch; their
-    number."""
-    if p < 0:
-        w = -p - 1
-        if wk[w].wake == now:
-            wk[w].wake = -1
-        dq[0] = w
-        return 1 if wk[w].idle else 0
-    _configure(req, plan, wk, sl, rt, run, p, now, qbuf)
-    nd = 0
-    for w in range(len(wk)):
-        if wk[w].idle:
-            dq[nd] = w
-            nd += 1
-    return nd
-
-
 @njit(cache=True)
 def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
-    """One group's Nexus run over the whole trace; writes the request columns and the workers' records in
-    place and returns (batch log, shed count). Each event names the workers to dispatch, which the loop then
-    does in order: a completion its worker, a wake-up its worker if idle, an arrival its allocation's worker
-    if idle, an epoch every idle worker, lowest first. A dispatch that leaves its worker idle having served
-    a slot in its cycle sets a wake-up at the cycle's end (once per cycle)."""
+    """One group's Nexus run over the whole trace, writing the request columns and worker records in place;
+    returns (batch log, shed count). An event lists in ``dq`` the workers it dispatches (then their wake-ups)."""
     n = len(req.t)
-    dq = np.empty(len(wk), np.int64)  # the workers an event dispatches, in order
+    dq = np.empty(len(wk), np.int64)
     qbuf = np.empty(n, np.int64)
     s = np.zeros(4, np.int64)  # the scheduler clock (.common)
     blog = np.empty((B_COLS, 1024), np.int64)
@@ -319,21 +245,26 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
         i = rs.i
         ta = req.t[i] if i < n else INF
         nd, next_epoch = 0, -1
-        if k >= 0 and ce <= te and ce <= ta:  # a completion (``Nexus.on_completion``'s bookkeeping)
+        if k >= 0 and ce <= te and ce <= ta:  # a completion (``Nexus.on_completion``)
             now, x = ce, wk[k]
             x.busy += now - x.start
             x.bid, x.free = NONE, now
             dq[0], nd, dirty = k, 1, True
-        elif rs.hsize > 0 and te <= ta:  # a timer
+        elif rs.hsize > 0 and te <= ta:  # a timer (``Nexus.on_timer``)
             now, p = te, heap[2, 0]
             timers.pop(heap, rs.hsize)
             rs.hsize -= 1
-            nd = _on_timer(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
-            if 0 <= p < last_epoch:
-                next_epoch = p + 1
-        elif i < n:  # an arrival
+            if p >= 0:  # epoch p; its successor's timer is set after the dispatches
+                nd = _configure(req, plan, wk, sl, rt, run, p, now, qbuf, dq)
+                next_epoch = p + 1 if p < last_epoch else -1
+            else:  # the end of worker −1 − p's duty cycle
+                w = -p - 1
+                if wk[w].wake == now:
+                    wk[w].wake = -1
+                dq[0], nd = w, 1 if wk[w].idle else 0
+        elif i < n:  # an arrival (``Nexus.on_arrival``)
             now = ta
-            if not arrive(s, now, sc.admit_on, sc.arrival_ns, sc.max_lag_ns):
+            if not arrive(s, now, sc.admit, sc.arrival_ns, sc.max_lag_ns):
                 rs.i, cend = shed_request(s, req.shed, req.outcome, i, cend, 0, sc.chunk, n, sc.arrival_ns, DROPPED)
                 continue
             rs.i = i + 1
@@ -362,8 +293,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
 
 
 def plans(schedule: Any, session_model: dict[int, int], n_workers: int) -> tuple:
-    """The group's :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule` flattened into a
-    :data:`Plans` record. Slots and allocations get ids unique over the run (an epoch's are fresh)."""
+    """The group's ``NexusSchedule`` flattened into a :data:`Plans` record (slot and allocation ids unique)."""
     n_e = len(schedule.epochs)
     ew = np.zeros((n_e, n_workers), EPOCH_WORKER)
     es = np.zeros((n_e, len(session_model)), EPOCH_SESSION)
@@ -385,23 +315,10 @@ def plans(schedule: Any, session_model: dict[int, int], n_workers: int) -> tuple
                  np.ascontiguousarray(np.concatenate([ep.phase for ep in schedule.epochs], axis=1)))
 
 
-def _state(n_workers: int, plan: tuple, n_sess: int) -> tuple:
-    """The kernel's fresh state: the workers', the slots' and the run's records, :data:`Routers`."""
-    wk = np.zeros(n_workers, WORKER)
-    wk["wake"], wk["idle"], wk["bid"] = -1, True, NONE
-    sl = np.zeros(len(plan.slot), QUEUE)
-    sl["head"], sl["tail"] = -1, -1
-    rt = Routers(np.zeros(plan.phase.shape, np.float64), np.zeros(n_sess, BUCKET))
-    run = np.zeros(1, RUN)
-    run["epoch"] = -1
-    return wk, sl, rt, run
-
-
 def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_batch: int, common: tuple,
               lat: np.ndarray, w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
-    """One group's run (the ``whole`` mode, :mod:`.whole`): the policy object built as the reference builds it
-    (``make_policy(0)``: its schedule — the draws and the plans), the schedule flattened (:func:`plans`), then
-    the kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters — Nexus keeps none)."""
+    """One group's run (:mod:`.whole`): the policy object built as the reference builds it, its schedule
+    flattened, the kernel on fresh state; returns (batch log, w_busy, w_waste, shed count, no counters)."""
     pol = make_policy(0)
     sch = pol.schedule
     plan = plans(sch, pol.stream_model, len(pol.workers))
@@ -411,13 +328,19 @@ def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_
     cols = {"start": r_start, "finish": r_finish, "worker": r_worker, "batch": r_batch}
     for name, col in cols.items():
         rq[name] = col
-    req = Requests(t, d, shed, r_outcome, rq)
-    wk, sl, rt, run = _state(len(w_hw), plan, len(pol.stream_model))
+    wk = np.zeros(len(w_hw), WORKER)
+    wk["wake"], wk["idle"], wk["bid"] = -1, True, NONE
+    sl = np.zeros(len(plan.slot), QUEUE)
+    sl["head"], sl["tail"] = -1, -1
+    rt = Routers(np.zeros(plan.phase.shape, np.float64), np.zeros(len(pol.stream_model), BUCKET))
+    run = np.zeros(1, RUN)  # epoch 0's configuration (a timer at 0) comes before any arrival
     tb = Tables(lat, np.ascontiguousarray(lat[pol.hw]), w_hw)
-    blog, n_shed = run_nexus(req, plan, wk, sl, rt, tb, Sched(*common), run, pol.epoch_us, pol.last_epoch)
+    blog, n_shed = run_nexus(Requests(t, d, shed, r_outcome, rq), plan, wk, sl, rt, tb, Sched(*common), run,
+                             pol.epoch_us, pol.last_epoch)
     for name, col in cols.items():
         col[:] = rq[name]
     return blog, wk["busy"].copy(), np.zeros(len(w_hw), np.int64), n_shed, {}
+
 
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
