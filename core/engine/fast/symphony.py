@@ -1,39 +1,18 @@
 """Symphony's compiled fast path (Symphony §4.3, Appendix C): one serving group's reference run, over arrays.
 
-Same outcomes as ``core/policies/symphony.py`` on the reference engine — per request outcome, worker, batch,
-start and finish, per batch every column, per worker busy time, the shed requests, and the policy's counters
-(``tests/test_engine_fast.py``) — for ``symphony`` and ``symphony-wc`` with zero control/data delays
-(``d_ctrl_us = d_data_us = 0``, the default), autoscaling off (the default), any ``rule`` (``text``,
-``frontrun``, ``target-batch``, ``beta-lambda-authors``), ``prune`` (``window``, ``clipper``), ``rank``
-(``schedulable``, ``all``) and ``rate_window_ms``, overhead mode ``model`` or ``none``, one serving group
-(any hardware mix: decisions use the group's first worker's table, as the policy does, a batch runs for its
-own worker's ℓ(b)).
+Same outcomes as ``core/policies/symphony.py`` on the reference engine — every request, batch and worker
+column, the shed requests and the policy's counters (``tests/test_engine_fast.py``) — for ``symphony`` and
+``symphony-wc`` with zero control/data delays, autoscaling off, one serving group (any hardware mix: decisions
+read the first worker's ℓ(b)), any ``rule``, ``prune``, ``rank`` and ``rate_window_ms``, overhead mode ``model``
+or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_gpu_timer``): an idle GPU's
+``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
+share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-Why those: with zero delays no GPU is ever granted its next batch ahead (Appendix C ``set_gpu_timer``), so
-nothing is booked and an idle GPU's ``free_at`` is its last completion (``g = now`` in every candidate);
-autoscaling reads the recorder's windows during the run; several groups would need the timers of every
-group in one clock. Those runs stay on the reference engine (the policy's ``FastPath`` says so).
-
-What it re-enacts, and where the reference says it:
-
-* the clock (:mod:`..clock`): at equal times completions (in batch order), then timers (in the order they
-  were set), then arrivals (in trace order); a cancelled timer never fires;
-* Symphony (the policy module, whose docstring gives the reasons): per model its deadline queue, the
-  arrivals of the last rate window (λ, counted from the first arrival while shorter), one live model timer;
-  the candidate — heads that cannot finish alone dropped, the ``window`` prune, the largest feasible
-  earliest-deadline prefix, ``sched_at``, schedulability by the rule (the authors' two with their bucketed
-  rate meter and target batch, :mod:`shepherd.core.policies.symphony_rules`); the GPU that takes one — the idle
-  GPU freed earliest (then the lower index), the schedulable candidate with the earliest ``sched_at``
-  (ties: the lower model), under ``rank="all"`` the earliest waiting one if earlier still; the timers of
-  the waiting candidates set at ``max(now + 1, sched_at)`` (kept if unchanged, else cancelled and set
-  again), the taken candidate's cancelled; on an arrival only its model is looked at (every model under
-  ``rank="all"``), on a completion or a timer every model;
-* the scheduler clock and admission control, the queues, the batch log, the completion order: :mod:`.common`.
-
-State travels as named records (built by :func:`run_group`): namedtuples of the constants and of the arrays
-:mod:`.common` reads (:data:`Policy`, :data:`Requests`, :data:`Queues`, :data:`Clock`), structured arrays of
-the per-model and per-worker state (:func:`model_dtype`, :data:`WORKER`; one array each: a namedtuple handed
-to an inlined helper costs a reference count per member array).
+Each helper names the part of ``Symphony`` or ``symphony_rules`` it mirrors (their docstrings give the rules
+and the reasons). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
+the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
+control, the queues, the batch log. Per model and per worker the state is one structured array
+(:func:`model_dtype`, :data:`WORKER`): a namedtuple handed to an inlined helper costs a refcount per member.
 """
 
 from __future__ import annotations
@@ -44,46 +23,37 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, arrive, bisect_right, chunk_end, decide,
-                                              finish, first_chunk_end, log_batch, next_completion, q_expire, q_push,
-                                              q_take, queues, serve_rows, shed_request)
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, bisect_right, chunk_end,
+                                              decide, finish, first_chunk_end, log_batch, next_completion, q_expire,
+                                              q_push, q_take, queues, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
 
-#: the policy's counters, in the order of ``Symphony.counters``; the kernel's array has one more slot, the
-#: timer sequence (orders timers set for the same time)
+#: the policy's counters (``Symphony.counters``); the kernel's array has one more slot, the timer sequence
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
 C_BATCHES, C_DROPPED, C_CANCELLED, C_TIMER_SEQ = 0, 1, 3, len(COUNTERS)
 #: the schedulability rules, in the order of ``symphony_rules.RULES`` (the policy passes the index)
 R_TEXT, R_FRONTRUN, R_TARGET_BATCH, R_BETA_LAMBDA_AUTHORS = 0, 1, 2, 3
 
-#: the policy's constants: ``lat[hw, model, b]`` (a batch runs for its worker's), ``window`` λ's window (µs),
-#: the rule's index, the prune and rank switches, the authors' rate meter's bucket (µs) and their estimator's
-#: XRPS, XSTD (``symphony_rules``)
+#: the policy's constants (``Symphony.__init__``; ``span``, ``xrps``, ``xstd``: ``symphony_rules``'s meter, estimator)
 Policy = namedtuple("Policy", "lat maxb window wc rule window_prune rank_all span xrps xstd")
-#: the trace's columns and the request columns the kernel writes in place
-Requests = namedtuple("Requests", "t d model start finish worker batch outcome shed")
-#: per model its deadline queue (``common.queues``: slots ``[base[m], base[m+1])``, live ``[h[m], e[m])``)
-#: and, in the same slots, the times of its admitted arrivals (λ counts ``[rate_lo, n_arrived)`` of them)
+#: per model its deadline queue (``common.queues``) and, in the same slots, its admitted arrivals' times
 Queues = namedtuple("Queues", "base h e d r arrived")
 #: the scheduler clock (``common``: its state ``s`` and constants)
 Clock = namedtuple("Clock", "s decision_ns per_request_ns arrival_ns active admit_on max_lag_ns chunk")
 
 
 def model_dtype(max_batch: int, buckets: int) -> np.dtype:
-    """Per model: the policy's ℓ(b) (its group's first worker's table) and §4.3's β (s), λ's arrivals, its
-    first arrival, its SLO at its latest arrival (the target batch's budget), its timer (−1: none) and the
-    timer's sequence, and the authors' rate meter (``BucketMeter``): its non-empty buckets as a ring of
-    ``buckets`` slots from ``meter_head``, ``meter_n`` of them."""
-    scalars = ("n_arrived", "rate_lo", "first", "slo", "timer_at", "timer_seq", "meter_head", "meter_n",
-               "meter_total", "meter_sumsq")
+    """Per model: ℓ(b) on the group's first worker, β (s), λ's arrivals (``[rate_lo, n_arrived)`` in the window),
+    the SLO at the latest arrival, the live timer (−1: none) and its sequence, and the authors' rate meter
+    (``BucketMeter``): its non-empty buckets, a ring of ``buckets`` slots, ``meter_n`` of them from ``meter_head``."""
+    scalars = "n_arrived rate_lo slo timer_at timer_seq meter_head meter_n meter_total meter_sumsq".split()
     return np.dtype([("lat", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
                     + [("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
 
 
-#: per worker: its index, hardware, last completion (the engine's), ``free_at`` (the policy's), running batch
-#: (start, end, id), busy time, idle
-WORKER = np.dtype([(f, np.int64) for f in ("index", "hw", "free", "free_at", "start", "end", "busy", "bid")]
-                  + [("idle", np.bool_)])
+#: per worker: hardware, last completion (the policy's ``free_at`` while idle), running batch (start, end, id;
+#: ``NONE``: idle), busy time
+WORKER = np.dtype([(f, np.int64) for f in ("hw", "free", "start", "end", "bid", "busy")])
 
 
 @njit(cache=True, inline='always')
@@ -103,24 +73,6 @@ def _meter_evict(mr, now, span):
         mr.meter_head = (mr.meter_head + 1) % size
         mr.meter_n -= 1
     return cur
-
-
-@njit(cache=True, inline='always')
-def _meter_hit(mr, now, span):
-    """``BucketMeter.hit``: one arrival at ``now``."""
-    cur = _meter_evict(mr, now, span)
-    last = (mr.meter_head + mr.meter_n - 1) % len(mr.bucket)
-    if mr.meter_n > 0 and mr.bucket[last] == cur:
-        c = mr.bucket_count[last]
-        mr.bucket_count[last] = c + 1
-        mr.meter_sumsq += 2 * c + 1
-    else:
-        slot = (mr.meter_head + mr.meter_n) % len(mr.bucket)
-        mr.bucket[slot] = cur
-        mr.bucket_count[slot] = 1
-        mr.meter_n += 1
-        mr.meter_sumsq += 1
-    mr.meter_total += 1
 
 
 @njit(cache=True)
@@ -145,10 +97,18 @@ def _target_batch(lat_m, budget, rate, std, maxb, xrps, xstd):
 
 
 @njit(cache=True, inline='always')
-def _authors_early(p, mr, b, now):
-    """``symphony_rules.early`` for the authors' ``target-batch`` and ``beta-lambda-authors`` rules, with
-    ``BucketMeter.get``'s mean and sample std of the bucket rates."""
-    k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))
+def _early(p, q, mr, m, now, b):
+    """``symphony_rules.early``: may a candidate of ``b`` that can still grow go before its ``sched_at``?"""
+    if p.rule == R_TEXT:  # λ as Symphony.rate: the arrivals in (now − window, now], over min(window, now − first)
+        j, end, arrived = mr.rate_lo, mr.n_arrived, q.arrived
+        while j < end and arrived[q.base[m] + j] <= now - p.window:
+            j += 1
+        mr.rate_lo = j
+        span = min(p.window, now - arrived[q.base[m]]) if end > 0 else 0
+        return b >= mr.beta * ((end - j) * 1e6 / span if span > 0 else 0.0)
+    if p.rule == R_FRONTRUN:
+        return False
+    k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))  # BucketMeter.get: mean and sample std, per s
     avg = mr.meter_total / k
     var = (mr.meter_sumsq - k * avg * avg) / (k - 1) if k > 1 else 0.0
     avg, std = avg * (1e6 / p.span), math.sqrt(max(0.0, var)) * (1e6 / p.span)
@@ -162,60 +122,40 @@ def _authors_early(p, mr, b, now):
 
 
 @njit(cache=True, inline='always')
-def _early(p, q, mr, m, now, b):
-    """Whether a candidate of ``b`` that can still grow is schedulable before its ``sched_at``, by the rule;
-    λ as ``Symphony.rate``: the arrivals in (now − window, now], over min(window, now − first)."""
-    if p.rule == R_FRONTRUN:
-        return False
-    if p.rule != R_TEXT:
-        return _authors_early(p, mr, b, now)
-    j, end, arrived = mr.rate_lo, mr.n_arrived, q.arrived
-    while j < end and arrived[q.base[m] + j] <= now - p.window:
-        j += 1
-    mr.rate_lo = j
-    span = min(p.window, now - mr.first) if mr.first >= 0 else 0
-    return b >= mr.beta * ((end - j) * 1e6 / span if span > 0 else 0.0)
-
-
-@njit(cache=True, inline='always')
 def _window_prune(q, lat_m, maxb, m, now, r_outcome):
-    """The ``window`` prune of ≥ 2 queued requests: drop the heads before the best window when the head's own
-    batch is below ¾ of it; returns (heads dropped, the head's batch, −1 after a cut)."""
-    h, qd = q.h[m], q.d
-    n = q.e[m] - h
-    lo, hi = h, h + n  # the first i with fit(d[i]) ≥ h + n − i (the best window starts there or just before)
+    """``prune="window"`` (``Symphony.candidate``) on ≥ 2 queued requests (one has only the head's window): drops
+    the heads before the best window when the head's own batch is below ¾ of it; the head's batch, −1 after a cut."""
+    h, e, qd = q.h[m], q.e[m], q.d
+    lo, hi = h, e  # the first i with fit(d[i]) ≥ e − i (the best window starts there or just before)
     while lo < hi:
         mid = (lo + hi) >> 1
-        if _fit(lat_m, qd[mid] - now, maxb) >= h + n - mid:
+        if _fit(lat_m, qd[mid] - now, maxb) >= e - mid:
             hi = mid
         else:
             lo = mid + 1
-    head_b = _fit(lat_m, qd[h] - now, min(n, maxb))
+    head_b = _fit(lat_m, qd[h] - now, min(e - h, maxb))
     best_i, best_b = h, head_b
     for i in (lo - 1, lo):
-        if h <= i < h + n:
-            b = _fit(lat_m, qd[i] - now, min(h + n - i, maxb))
+        if h <= i < e:
+            b = _fit(lat_m, qd[i] - now, min(e - i, maxb))
             if b > best_b:
                 best_i, best_b = i, b
     if best_i > h and 4 * head_b < 3 * best_b:
         for x in range(h, best_i):
             r_outcome[q.r[x]] = DROPPED
         q_take(q.h, q.e, q.d, q.r, m, h, best_i - h)
-        return best_i - h, -1
-    return 0, head_b
+        return -1
+    return head_b
 
 
 @njit(cache=True, inline='always')
 def _candidate(p, q, mr, m, now, r_outcome, counters):
     """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
-    lat_m = mr.lat
-    dead = q_expire(q.h, q.e, q.d, q.r, m, now + lat_m[1], r_outcome, DROPPED)
-    head_b = -1
-    if p.window_prune and q.e[m] - q.h[m] > 1:  # (one request: the only window is the head's)
-        cut, head_b = _window_prune(q, lat_m, p.maxb, m, now, r_outcome)
-        dead += cut
-    counters[C_DROPPED] += dead
+    lat_m, n0 = mr.lat, q.e[m] - q.h[m]
+    q_expire(q.h, q.e, q.d, q.r, m, now + lat_m[1], r_outcome, DROPPED)
+    head_b = _window_prune(q, lat_m, p.maxb, m, now, r_outcome) if p.window_prune and q.e[m] - q.h[m] > 1 else -1
     n = q.e[m] - q.h[m]
+    counters[C_DROPPED] += n0 - n  # (the expiry and the prune take heads only)
     if n == 0:
         return False, 0, 0, False
     dl = q.d[q.h[m]]
@@ -238,29 +178,25 @@ def _next_timer(ms):
 
 @njit(cache=True, inline='always')
 def _set_timer(mr, at, counters):
-    """``Symphony._set_model_timer``: keep an unchanged live timer, else cancel it and set ``at`` (−1: none);
-    returns whether a timer changed."""
-    if mr.timer_at >= 0:
-        if mr.timer_at == at:
-            return False
-        mr.timer_at = -1
-        counters[C_CANCELLED] += 1
-    elif at < 0:
+    """``Symphony._set_model_timer`` (``at`` −1: none); returns whether the model's timer changed."""
+    if mr.timer_at == at:
         return False
+    if mr.timer_at >= 0:
+        counters[C_CANCELLED] += 1
+    mr.timer_at = at
     if at >= 0:
         counters[C_TIMER_SEQ] += 1
-        mr.timer_at, mr.timer_seq = at, counters[C_TIMER_SEQ]
+        mr.timer_seq = counters[C_TIMER_SEQ]
     return True
 
 
 @njit(cache=True, inline='always')
 def _grant(p, q, ms, w, r_outcome, counters, now, m_lo, m_hi):
-    """``Symphony._grant`` to the idle GPU freed earliest (then the lower index), over models [m_lo, m_hi):
-    (worker, model, batch, whether a timer changed), model −1 when none is schedulable. A candidate not yet
-    schedulable gets its timer at ``max(now + 1, sched_at)``, in model order as the reference sets them."""
+    """``Symphony._grant`` to the idle GPU freed earliest (then the lower index), over models [m_lo, m_hi): (worker,
+    model (−1: none schedulable), batch, whether a timer changed); the waiting ones' timers set in model order."""
     k = -1
     for x in range(len(w)):
-        if w[x].idle and (k < 0 or w[x].free_at < w[k].free_at):
+        if w[x].bid == NONE and (k < 0 or w[x].free < w[k].free):
             k = x
     best, best_b, best_s = -1, 0, INF
     wait, wait_b, wait_s = -1, 0, INF  # the earliest waiting candidate (rank="all")
@@ -285,33 +221,36 @@ def _grant(p, q, ms, w, r_outcome, counters, now, m_lo, m_hi):
 
 
 @njit(cache=True, inline='always')
-def _start(p, ck, req, q, wr, mr, m, b, now, i, nb):
-    """``Resources.start(w, m, rids, now, at=now)``: batch ``nb`` of model ``m``'s ``b`` head requests on
-    worker record ``wr`` (model record ``mr``), after the scheduler's decision and not before ``now``; returns
-    (start, end)."""
-    start = max(wr.free, now)
-    if ck.active:
-        start = max(start, decide(ck.s, req.t, req.shed, i, now, ck.decision_ns + ck.per_request_ns * b,
-                                  ck.arrival_ns))
-    end = start + p.lat[wr.hw, m, b]
-    serve_rows(q.r, q.h[m], b, start, end, wr.index, nb, req)
+def _start(p, ck, req, q, w, k, m, b, now, i, nb):
+    """``Resources.start(w, m, rids, now, at=now)`` once the scheduler's decision is issued: batch ``nb`` of model
+    ``m``'s ``b`` head requests on idle worker ``k``; returns (start, end)."""
+    cost = ck.decision_ns + ck.per_request_ns * b
+    start = max(now, decide(ck.s, req.t, req.shed, i, now, cost, ck.arrival_ns)) if ck.active else now
+    end = start + p.lat[w[k].hw, m, b]
+    serve_rows(q.r, q.h[m], b, start, end, k, nb, req)
     q_take(q.h, q.e, q.d, q.r, m, q.h[m], b)
-    wr.bid, wr.start, wr.end, wr.free_at, wr.idle = nb, start, end, now + mr.lat[b], False
+    w[k].bid, w[k].start, w[k].end = nb, start, end
     return start, end
 
 
 @njit(cache=True, inline='always')
 def _admit(p, q, mr, m, i, dl, now):
-    """``Symphony.on_arrival``'s bookkeeping for admitted request ``i`` of model ``m`` (record ``mr``), due at
-    ``dl``: queued, counted for λ (and the authors' meter)."""
+    """``Symphony.on_arrival``'s bookkeeping for admitted request ``i`` of model ``m``, due at ``dl``: queued,
+    its time kept for λ, and under the authors' rules counted by their meter (``BucketMeter.hit``)."""
     q_push(q.base, q.h, q.e, q.d, q.r, m, dl, i)
     q.arrived[q.base[m] + mr.n_arrived] = now
     mr.n_arrived += 1
-    if mr.first < 0:
-        mr.first = now
     if p.rule >= R_TARGET_BATCH:
-        _meter_hit(mr, now, p.span)
         mr.slo = dl - now
+        cur, size = _meter_evict(mr, now, p.span), len(mr.bucket)
+        last = (mr.meter_head + mr.meter_n - 1) % size
+        if mr.meter_n == 0 or mr.bucket[last] != cur:  # a new bucket
+            last = (last + 1) % size
+            mr.bucket[last], mr.bucket_count[last] = cur, 0
+            mr.meter_n += 1
+        mr.meter_sumsq += 2 * mr.bucket_count[last] + 1
+        mr.bucket_count[last] += 1
+        mr.meter_total += 1
 
 
 @njit(cache=True)
@@ -329,22 +268,20 @@ def run_symphony(p, req, q, ms, w, ck, counters):
             x, dirty_t = _next_timer(ms), False
         ce = w[k].end if k >= 0 else INF
         te = ms[x].timer_at if x >= 0 else INF
-        ta = t[i] if i < n else INF
+        now = min(ce, te, t[i] if i < n else INF)
+        if now == INF:
+            break
         arriving = False
         m_lo, m_hi = 0, len(ms)  # on a completion or a timer every model is looked at
-        if k >= 0 and ce <= te and ce <= ta:  # a completion (Symphony.on_completion): the GPU is idle
-            wr = w[k]
-            now = ce
-            wr.busy += now - wr.start
-            wr.bid, wr.free, wr.free_at, wr.idle = NONE, now, now, True
+        if ce == now:  # a completion (Symphony.on_completion): the GPU is idle
+            w[k].busy += now - w[k].start
+            w[k].bid, w[k].free = NONE, now
             n_idle += 1
             dirty_w = True
-        elif x >= 0 and te <= ta:  # a model timer fires (Symphony.on_timer)
-            now = te
+        elif te == now:  # a model timer fires (Symphony.on_timer)
             ms[x].timer_at = -1
             dirty_t = True
-        elif i < n:  # an arrival (Symphony.on_arrival): only its model, every model under rank="all"
-            now = ta
+        else:  # an arrival (Symphony.on_arrival): only its model, every model under rank="all"
             if not arrive(ck.s, now, ck.admit_on, ck.arrival_ns, ck.max_lag_ns):
                 i, cend = shed_request(ck.s, req.shed, req.outcome, i, cend, 0, ck.chunk, n, ck.arrival_ns, DROPPED)
                 continue
@@ -354,14 +291,12 @@ def run_symphony(p, req, q, ms, w, ck, counters):
             arriving = True
             if not p.rank_all:
                 m_lo, m_hi = m, m + 1
-        else:
-            break
         while n_idle > 0:  # Symphony._dispatch: idle GPUs take candidates while one is taken
             kk, best, b, changed = _grant(p, q, ms, w, req.outcome, counters, now, m_lo, m_hi)
             dirty_t |= changed
             if best < 0:
                 break
-            start, end = _start(p, ck, req, q, w[kk], ms[best], best, b, now, i, nb)
+            start, end = _start(p, ck, req, q, w, kk, best, b, now, i, nb)
             blog = log_batch(blog, nb, kk, best, b, start, end)
             counters[C_BATCHES] += 1
             nb += 1
@@ -375,23 +310,18 @@ def run_symphony(p, req, q, ms, w, ck, counters):
 
 def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple, lat: np.ndarray,
               w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
-    """One group's run (the ``whole`` mode, :mod:`.whole`): ``params`` = (the policy's config, whether it is
-    work-conserving, the rule's index in ``symphony_rules.RULES``, the rate meter's (span µs, buckets) and the
-    estimator's (XRPS, XSTD)); the policy's constants as ``Symphony.__init__`` computes them, then the
-    kernel; returns (batch log, w_busy, w_waste, shed count, the policy's counters as a dict)."""
-    config, work_conserving, rule, (span, buckets, xrps, xstd) = params
-    n_models, n_workers = lat.shape[1], len(w_hw)
-    beta = np.array([max(0.0, (2 * row[1] - row[2]) / 1e6) if max_batch > 1 else row[1] / 1e6
-                     for row in runtime.lat[int(w_hw[0])]], np.float64)
-    policy = Policy(lat, max_batch, max(1, int(round(config.rate_window_ms * 1000))), work_conserving, rule,
-                    config.prune == "window", config.rank == "all", span, xrps, xstd)
-    r_start, r_finish, r_worker, r_batch, r_outcome, _, shed = out
-    req = Requests(t, d, m, r_start, r_finish, r_worker, r_batch, r_outcome, shed)
+    """One group's run (:mod:`.whole`): the constants of the policy object as the reference builds it
+    (``make_policy(0)``) and, from ``FastPath.params``, the rule's index and the authors' meter and estimator."""
+    _, _, rule, (span, buckets, xrps, xstd) = params
+    pol, n_models, n_workers = make_policy(0), lat.shape[1], len(w_hw)
+    policy = Policy(lat, max_batch, pol.window, pol.work_conserving, rule, pol.window_prune, pol.rank_all, span,
+                    xrps, xstd)
+    req = Window(t, d, m, *out)  # the trace's columns and the request columns the kernel writes in place
     models = np.zeros(n_models, model_dtype(max_batch, buckets))
-    models["lat"], models["beta"] = lat[w_hw[0], :, :max_batch + 1], beta
-    models["first"] = models["timer_at"] = -1
+    models["lat"], models["beta"] = lat[w_hw[0], :, :max_batch + 1], pol.beta_s
+    models["timer_at"] = -1
     workers = np.zeros(n_workers, WORKER)
-    workers["index"], workers["hw"], workers["bid"], workers["idle"] = np.arange(n_workers), w_hw, NONE, True
+    workers["hw"], workers["bid"] = w_hw, NONE
     clock = Clock(np.zeros(4, np.int64), *common)
     counters = np.zeros(len(COUNTERS) + 1, np.int64)
     blog = run_symphony(policy, req, Queues(*queues(m, n_models), np.empty(len(t), np.int64)), models, workers,
