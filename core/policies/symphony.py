@@ -168,7 +168,7 @@ class Symphony(Policy):
                "one serving group, overhead model|none",
         covered=lambda cfg, shape: (modelled(shape) and one_group(shape) and cfg.d_ctrl_us == 0
                                     and cfg.d_data_us == 0 and cfg.autoscale_epoch_s == 0),
-        params=lambda cls, cfg, runtime: (cfg, cls.work_conserving, rules.RULES.index(cfg.rule),
+        params=lambda cls, cfg, runtime: (rules.RULES.index(cfg.rule),
                                           (rules.METER_SPAN_US, rules.METER_BUCKETS, rules.XRPS, rules.XSTD)),
         counters=("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead"))
     #: an SLO below ℓ(1) is a UserError in :meth:`prepare` (tests/test_engine_properties.py checks it)

@@ -312,7 +312,7 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
               w_hw: np.ndarray, t: np.ndarray, d: np.ndarray, m: np.ndarray, out: tuple) -> tuple:
     """One group's run (:mod:`.whole`): the constants of the policy object as the reference builds it
     (``make_policy(0)``) and, from ``FastPath.params``, the rule's index and the authors' meter and estimator."""
-    _, _, rule, (span, buckets, xrps, xstd) = params
+    rule, (span, buckets, xrps, xstd) = params
     pol, n_models, n_workers = make_policy(0), lat.shape[1], len(w_hw)
     policy = Policy(lat, max_batch, pol.window, pol.work_conserving, rule, pol.window_prune, pol.rank_all, span,
                     xrps, xstd)
