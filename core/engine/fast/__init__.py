@@ -1,12 +1,8 @@
-"""Compiled fast paths (issue 18; DESIGN.md "Two fidelities, one interface"): the reference engine's outcomes,
-exactly, from a numba kernel over arrays — for the policies that declare one (``fast_path``, beside the
-policy's class: :class:`shepherd.core.engine.fastpath.FastPath`).
-
-This package names no policy and imports none: a policy's declaration says which kernel module runs it and
-how it is fed (its mode), and :func:`run` feeds it so — ``"chunked"`` (:mod:`.stream`), ``"whole"``
-(:mod:`.whole`) or ``"engine"`` (the kernel module writes the recorder itself). Every mode writes the run's
-tables into the reference engine's recorder, so every table, summary and artifact is built by the same code
-either way. docs/ENGINE.md "The fast wing" tabulates the modes and the kernels.
+"""Compiled fast paths (DESIGN.md "Two fidelities, one interface"): the reference engine's tables, exactly,
+from a numba kernel over arrays, for the policies that declare one beside their class
+(:class:`shepherd.core.engine.fastpath.FastPath`). This package names no policy and imports none: the
+declaration names the kernel module and how it is fed — ``"chunked"`` (:mod:`.stream`), ``"whole"``
+(:mod:`.whole`) or ``"engine"`` (the kernel writes the recorder itself); docs/ENGINE.md "The fast wing".
 """
 
 from __future__ import annotations

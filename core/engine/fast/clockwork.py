@@ -17,7 +17,7 @@ from numba import njit
 from shepherd.core.engine.fast.common import (ARRIVAL, DONE, END, GROW, INF, SHED, ST_BOFF, ST_LAST, ST_LEN, ST_N,
                                               ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, bisect_right, chunk_end,
                                               cttz, decider, finish, grow_log, must_pause, next_event, nz_clear,
-                                              q_empty, q_expire, ready_at, resume, run_insert, save_loop, scratch,
+                                              queues, q_expire, ready_at, resume, run_insert, save_loop, scratch,
                                               set_idle, start_batch, workers)
 from shepherd.core.engine.outcomes import DROPPED
 
@@ -60,7 +60,7 @@ def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
     st[ST_NIDLE] = n_workers
     sc = Sched(sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
                sched.max_lag_ns, chunk)
-    return Kernel(run_clockwork, Tables(lat, w_hw, max_batch), sc, Queues(*q_empty(lat.shape[1])),
+    return Kernel(run_clockwork, Tables(lat, w_hw, max_batch), sc, Queues(*queues(np.empty(0, np.int64), lat.shape[1])),
                   workers(n_workers, 1), np.zeros(4, np.int64), st, False)
 
 

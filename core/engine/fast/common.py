@@ -66,6 +66,13 @@ Scratch = namedtuple("Scratch", "nz idle_bits order victims")
 Run = namedtuple("Run", "pol sc q w win scr s st blog")
 
 
+def record(fields, **types):
+    """A structured record of these fields (names separated by spaces, as a namedtuple's), int64 unless
+    ``types`` names another: a kernel's per-index state (an inlined helper's named-tuple argument is
+    reference-counted per array; a structured array is one array)."""
+    return np.dtype([(f, types.get(f, np.int64)) for f in fields.split()])
+
+
 def workers(n_workers, maxb):
     """Idle workers (:data:`Workers`), a running batch's requests kept up to ``maxb`` each."""
     z = [np.zeros(n_workers, np.int64) for _ in range(7)]
@@ -123,16 +130,10 @@ def cttz(typingctx, x):
 # ---------------------------------------------------------------------- deadline queues
 
 
-def q_empty(n_models):
-    """Empty queues with no room yet (:func:`q_reserve` makes it): (base, qh, qe, qd, qr)."""
-    z = np.zeros(n_models + 1, np.int64)
-    return z, z[:-1].copy(), z[:-1].copy(), np.empty(0, np.int64), np.empty(0, np.int64)
-
-
 @njit(cache=True)
 def queues(model, n_models):
-    """Empty queues with room for all of these requests at once (a kernel fed the whole trace: Symphony's):
-    (base, qh, qe, qd, qr)."""
+    """Empty queues with room for all of these requests at once (a kernel fed the whole trace: Symphony's; no
+    room for none: :func:`q_reserve` makes it a chunk at a time): (base, qh, qe, qd, qr)."""
     counts = np.zeros(n_models + 1, np.int64)
     for i in range(len(model)):
         counts[model[i] + 1] += 1

@@ -22,7 +22,7 @@ from numba import njit
 from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF, ST_LAST,
                                               ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run, Sched,
                                               chunk_end, cttz, decider, finish, grow_log, largest_feasible, must_pause,
-                                              next_event, nz_clear, nz_set, q_empty, q_expire, q_push, ready_at, resume,
+                                              next_event, nz_clear, nz_set, queues, q_expire, q_push, ready_at, resume,
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
 from shepherd.core.engine.outcomes import DROPPED
@@ -75,8 +75,8 @@ def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
     pol = FlexTables(lat, w_hw, max_batch, float(lam), bool(preemption), np.array(exits, np.int64), lat1)
     sc = Sched(sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
                sched.max_lag_ns, chunk)
-    return Kernel(run_flex, pol, sc, Queues(*q_empty(n_models)), workers(n_workers, max_batch), np.zeros(4, np.int64),
-                  st, True)
+    q = Queues(*queues(np.empty(0, np.int64), n_models))
+    return Kernel(run_flex, pol, sc, q, workers(n_workers, max_batch), np.zeros(4, np.int64), st, True)
 
 
 @njit(cache=True)

@@ -22,41 +22,38 @@ from numba import njit
 
 from shepherd.core.engine.fast import timers
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Sched, arrive, chunk_end, decide, finish,
-                                              first_chunk_end, log_batch, ready_us, shed_request)
+                                              first_chunk_end, log_batch, ready_us, record, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 #: the group's requests: the recorder's arrival, deadline, shed and outcome columns (written in place) and ``rq``
 Requests = namedtuple("Requests", "t d shed outcome rq")
 #: per request: session, frontend, admission coin, the next request in its slot's FIFO, and the recorder's
 #: start, finish, worker and batch (copied from and to its columns around the run)
-REQUEST = np.dtype([("sess", np.int64), ("front", np.int64), ("coin", np.float32), ("nxt", np.int64),
-                    ("start", np.int64), ("finish", np.int64), ("worker", np.int64), ("batch", np.int64)])
+REQUEST = record("sess front coin nxt start finish worker batch", coin=np.float32)
 #: every epoch's plan, flattened: ``ew[e, w]``, ``es[e, s]``, ``ent[x]``, ``slot[j]``, ``scale[e]``, ``phase[f, x]``
 Plans = namedtuple("Plans", "ew es ent slot scale phase")
 #: per epoch and worker: its duty cycle and slots ``[sb, sb + ns)``
-EPOCH_WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64)])
+EPOCH_WORKER = record("duty sb ns")
 #: per epoch and session: planned, its bucket (rate, depth), its allocations ``[eb, eb + ne)``, their total weight
-EPOCH_SESSION = np.dtype([("planned", np.bool_), ("rate", np.float64), ("depth", np.float64), ("eb", np.int64),
-                          ("ne", np.int64), ("total", np.float64)])
+EPOCH_SESSION = record("planned rate depth eb ne total", planned=np.bool_, rate=np.float64, depth=np.float64,
+                       total=np.float64)
 #: per allocation: its slot, worker and weight
-ENTRY = np.dtype([("slot", np.int64), ("worker", np.int64), ("w", np.float64)])
+ENTRY = record("slot worker w", w=np.float64)
 #: per slot: its batch cap and model
-SLOT = np.dtype([("cap", np.int64), ("model", np.int64)])
+SLOT = record("cap model")
 #: per worker: its plan now (duty, sb, ns), its duty cycle (round-robin position, end, slots served, pending
 #: wake-up), idle, its running batch (free since, start, end, id), busy time
-WORKER = np.dtype([("duty", np.int64), ("sb", np.int64), ("ns", np.int64), ("rr", np.int64), ("cyc", np.int64),
-                   ("nserved", np.int64), ("wake", np.int64), ("idle", np.bool_), ("free", np.int64),
-                   ("start", np.int64), ("end", np.int64), ("bid", np.int64), ("busy", np.int64)])
+WORKER = record("duty sb ns rr cyc nserved wake idle free start end bid busy", idle=np.bool_)
 #: per slot: its FIFO (head, tail and length of a :data:`REQUEST` ``nxt`` chain), whether it ran this cycle
-QUEUE = np.dtype([("head", np.int64), ("tail", np.int64), ("length", np.int64), ("served", np.bool_)])
+QUEUE = record("head tail length served", served=np.bool_)
 #: per session: its token bucket (tokens, last refill)
-BUCKET = np.dtype([("tokens", np.float64), ("last", np.int64)])
+BUCKET = record("tokens last", tokens=np.float64)
 #: per frontend and allocation its router's current value; per session its bucket
 Routers = namedtuple("Routers", "cur bucket")
 #: ``lat[hw, model, b]`` (a batch's run on its worker), ``lat0`` of the first worker's ``hw`` (plans, drops), ``w_hw``
 Tables = namedtuple("Tables", "lat lat0 w_hw")
 #: the run's scalars: the epoch now, the next arrival, batches logged, timers (count, set order)
-RUN = np.dtype([("epoch", np.int64), ("i", np.int64), ("nb", np.int64), ("hsize", np.int64), ("hseq", np.int64)])
+RUN = record("epoch i nb hsize hseq")
 
 
 # ---------------------------------------------------------------------- the policy's steps

@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
+from shepherd.core.engine.fast.common import record
 from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 
 NEVER = np.int64(1) << 62
@@ -35,11 +36,6 @@ E_OK, E_OVERLAP, E_EMPTY = range(3)
 SEND, WAIT, DROP = range(3)
 
 
-def _int64s(fields: str) -> np.dtype:
-    """A record of these int64 fields (names separated by spaces, as a namedtuple's)."""
-    return np.dtype([(f, np.int64) for f in fields.split()])
-
-
 #: the trace (arrival, deadline, model) and the recorder's request columns, written in place
 Requests = namedtuple("Requests", "t d model start finish worker batch outcome")
 #: the plan (:func:`pipes`): per model its pipelines ``mp_pipe[mp_off[m]:mp_off[m + 1]]``; per pipeline its
@@ -47,28 +43,28 @@ Requests = namedtuple("Requests", "t d model start finish worker batch outcome")
 #: ``cand[pool_off[s]:pool_off[s + 1]]`` (:data:`CAND`) and latency and inbound transfer per batch size
 Pipes = namedtuple("Pipes", "mp_off mp_pipe p_batch st_off pool_off cand lat tin")
 #: a pool's candidate: its vGPU, its server's downlink and uplink
-CAND = _int64s("w down up")
+CAND = record("w down up")
 #: per resource (vGPU, link) its reservations, sorted: ``IS``/``IE[r, res[r].ilo:res[r].ihi]`` (:data:`RES`)
 Reservations = namedtuple("Reservations", "IS IE res")
 #: per resource: its reservations' range in ``IS``/``IE``, its last end and the start of its final gap-free
 #: block (one structured array: an inlined helper's named-tuple argument is reference-counted per array)
-RES = _int64s("ilo ihi last_end busy_from")
+RES = record("ilo ihi last_end busy_from")
 #: per DNN (:data:`DNN`), its queue ``order[dnn[m].qh:dnn[m].qe]`` (in trace order); the timers (:mod:`.timers`)
 Dnns = namedtuple("Dnns", "order dnn heap")
 #: per DNN: its queue, the head admitted last (rule (b)), the moment it waits for and the batch it awaits
-DNN = _int64s("qh qe admitted wait_until wait_need")
+DNN = record("qh qe admitted wait_until wait_need")
 #: the policy's switches (``wait`` and the artifact rules (a), (b), (e))
 Rules = namedtuple("Rules", "wait scored head_drop fill_wait")
 #: the run's scalars: next arrival, timers (count, set order), batch rows, counters, the error and its slot
-RUN = _int64s("i nh seq nb probes dispatched err err_res err_start err_len")
+RUN = record("i nh seq nb probes dispatched err err_res err_start err_len")
 #: a probed path, per stage: the vGPU, its start and time, the transfer in (uplink, downlink, start, time)
-STAGE = _int64s("w start li up down ts ln")
+STAGE = record("w start li up down ts ln")
 #: a batch row of the recorder (one per stage)
-BATCH = _int64s("worker model size start end")
+BATCH = record("worker model size start end")
 #: scratch: two probed paths (:data:`STAGE`: the best so far and the next probe's) and the decision
 Scratch = namedtuple("Scratch", "bufs dec")
 #: a decision of Algorithm 1: the pipeline, the buffer of its path, the batch size, finish, head and deadline
-DECISION = _int64s("best kb bs finish head deadline")
+DECISION = record("best kb bs finish head deadline")
 
 
 # ---------------------------------------------------------------------- Algorithm 2: probe and reserve

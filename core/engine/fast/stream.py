@@ -1,12 +1,8 @@
 """The ``chunked`` mode of the fast wing (:mod:`.`): a kernel fed a serving group's requests a chunk at a
-time, for any number of serving groups.
+time, for any number of serving groups (each group's kernel alone: :func:`_run_groups`).
 
 Between chunks the requests and batches that became final are written out, so the kernel's own memory
 follows the requests in flight, not the trace (``--record summary`` keeps running totals of them instead).
-With several serving groups each group's kernel runs alone and the runs are concatenated (each group's
-requests written in group order, then put in request order); batch ids are numbered canonically at the
-run's end.
-
 A kernel module of this mode provides ``make(params, runtime, max_batch, sched, chunk, lat, w_hw)``: a
 :class:`Kernel`, whose ``run(pol, sc, q, blog, w, s, st, win)`` returns the batch log (the records of
 :mod:`.common`).
@@ -104,13 +100,10 @@ def _one_group(engine: Any, make: Callable, lat: np.ndarray, step: int) -> None:
 
 
 def _run_groups(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndarray], step: int) -> None:
-    """Several serving groups: each group's kernel alone over its requests (``rids[g]``), with its own batch
-    log. The requests' columns are written group after group into the recorder's own columns (group ``g``'s
-    requests at the rows after the groups before it), mapped to global workers and batch ids, and put at
-    their requests' rows by one permutation per column at the end (:func:`_to_request_order`); the batch logs
-    are concatenated group after group, each group's batch ids offset by the batches before it. The run's end
-    numbers the batches canonically. Full-size temporaries are few on purpose: on a machine where a fresh
-    page costs a fault, writing a million requests' columns into new arrays costs more than the kernels."""
+    """Several serving groups, each group's kernel alone over its requests (``rids[g]``): their rows written
+    group after group into the recorder's own columns (global workers and batch ids, the batch logs
+    concatenated), then put in request order (:func:`_to_request_order`). Few full-size temporaries, on
+    purpose: where a fresh page costs a fault, new arrays for a million requests cost more than the kernels."""
     rec, res = engine.rec, engine.res
     order = np.concatenate(rids)
     if len(order) != len(engine.arrival):  # pragma: no cover - group_order routes every request

@@ -25,7 +25,7 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, bisect_right, chunk_end,
                                               decide, finish, first_chunk_end, log_batch, next_completion, q_expire,
-                                              q_push, q_take, queues, serve_rows, shed_request)
+                                              q_push, q_take, queues, record, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
 
 #: the policy's counters (``Symphony.counters``); the kernel's array has one more slot, the timer sequence
@@ -53,7 +53,7 @@ def model_dtype(max_batch: int, buckets: int) -> np.dtype:
 
 #: per worker: hardware, last completion (the policy's ``free_at`` while idle), running batch (start, end, id;
 #: ``NONE``: idle), busy time
-WORKER = np.dtype([(f, np.int64) for f in ("hw", "free", "start", "end", "bid", "busy")])
+WORKER = record("hw free start end bid busy")
 
 
 @njit(cache=True, inline='always')
