@@ -289,10 +289,6 @@ class Recorder:
             self._number()
         return self._r_batch
 
-    @r_batch.setter
-    def r_batch(self, ids: np.ndarray) -> None:
-        self._r_batch = ids
-
     def canonical_batch_ids(self) -> None:
         """Number the batches by one canonical key at the end of a run (issue 30 item 1): (start, worker, the
         worker's own sequence). A batch id is a join key only; this one is the same whichever engine made

@@ -113,7 +113,7 @@ def _loop(g):
 def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
     """The decisions of an event: the freed ``worker`` (it idles if nothing is feasible), or on an arrival the
     idle workers lowest first. Returns (next batch id, running count, idle count)."""
-    sc, q, w, scr = g.sc, g.q, g.w, g.scr
+    w, scr = g.w, g.scr
     lat_h = g.pol.lat[g.pol.w_hw[0]]
     while True:
         worker = decider(g, worker, arriving, n_idle)

@@ -109,7 +109,7 @@ def _run_groups(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndar
     if len(order) != len(engine.arrival):  # pragma: no cover - group_order routes every request
         raise RuntimeError("serving groups that do not hold every request once")
     arrival, deadline, model = (np.asarray(c, np.int64) for c in (engine.arrival, engine.deadline, engine.model))
-    shed = np.zeros(len(order), np.bool_)
+    shed, w_hw = np.zeros(len(order), np.bool_), np.asarray(res.w_hw, np.int64)
     cols = (rec.r_start, rec.r_finish, rec.r_worker, rec.r_batch, rec.r_outcome, rec.r_preempt, shed)
     logs: list[np.ndarray] = []
     lo = n_batches = 0
@@ -126,7 +126,7 @@ def _run_groups(engine: Any, make: Callable, lat: np.ndarray, rids: list[np.ndar
             group_logs.append(rows if final else rows.copy())
 
         ws = np.asarray(res.group_workers[g], np.int64)
-        kernel = make(engine.sched[g], lat, np.asarray(res.w_hw, np.int64)[ws])
+        kernel = make(engine.sched[g], lat, w_hw[ws])
         w_busy, w_waste, engine.sched[g].shed = _stream(kernel, arrival[rid], deadline[rid], model[rid], step,
                                                         on_requests, on_batches, out)
         log = group_logs[0] if len(group_logs) == 1 else np.concatenate(group_logs, axis=1) if group_logs else \
