@@ -30,6 +30,7 @@ from shepherd.cli import sweep as sweep_cmd
 from shepherd.cli import traces as traces_cmd
 from shepherd.cli import warmup as warmup_cmd
 from shepherd.cli import validate as validate_cmd
+from shepherd.cli import calibrate as calibrate_cmd
 from shepherd.core.errors import UserError, environment_error
 
 app = typer.Typer(
@@ -76,6 +77,7 @@ app.add_typer(runs_cmd.app, name="runs")
 app.add_typer(data_cmd.app, name="data")
 app.command("warmup")(warmup_cmd.warmup)
 app.command("validate", help=validate_cmd.HELP)(validate_cmd.validate)  # heavy imports inside the command
+app.command("calibrate", help=calibrate_cmd.HELP)(calibrate_cmd.calibrate)
 
 
 def _one_line(message: str) -> str:

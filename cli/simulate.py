@@ -100,6 +100,7 @@ def simulate(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", help=JOBS_HELP + " Here: serving groups run apart (identical outcomes); with --groups together (the default, unless -j N > 1 is given) one loop.")] = None,
     executor: Annotated[str, typer.Option("--executor", metavar="[local|ray]", help="Where groups run apart: local processes, or Ray tasks (a local cluster of --jobs CPUs, or --ray-address).")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help=ADDRESS_HELP)] = None,
+    exec_time: Annotated[str, typer.Option("--exec-time", metavar="[mean|measured]", help="How long a started batch runs: mean — the profile's latency (default); measured — drawn (seeded) from the samples a calibrated profile carries (shepherd calibrate), while the policy still plans on the profile. measured runs on the reference engine.")] = "mean",
 ) -> None:
     """Simulate an online policy serving a trace; write per-request, per-batch, per-worker and summary tables.
 
@@ -126,6 +127,8 @@ def simulate(
     spec = registry.get(policy)
     if record not in RECORD_LEVELS:
         raise UserError(f"--record must be one of {', '.join(RECORD_LEVELS)}, got '{record}'")
+    if exec_time not in ("mean", "measured"):
+        raise UserError(f"--exec-time must be mean or measured, got '{exec_time}'")
     if gpus is not None and plan is not None:
         raise UserError("give --gpus or --plan, not both")
     if gpus is None and plan is None:
@@ -148,21 +151,28 @@ def simulate(
         raise UserError("--load and --slo-ms do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
     prof_obj, plan_obj, extra = read_simulation_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
+    execution = None
+    if exec_time != "mean":
+        from shepherd.core.calibration import execution_model
+
+        if not hasattr(prof_obj, "columns"):
+            raise UserError("--exec-time measured needs a calibrated profiles artifact (--profiles from shepherd calibrate)")
+        execution = execution_model(prof_obj, "measured", seed)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
     with progress() as bar:
         task = bar.add_task(f"simulating {policy} (simulated s)", total=span_s)
         result = run_simulation(
             loaded.frame, prof_obj, policy, config, gpus=gpus, plan=plan_obj, artifacts=extra, seed=seed, load=load,
             slo_ms=slo, overhead=ovh, max_batch=max_batch, hardware=hardware, engine=engine,
-            progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)),
+            progress=lambda t: bar.update(task, completed=min(span_s, t / 1e6)), execution=execution,
         )
         bar.update(task, completed=span_s)
     _write_outputs(result, out, record, policy, loaded, profiles, plan, gpus, load, slo, max_batch, hardware,
-                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
+                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh), exec_time=exec_time)
 
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
-                   max_batch, hardware, seed: int, config: dict, overhead: dict | None) -> None:
+                   max_batch, hardware, seed: int, config: dict, overhead: dict | None, exec_time: str = "mean") -> None:
     from shepherd.cli.common import frame_table, summary_table
     from shepherd.core.artifacts import artifact_dir, make_provenance, write_artifact
     from shepherd.core.metrics import batch_size_distribution
@@ -177,7 +187,7 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         policy=policy, policy_config=config, overhead=overhead,
         trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
         gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
-        max_batch=max_batch, hardware=hardware,
+        max_batch=max_batch, hardware=hardware, **({"exec_time": exec_time} if exec_time != "mean" else {}),
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
     with artifact_dir(out) as tmp:  # the folder is replaced whole: never a mix of two runs
         written = [write_artifact(summary, tmp / "summary.parquet", "summary", provenance),

@@ -169,6 +169,10 @@ register_schema(ArtifactSchema(
         Column("dynamic_mb", pl.Float64, "dynamic GPU memory, MB (Symphony Table 1)"),
         Column("eps", pl.Int32, "CPU execution places (Accordion Table 1)"),
         Column("speedup", pl.Float64, "speedup over one execution place (Accordion Table 1)"),
+        Column("median_ms", pl.Float64, "median measured latency (shepherd calibrate)"),
+        Column("cv", pl.Float64, "coefficient of variation of the measured latency (shepherd calibrate)"),
+        Column("samples_ms", pl.List(pl.Float64), "measured durations back to back, sorted (shepherd calibrate)"),
+        Column("idle_samples_ms", pl.List(pl.Float64), "measured durations after an idle gap (shepherd calibrate)"),
     ),
     check=_check_profiles,
 ))

@@ -32,12 +32,13 @@ from shepherd.core.engine.recorder import Recorder
 
 if TYPE_CHECKING:  # pragma: no cover
     from shepherd.core.engine.allocations import Allocation
+    from shepherd.core.engine.execution import ExecutionDraws
 
 
 class Resources:
     """Per-worker state (parallel lists indexed by worker id) and the actions on one worker."""
 
-    __slots__ = ("clock", "rec", "lat", "decide", "sched_active",
+    __slots__ = ("clock", "rec", "lat", "decide", "sched_active", "execution",
                  "w_group", "w_hw", "w_node", "w_name", "w_batch", "w_start", "w_end", "w_free", "w_model",
                  "w_reqs", "w_final", "w_next", "w_alloc", "w_alive", "group_workers")
 
@@ -48,6 +49,8 @@ class Resources:
         #: the group's scheduler-overhead clock: ``decide(group, now, size)`` → when the decision takes effect
         self.decide = decide
         self.sched_active = sched_active
+        #: drawn execution times (:mod:`.execution`, ``--exec-time measured``); None: the profile's latency
+        self.execution: "ExecutionDraws | None" = None
         n = len(groups)
         self.w_group, self.w_hw, self.w_node, self.w_name = list(groups), list(hardware), list(nodes), list(names)
         self.w_batch = [-1] * n  #: running batch id, −1 idle
@@ -135,7 +138,10 @@ class Resources:
         return self.w_batch[worker] >= 0
 
     def running(self, worker: int) -> tuple[int, int, int]:
-        """(start, end, model) of the worker's running batch (``end`` = its completion)."""
+        """(start, end, model) of the worker's running batch: ``end`` is its completion as the policy knows
+        it — the profile's, also when the batch's drawn execution time (:mod:`.execution`) differs."""
+        if self.execution is not None and self.w_alloc[worker] is None:
+            return self.w_start[worker], self.execution.planned_end[worker], self.w_model[worker]
         return self.w_start[worker], self.w_end[worker], self.w_model[worker]
 
     def complete(self, worker: int, now: int) -> None:
@@ -159,8 +165,17 @@ class Resources:
     def _occupy(self, worker: int, model: int, rids: list[int], start: int, duration_us: int | None,
                 final: bool) -> int:
         """Run a batch on ``worker`` from ``start`` (profile latency unless ``duration_us``): record it and
-        queue its completion, which ends the run of arrivals at its end if earlier. Returns the end."""
-        end = start + (self.lat[self.w_hw[worker]][model][len(rids)] if duration_us is None else duration_us)
+        queue its completion, which ends the run of arrivals at its end if earlier. Returns the end (with
+        drawn execution times, :mod:`.execution`, the drawn end; the policy plans on the profile's)."""
+        if duration_us is not None:
+            end = start + duration_us
+            if self.execution is not None:
+                self.execution.planned_end[worker] = end
+        elif self.execution is None:
+            end = start + self.lat[self.w_hw[worker]][model][len(rids)]
+        else:
+            end = start + self.execution.duration(worker, self.w_hw[worker], model, len(rids), start,
+                                                 start - self.w_free[worker])
         self.w_final[worker] = final
         bid = self.rec.batch(worker, model, len(rids), start, end)
         self.w_batch[worker] = bid

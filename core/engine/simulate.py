@@ -21,6 +21,7 @@ from shepherd.core.engine.actions import Actions
 from shepherd.core.engine.cluster import Cluster
 from shepherd.core.engine import fastpath
 from shepherd.core.engine.config import EngineConfig
+from shepherd.core.engine.execution import ExecutionModel
 from shepherd.core.engine.fastpath import Shape
 from shepherd.core.engine.inputs import Inputs, classify, trace_models
 from shepherd.core.engine.loop import Engine
@@ -85,6 +86,7 @@ def simulate(
     hardware: str | None = None,
     progress: Callable[[int], None] | None = None,
     engine_factory: Callable[..., Engine] | None = None,
+    execution: ExecutionModel | None = None,
 ) -> SimulationResult:
     """Simulate ``policy`` serving ``trace``.
 
@@ -99,6 +101,8 @@ def simulate(
     Deterministic for a given seed unless ``overhead.mode == "emulation"``.
     ``engine_factory`` builds the run's engine from :class:`~.loop.Engine`'s arguments instead of
     ``Engine`` (the live engine, :mod:`.live`: the same policies on a wall clock); it runs in one loop.
+    ``execution`` draws each batch's run time from calibrated samples while the policy plans on the profile
+    (:mod:`.execution`, ``--exec-time measured``); such a run is the reference engine's, in one loop.
     """
     spec = registry.get(policy)
     cfg = registry.make_config(policy, config)
@@ -131,6 +135,9 @@ def simulate(
     ws = cluster.workers
     w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
     fast_path = None
+    drawn = execution is not None and not execution.trivial
+    if drawn:
+        eng_cfg = _reference_for_execution(eng_cfg, execution, spec.cls)
     # "auto": the fast path where it covers the run; "fast": insist on it (a live engine runs the policies)
     if eng_cfg.path != "reference" and engine_factory is None:
         shape = Shape(ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k] for k in range(len(cluster.groups))],
@@ -154,6 +161,8 @@ def simulate(
     for name in ("instances", "priority"):
         if name in trace.columns:
             eng.columns[name] = trace[name].to_numpy()
+    if drawn:
+        eng.res.execution = execution.draws(models, runtime.lat, max_batch)
     per_group = None
     if fast_path is not None:
         from shepherd.core.engine import fast
@@ -187,6 +196,21 @@ def simulate(
         seed=seed, models=models, hardware=runtime.hardware, cluster=cluster, engine=eng,
         trace_stream=stream, extra={"policy_stats": stats} if stats else {},
     )
+
+
+def _reference_for_execution(eng_cfg: EngineConfig, execution: ExecutionModel, cls: Any) -> EngineConfig:
+    """Drawn execution times run on the reference engine, in one loop (the compiled kernels take a batch's
+    time from the profile; per-worker draws are one stream per worker id): ``--engine fast`` is refused,
+    ``auto`` says in one line that it runs the reference engine."""
+    execution.validate()
+    what = f"--exec-time {execution.mode}" + (f" (scale {execution.scale:g})" if execution.scale != 1.0 else "")
+    if eng_cfg.path == "fast":
+        raise UserError(f"--engine fast: the compiled engine takes batch times from the profile; {what} "
+                        "runs on the reference engine (--engine reference)")
+    if eng_cfg.path == "auto" and getattr(cls, "fast_path", None) is not None:
+        sys.stderr.write(f"note: {what} runs on the reference engine (the compiled one takes batch times "
+                         "from the profile)\n")
+    return dataclasses.replace(eng_cfg, path="reference", groups="together", jobs=1, executor="local")
 
 
 def _note_apart_unused(eng_cfg: EngineConfig, n_groups: int, fast_path: bool, overhead_mode: str) -> None:
