@@ -25,14 +25,18 @@ mean frontend hop (one number, nothing fitted per run).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.engine.result import SimulationResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from shepherd.core.engine.execution import ExecutionModel
 
 METRICS = ("slo_attainment", "goodput_rps", "p50_ms", "p90_ms", "p99_ms", "mean_batch", "utilization")
 
@@ -129,13 +133,56 @@ def capacity_rps(profiles: pl.DataFrame, model: str, workers: int, max_batch: in
     return workers * max(b / (lat[b] / 1e6) for b in range(1, max_batch + 1))
 
 
+def validation_trace(model: str, rps: float, duration_s: float, slo_ms: float, seed: int) -> pl.DataFrame:
+    """The validation trace: one Poisson stream of ``model`` from ``default_rng(seed)`` (calibration draws from
+    its own stream, :data:`shepherd.core.engine.live.calibrate.SALT`, so the two never coincide)."""
+    from shepherd.traces.synthetic import SyntheticSpec, generate
+
+    return generate(SyntheticSpec("poisson", rps, duration_s, (model,), slo_ms=slo_ms), np.random.default_rng(seed))
+
+
+def live_execution(live: SimulationResult, fallback: "ExecutionModel", scale: float = 1.0) -> "ExecutionModel":
+    """The live run's own batch durations as an execution model: per model × size, the measured durations of
+    its completed batches, split like calibration's samples by whether the worker was busy just before (gap to
+    its previous batch ≤ :data:`~shepherd.core.calibration.IDLE_GAP_US`). Sizes the live run never ran keep
+    ``fallback``'s (calibrated) samples. Simulating with it replays the live run's *execution* while the
+    policy decides afresh: the rest of the gap is scheduling (:func:`split`)."""
+    from shepherd.core.calibration import IDLE_GAP_US
+
+    b = live.recorder.batch_columns()
+    order = np.lexsort((b["start"], b["worker"]))
+    busy: dict[tuple[str, int], list[float]] = {}
+    idle: dict[tuple[str, int], list[float]] = {}
+    prev_w, prev_end = -1, 0
+    for i in order:
+        w, start, end = int(b["worker"][i]), int(b["start"][i]), int(b["end"][i])
+        gap = start - (prev_end if w == prev_w else 0)
+        prev_w, prev_end = w, end
+        if b["preempted"][i]:
+            continue
+        key = (live.models[int(b["model"][i])], int(b["size"][i]))
+        (idle if gap > IDLE_GAP_US else busy).setdefault(key, []).append((end - start) / 1000.0)
+    merged_busy = dict(fallback.samples_ms)
+    merged_idle = dict(fallback.idle_samples_ms or fallback.samples_ms)
+    for key in set(busy) | set(idle):
+        merged_busy[key] = tuple(busy.get(key) or idle[key])
+        merged_idle[key] = tuple(idle.get(key) or busy[key])
+    return dataclasses.replace(fallback, mode="measured", samples_ms=merged_busy, idle_samples_ms=merged_idle,
+                               scale=scale)
+
+
 def run_pair(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, *, workers: int = 1, max_batch: int = 8,
              seed: int = 0, overhead: str = "none", drain_s: float = 10.0,
-             kill_at: tuple[int, float] | None = None) -> dict[str, Any]:
+             kill_at: tuple[int, float] | None = None, execution: "ExecutionModel | None" = None,
+             decision: OverheadConfig | None = None, split: bool = False) -> dict[str, Any]:
     """One policy live and simulated on the same trace and profile (module docstring).
 
-    Returns ``live`` and ``sim`` results, their ``compare`` rows, the live run's ``residuals``; with
-    ``overhead="measured"`` also ``sim_measured`` (the simulation with :func:`measured_overhead`) and its rows.
+    Returns ``live`` and ``sim`` results, their ``compare`` rows, the live run's ``residuals``. The simulation
+    draws batch times from ``execution`` (calibration's samples; None: the profile's latency) and charges
+    ``decision`` per decision (calibration's delay; None: free). With ``split`` also ``sim_live_exec`` (the
+    simulation with the live run's own batch times, :func:`live_execution`) and the sensitivity of attainment
+    to the batch time (:func:`sensitivity`). ``overhead="measured"`` also simulates with the *validated* run's
+    own dispatch delay (``sim_measured``) — a diagnostic counterfactual, never the prediction.
     """
     from shepherd.core.engine import EngineConfig, simulate
     from shepherd.core.engine.live import run_live
@@ -143,12 +190,38 @@ def run_pair(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, *, worker
     live = run_live(trace, profiles, policy, workers=workers, seed=seed, max_batch=max_batch, drain_s=drain_s,
                     kill_at=kill_at)
     eng = EngineConfig(path="reference")
-    sim = simulate(trace, profiles, policy, gpus=workers, seed=seed, max_batch=max_batch,
-                   overhead=OverheadConfig(mode="none"), engine=eng)
+    ovh = decision if decision is not None else OverheadConfig(mode="none")
+
+    def sim_with(execution_model: Any, cost: OverheadConfig = ovh) -> SimulationResult:
+        return simulate(trace, profiles, policy, gpus=workers, seed=seed, max_batch=max_batch, overhead=cost,
+                        engine=eng, execution=execution_model)
+
+    sim = sim_with(execution)
     lm = metrics(live)
     out: dict[str, Any] = {"live": live, "sim": sim, "rows": compare(lm, metrics(sim)), "residuals": residuals(live)}
+    if split:
+        from shepherd.core.engine.execution import ExecutionModel
+
+        base = execution if execution is not None else ExecutionModel("mean", seed=seed)
+        replayed = sim_with(live_execution(live, base))
+        out["sim_live_exec"], out["rows_live_exec"] = replayed, compare(lm, metrics(replayed))
+        out["sensitivity"] = sensitivity(lambda scale: metrics(sim_with(dataclasses.replace(base, scale=scale))))
     if overhead == "measured":
-        ovh = measured_overhead(out["residuals"])
-        sm = simulate(trace, profiles, policy, gpus=workers, seed=seed, max_batch=max_batch, overhead=ovh, engine=eng)
-        out["sim_measured"], out["rows_measured"], out["overhead"] = sm, compare(lm, metrics(sm)), ovh
+        sm = sim_with(execution, measured_overhead(out["residuals"]))
+        out["sim_measured"], out["rows_measured"] = sm, compare(lm, metrics(sm))
     return out
+
+
+SENSITIVITY_STEP = 0.02  #: batch times scaled by 1 ± this for the sensitivity's central difference
+
+
+def sensitivity(run: Any) -> dict[str, float]:
+    """Change of attainment (points) and p99 (%) per 1 % longer batches: a central difference over batch times
+    scaled by 1 ± :data:`SENSITIVITY_STEP` (``run(scale)`` → metrics). It says how much a small error in the
+    execution model moves the result — beside each validation claim, so an error is read against it."""
+    hi, lo = run(1 + SENSITIVITY_STEP), run(1 - SENSITIVITY_STEP)
+    steps = 2 * SENSITIVITY_STEP * 100
+    p99 = (hi["p99_ms"] - lo["p99_ms"]) / steps / ((hi["p99_ms"] + lo["p99_ms"]) / 2) * 100 \
+        if hi["p99_ms"] + lo["p99_ms"] > 0 else math.nan
+    return {"attainment_pts_per_pct": (hi["slo_attainment"] - lo["slo_attainment"]) * 100 / steps,
+            "p99_pct_per_pct": p99}
