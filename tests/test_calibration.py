@@ -1,0 +1,137 @@
+"""Calibration under serving conditions (issue 40): the summary of a calibration run, the execution model and
+decision delay the simulator takes from it, drift, the CLI — and that calibration never reads a validated
+run's trace. Mechanics only: no timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from shepherd.core import calibration as cal
+from tests.conftest import assert_user_error
+
+
+def _raw(seed: int = 0) -> dict:
+    """A calibration run as :func:`run_calibration` returns it: sizes 1..3, 4 batches each, half after idle."""
+    size = np.array([1, 2, 3] * 4, np.int32)
+    after_idle = np.array([False] * 6 + [True] * 6)
+    exec_us = np.array([10_000, 8_000, 12_000, 11_000, 9_000, 13_000, 9_500, 7_500, 11_500, 9_800, 7_700, 11_900])
+    return {"size": size, "after_idle": after_idle, "gap_us": np.where(after_idle, 15_000, 900),
+            "exec_us": exec_us, "cpu_us": exec_us - 100, "dispatch_us": np.full(12, 300), "report_us": np.full(12, 200),
+            "hop_us": np.array([100, 300]), "trace_rate_rps": 100.0, "trace_s": 3.0, "trace_requests": 2,
+            "worker_core": 1, "engine_core": 0, "shared_cores": False, "warm_estimate_ms": [10.0, 8.0, 12.0]}
+
+
+def test_summary_keeps_every_size_its_mean_spread_and_samples_by_condition():
+    frame, meta = cal.summarize("M", _raw(), layers=10, seed=5)
+    one = frame.filter(pl.col("batch") == 1).row(0, named=True)
+    assert one["latency_ms"] == pytest.approx(np.mean([10.0, 11.0, 9.5, 9.8]))
+    assert one["samples_ms"] == [10.0, 11.0] and one["idle_samples_ms"] == [9.5, 9.8]
+    assert one["median_ms"] == pytest.approx(np.median([10.0, 11.0, 9.5, 9.8]))
+    assert one["cv"] == pytest.approx(np.std([10.0, 11.0, 9.5, 9.8], ddof=1) / one["latency_ms"])
+    assert frame["batch"].to_list() == [1, 2, 3]  # every size measured, none interpolated
+    assert frame["exit_points"].unique().to_list() == [9]  # 10 layers: 9 boundaries a live worker stops at
+    assert meta["non_monotone"] == [2]  # ℓ(2) < ℓ(1) is reported
+    assert meta["decision_delay_ms"]["mean"] == pytest.approx(0.5)  # dispatch + report, back-to-back batches
+    assert meta["hop_ms"]["mean"] == pytest.approx(0.2)
+    raw = _raw()
+    assert meta["core_wait_share"] == pytest.approx(1 - raw["cpu_us"].sum() / raw["exec_us"].sum())
+    assert meta["seed"] == 5 and "never a validated run's" in meta["trace"]["note"]
+
+
+def test_execution_model_and_decision_delay_come_from_the_calibration():
+    frame, meta = cal.summarize("M", _raw(), layers=4, seed=0)
+    model = cal.execution_model(frame, "measured", seed=3)
+    assert model.mode == "measured" and model.seed == 3
+    assert model.samples_ms[("M", 2)] == (8.0, 9.0) and model.idle_samples_ms[("M", 2)] == (7.5, 7.7)
+    ovh = cal.decision_overhead(meta)
+    assert ovh.mode == "model" and ovh.base_us == pytest.approx(500.0) and math.isinf(ovh.max_lag_us)
+    plain = frame.drop("samples_ms", "idle_samples_ms")
+    with pytest.raises(Exception, match="calibrated profile"):
+        cal.execution_model(plain, "measured")
+
+
+def test_drift_is_the_relative_change_of_each_size():
+    a, meta_a = cal.summarize("M", _raw(), layers=4, seed=0)
+    raw = _raw()
+    raw["exec_us"] = raw["exec_us"] * 1.1
+    b, meta_b = cal.summarize("M", raw, layers=4, seed=1)
+    d = cal.drift(a, b, meta_a, meta_b)
+    assert d["mean_change_pct"].to_list() == pytest.approx([10.0] * 3)
+    assert d["decision_delay_change_ms"].to_list() == pytest.approx([0.0] * 3)
+
+
+def test_non_monotone_lists_every_falling_size():
+    assert cal.non_monotone([0, 12, 9, 10, 8, 11]) == [2, 4]
+    assert cal.non_monotone([0, 1, 2, 3]) == []
+
+
+def test_validation_calibrates_apart_from_every_validated_trace(tmp_path, monkeypatch):
+    """Validate.prepare calibrates each model with the calibration seeds only, before any cell; every cell of a
+    model carries the same calibration whatever its seed; and the validated traces are drawn from
+    ``default_rng(seed)``, a stream the calibration (``[seed, SALT]``) never draws from."""
+    pytest.importorskip("seaborn")
+    import shepherd.experiments.validate as v
+    from shepherd.core.engine.live.calibrate import SALT
+    from shepherd.experiments.base import Scale
+
+    calls = []
+
+    def fake(model, max_batch, repeats, seed, rate_rps=None, progress=None):
+        calls.append((model, seed))
+        return cal.summarize(model, _raw(), layers=4, seed=seed)
+
+    monkeypatch.setattr(cal, "calibrate", fake)
+    monkeypatch.setattr("shepherd.core.measure.need_torch", lambda: None)
+    monkeypatch.setattr(v, "MAX_BATCH", 3)
+    exp = v.Validate()
+    exp.prepare(tmp_path, Scale(quick=True, seeds=2))
+    assert sorted(calls) == sorted((m, s) for m in v.MODELS for s in v.CALIBRATION_SEEDS)
+    cells = exp.cells(Scale(quick=True, seeds=2))
+    for model in v.MODELS:
+        mine = [c.params for c in cells if c.params["model"] == model]
+        assert len({p["calibration"] for p in mine}) == 1
+        assert json.loads(mine[0]["calibration"])["meta"]["seed"] == v.CALIBRATION_SEEDS[0]
+        assert {p["seed"] for p in mine} == {0, 1}
+    assert not set(v.CALIBRATION_SEEDS) & {c.params["seed"] for c in cells}
+    for s in {c.params["seed"] for c in cells}:
+        for cs in v.CALIBRATION_SEEDS:
+            ours = np.random.default_rng(s).random(8)
+            theirs = np.random.default_rng([cs, SALT]).random(8)
+            assert not np.allclose(ours, theirs)
+    assert len(calls) == 2 * len(v.MODELS)  # cells made no calibration of their own
+
+
+def test_calibrate_cli_writes_a_calibrated_profile(cli, tmp_path):
+    pytest.importorskip("torch")
+    from shepherd.core.artifacts import read_artifact
+
+    out = tmp_path / "cal.parquet"
+    res = cli("calibrate", "--model", "TinyCNN", "--max-batch", "3", "--repeats", "2", "--seed", "1", "-o", out)
+    assert res.code == 0, res.err
+    art = read_artifact(out, "profiles")
+    assert art.frame["batch"].to_list() == [1, 2, 3]
+    assert (art.frame["samples_ms"].list.len() + art.frame["idle_samples_ms"].list.len()).to_list() == [2, 2, 2]
+    meta = art.extra["calibration"]
+    assert meta["seed"] == 1 and meta["batches"] == 6 and meta["decision_delay_ms"]["mean"] >= 0
+    again = tmp_path / "cal2.parquet"
+    res = cli("calibrate", "--model", "TinyCNN", "--max-batch", "3", "--repeats", "2", "--seed", "2",
+              "--against", out, "-o", again)
+    assert res.code == 0 and "drift from cal.parquet" in res.out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--repeats", "1"), "--repeats"),
+    (("--rate", "-3"), "--rate"),
+    (("--model", "NoSuchNet"), "NoSuchNet"),
+])
+def test_calibrate_bad_input_is_one_line(cli, tmp_path, args, needle):
+    pytest.importorskip("torch")
+    out = tmp_path / "cal.parquet"
+    res = cli("calibrate", "--max-batch", "2", *args, "-o", out)
+    assert_user_error(res, needle)
+    assert not out.exists()
