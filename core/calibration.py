@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.core.errors import UserError
+from shepherd.core.profiles import non_monotone
 
 HARDWARE = "cpu-1t"  #: the live worker: one core, one PyTorch thread
 SOURCE = "calibrated:live-harness"
@@ -42,11 +43,6 @@ SOURCE = "calibrated:live-harness"
 #: the after-idle sample (µs): longer than a back-to-back turnaround (report + dispatch, ≈ 0.5–1 ms on a quiet
 #: machine) by a margin, and shorter than the calibration's idle gaps (≥ 0.5·ℓ(b))
 IDLE_GAP_US = 2_000
-
-
-def non_monotone(lat: list[int] | np.ndarray) -> list[int]:
-    """Batch sizes b ≥ 2 whose latency is below ℓ(b − 1) (a profile a table search must not bisect)."""
-    return [b for b in range(2, len(lat)) if lat[b] < lat[b - 1]]
 
 
 def _q(xs: np.ndarray, q: float) -> float:

@@ -97,7 +97,7 @@ def _exit_points(profiles: pl.DataFrame, models: list[str]) -> list[int]:
 def whole_model_runtime(inputs: Inputs) -> Runtime:
     """Cluster (``cluster``, else the ``plan`` frame, else ``gpus`` workers) and dense latency tables
     ``lat[hardware][model][b]`` from α/β profiles (``core.profiles.latency_table_us``)."""
-    from shepherd.core.profiles import latency_table_us
+    from shepherd.core.profiles import latency_table_us, warn_non_monotone
 
     profiles = inputs.get("profiles")
     models = inputs.models
@@ -116,6 +116,7 @@ def whole_model_runtime(inputs: Inputs) -> Runtime:
         for m, row in zip(models, per_hw):
             if any(x <= 0 for x in row[1:]):
                 raise UserError(f"profile of '{m}' on {h} has non-positive latencies")
+            warn_non_monotone(m, h, row)
     return Runtime(cluster, hw_names, lat, _exit_points(profiles, models))
 
 
