@@ -18,9 +18,10 @@ is where events come from:
 The loop waits on the sender's and workers' pipes and on the worker
 processes' sentinels, never longer than until the next timer. The run ends
 when the trace has been sent, no batch is running or booked and no timer is
-pending — or ``drain_s`` after the last arrival, or when a worker dies (the
-run then ends with what it has, the dead worker named in
-:attr:`LiveEngine.failures`). Decisions are the policy's own; the scheduler's
+pending — or ``drain_s`` after the last arrival, or when a worker (or the
+sender) dies or fails (the run then ends with what it has, the dead process
+named in :attr:`LiveEngine.failures`; :func:`~shepherd.core.engine.live.run_live`
+refuses such a run rather than let it be read as the simulator's error). Decisions are the policy's own; the scheduler's
 overhead is real, hence the overhead model is off (``mode="none"``).
 """
 
@@ -66,7 +67,7 @@ class LiveEngine(Engine):
         self.allocs = _Unsupported("multi-worker allocations")
         self.paths = _Unsupported("batches on reserved paths")
         self.drain_us = int(drain_s * 1e6)
-        self.failures: list[str] = []  #: one line per worker that died
+        self.failures: list[str] = []  #: one line per worker (or the sender) that died or failed, with when
         #: per handler call: (kind 0 arrivals / 1 completion / 2 timer, perf_counter ns spent in the policy)
         self.timings: list[tuple[int, int]] = []
         self.ended_by = ""
@@ -150,7 +151,7 @@ class LiveEngine(Engine):
             events = pool.poll(timeout)
             for kind, who, msg in events:
                 if kind == "dead":
-                    self.failures.append(msg)
+                    self.failures.append(f"{msg} {max(pool.now(), 0) / 1e6:.2f} s into the run")
                 elif kind == "arrivals":
                     if msg is None:
                         sent_all = True
