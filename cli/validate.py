@@ -77,7 +77,7 @@ def validate(
     if duration_s <= 0 or slo_ms <= 0 or (rate is not None and rate <= 0) or not 0 < utilization <= 10:
         raise UserError("--duration-s, --slo-ms, --rate and --utilization must be positive")
     _need_torch()
-    check_output_dir(out)
+    check_output_dir(out, replaceable=_replaceable)
     prof = read_artifact(profiles, "profiles").frame if profiles is not None else _measure(model, max_batch)
     if model not in prof["model"].to_list():
         raise UserError(f"the profiles have no model '{model}' (they have: {', '.join(sorted(set(prof['model'])))})")
@@ -89,7 +89,7 @@ def validate(
                         "--utilization or --duration-s")
     config = dict(model=model, rate=rps, slo_ms=slo_ms, duration_s=duration_s, workers=workers, max_batch=max_batch)
     results, cdf = [], {}
-    with artifact_dir(out) as tmp:
+    with artifact_dir(out, replaceable=_replaceable) as tmp:
         _write_inputs(tmp, prof, trace, profiles, config, seed)
         for p in pols:
             pair = val.run_pair(trace, prof, p, workers=workers, max_batch=max_batch, seed=seed, overhead=overhead)
@@ -142,6 +142,23 @@ def _measured(pair: dict, metric: str) -> dict:
         return {}
     row = next(r for r in pair["rows_measured"] if r["metric"] == metric)
     return {"sim_measured": row["sim"], "err_pct_measured": _pct(row["rel_err"])}
+
+
+#: what a validate run writes at the top of its folder (a new run replaces them; anything else is refused)
+OUTPUTS = ("comparison.parquet", "latency_cdf.png", "profiles.parquet", "trace.parquet")
+ENGINE_DIRS = ("live", "sim", "sim_measured")
+
+
+def _replaceable(entry: Path) -> bool:
+    """An entry of an earlier validate run's folder (OUTPUTS, residuals-*.json, the engines' table folders)."""
+    from shepherd.core.outputs import is_replaceable_output
+
+    if entry.is_symlink():
+        return False
+    if entry.is_dir():
+        return entry.name in ENGINE_DIRS
+    return (entry.name in OUTPUTS or (entry.name.startswith("residuals-") and entry.suffix == ".json")
+            or is_replaceable_output(entry))
 
 
 def _need_torch() -> None:

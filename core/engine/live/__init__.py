@@ -85,8 +85,10 @@ def check_live_run(trace: pl.DataFrame, policy: str, workers: int) -> None:
         raise UserError("a live run needs at least one request; the trace has none")
 
 
-def core_wait_warning(share: float, limit: float = CORE_WAIT_LIMIT) -> str | None:
-    """One line when the workers waited for their cores more than ``limit`` of their batch time, else None."""
+def core_wait_warning(share: float, limit: float | None = None) -> str | None:
+    """One line when the workers waited for their cores more than ``limit`` (default :data:`CORE_WAIT_LIMIT`)
+    of their batch time, else None."""
+    limit = CORE_WAIT_LIMIT if limit is None else limit
     if not share > limit:  # NaN (no batch ran) is no warning
         return None
     return (f"the live workers waited for their cores {share:.1%} of their batch time (more than {limit:.0%}): "

@@ -11,8 +11,8 @@ Failures are the user's to read, in one line: a child that cannot start
 raises :class:`~shepherd.core.errors.UserError` naming the worker and why (its
 own one-line reason, or how it died); one that dies mid-run is a ``"dead"``
 event of :meth:`Pool.poll` (the engine ends the run, :func:`~shepherd.core.engine.live.run_live`
-refuses it). Children are started with SIGINT blocked (:func:`sigint_blocked`) and ignore it
-themselves, so Ctrl-C reaches the engine alone, which stops them; they die with this process
+refuses it). Children are started with SIGINT ignored (:func:`sigint_ignored`) and keep ignoring it,
+so Ctrl-C reaches the engine alone, which stops them; they die with this process
 (:func:`.worker.child_init`).
 """
 
@@ -38,18 +38,20 @@ LEAD_NS = 200_000_000  #: the run's origin is this far after the last worker is 
 
 
 @contextmanager
-def sigint_blocked() -> Iterator[None]:
-    """Block SIGINT in this thread while children are started: they inherit the mask, so a Ctrl-C during
-    their start-up cannot interrupt them (a traceback each) before they ignore it; here it is delivered
-    when the block ends (nothing is lost)."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+def sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT in this process while a child is spawned: the child inherits the ignored disposition
+    (Python leaves an ignored SIGINT alone at start-up), so a Ctrl-C — which a terminal sends to every
+    process of the foreground group — cannot interrupt its start-up with a traceback before
+    :func:`.worker.child_init` runs. The window is the spawn alone (milliseconds): a Ctrl-C inside it is
+    lost, the next one is not. Outside the main thread (where signal handlers cannot be set) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        signal.signal(signal.SIGINT, old)
 
 
 def how_it_ended(exitcode: int | None) -> str:
@@ -102,23 +104,24 @@ class Pool:
     def start(self) -> None:
         """Start the workers and wait until each has built and warmed its models (one-line errors otherwise)."""
         me = os.getpid()
-        with sigint_blocked():
-            for i, core in enumerate(self.worker_cores):
-                parent, child = self.ctx.Pipe(duplex=True)
-                cancel = self.ctx.Value("q", -1, lock=False)
-                p = self.ctx.Process(target=worker_main, args=(i, core, self.models, self.max_batch, child, cancel, me),
-                                     daemon=True, name=f"shepherd-live-worker-{i}")
-                self.conns.append(parent)
-                self.procs.append(p)
-                self.cancels.append(cancel)
-                p.start()
-                child.close()
+        for i, core in enumerate(self.worker_cores):
             parent, child = self.ctx.Pipe(duplex=True)
-            self.sender_conn = parent
-            self.sender = self.ctx.Process(target=sender_main, args=(child, self.engine_core, me), daemon=True,
-                                           name="shepherd-live-sender")
-            self.sender.start()
+            cancel = self.ctx.Value("q", -1, lock=False)
+            p = self.ctx.Process(target=worker_main, args=(i, core, self.models, self.max_batch, child, cancel, me),
+                                 daemon=True, name=f"shepherd-live-worker-{i}")
+            self.conns.append(parent)
+            self.procs.append(p)
+            self.cancels.append(cancel)
+            with sigint_ignored():
+                p.start()
             child.close()
+        parent, child = self.ctx.Pipe(duplex=True)
+        self.sender_conn = parent
+        self.sender = self.ctx.Process(target=sender_main, args=(child, self.engine_core, me), daemon=True,
+                                       name="shepherd-live-sender")
+        with sigint_ignored():
+            self.sender.start()
+        child.close()
         self._await_ready()
 
     def _await_ready(self) -> None:

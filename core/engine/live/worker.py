@@ -51,14 +51,12 @@ def pin(core: int | None) -> None:
 def child_init(parent_pid: int, name: str, core: int | None) -> None:
     """First thing in every live child process: die with the parent, ignore Ctrl-C, a visible name, the core.
 
-    The parent starts children with SIGINT blocked (:func:`.pool.sigint_blocked`), so a Ctrl-C during the
-    child's start-up waits; ignoring it here discards it, and unblocking lets nothing else through. The
-    process name (``ps -o comm``, ``/proc/PID/comm``, Linux) says which child is which.
+    The parent spawns children with SIGINT ignored (:func:`.pool.sigint_ignored`), which covers the start-up
+    before this runs; this keeps it so wherever the child was started from. The process name (``ps -o comm``,
+    ``/proc/PID/comm``, Linux) says which child is which.
     """
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         try:
             import ctypes
