@@ -161,11 +161,9 @@ def test_missing_torch_is_one_line_naming_validate(cli, tmp_path, monkeypatch, n
 
 @needs_torch
 def test_a_worker_that_cannot_start_says_why_in_one_line(cli, tmp_path):
-    with pytest.raises(UserError, match=r"live worker 0 could not start: .*'NoSuchNet'"):
-        live.run_live(tiny_trace(5, 1000, "NoSuchNet"), tiny_profile("NoSuchNet"), "flex")
     r = cli("validate", "--policy", "flex", "--model", "NoSuchNet", "--profiles", profile_file(tmp_path, "NoSuchNet"),
             "--rate", "50", "--duration-s", "1", "-o", tmp_path / "v")
-    assert_user_error(r, "live worker 0 could not start", "NoSuchNet")
+    assert_user_error(r, "live worker 0 could not start", "'NoSuchNet'")  # the worker's own reason
     assert "internal error" not in r.err and not (tmp_path / "v").exists()
 
 
@@ -207,6 +205,15 @@ def test_a_worker_killed_mid_run_fails_validate_and_writes_nothing(cli, tmp_path
     assert not (tmp_path / "v").exists()  # no comparison.parquet, no partial folder
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".v")
                 and p.name.endswith(".tmp")]
+
+
+@needs_torch
+def test_a_sender_lost_mid_run_fails_the_run():
+    trace = tiny_trace(300, 10_000)  # ~3 s of arrivals; the sender dies at 0.5 s
+    with pytest.raises(live.LiveRunFailed, match="the sender died") as failed:
+        live.run_live(trace, tiny_profile(), "clockwork", drain_s=2.0, kill_at=(-1, 0.5))
+    assert "SIGKILL" in str(failed.value) and "\n" not in str(failed.value)
+    assert failed.value.result.extra["live"]["ended_by"].startswith("worker failure")
 
 
 @needs_torch

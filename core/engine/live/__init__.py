@@ -104,7 +104,7 @@ def run_live(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, config: A
 
     The trace's model names are zoo names (:func:`shepherd.core.measure.zoo.build`, e.g.
     ``ResNet18@64``), the same names ``profile --measure`` writes. ``kill_at`` = (worker, seconds) kills
-    that worker at that time (the failure test). Raises :class:`LiveRunFailed` when a worker or the sender
+    that worker (the sender for a negative one) at that time (the failure tests). Raises :class:`LiveRunFailed` when a worker or the sender
     died or failed during the run.
     """
     check_live_run(trace, policy, workers)

@@ -204,15 +204,15 @@ class Pool:
             return
         try:
             self.conns[worker].send(("run", bid, self.models[model], size, self.t0_ns + start_us * 1000))
-        except (BrokenPipeError, OSError):
-            self.dead.add(worker)
+        except (BrokenPipeError, OSError):  # it died: its sentinel makes the next poll report it ("dead")
+            pass
 
     def cancel(self, worker: int, bid: int) -> None:
         self.cancels[worker].value = bid
 
     def kill(self, worker: int) -> None:
-        """Kill a worker (tests: a worker lost mid-run)."""
-        self.procs[worker].kill()
+        """Kill a worker, or the sender for ``worker`` < 0 (tests: a process lost mid-run)."""
+        (self.sender if worker < 0 else self.procs[worker]).kill()
 
     def poll(self, timeout: float) -> list[tuple[str, int, Any]]:
         """Messages ready within ``timeout`` s: ("arrivals", -1, ids or None), ("done", worker, msg),
