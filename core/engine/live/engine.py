@@ -19,7 +19,8 @@ The loop waits on the sender's and workers' pipes and on the worker
 processes' sentinels, never longer than until the next timer. The run ends
 when the trace has been sent, no batch is running or booked and no timer is
 pending — or ``drain_s`` after the last arrival, or when a worker (or the
-sender) dies or fails (the run then ends with what it has, the dead process
+sender) dies or fails, or a worker still runs a long-overdue batch at the drain
+limit (stopped or stuck: :meth:`LiveEngine._hung`) (the run then ends with what it has, the process
 named in :attr:`LiveEngine.failures`; :func:`~shepherd.core.engine.live.run_live`
 refuses such a run rather than let it be read as the simulator's error). Decisions are the policy's own; the scheduler's
 overhead is real, hence the overhead model is off (``mode="none"``).
@@ -117,6 +118,20 @@ class LiveEngine(Engine):
         res = self.res
         return any(b >= 0 for b in res.w_batch) or any(res.w_next)
 
+    def _hung(self, now: int) -> list[str]:
+        """Workers whose running batch is long overdue at the drain limit — alive but stopped or stuck (a
+        worker that died is reported by its sentinel): more than 1 s, and 10× its predicted time, past its
+        planned start."""
+        res, out = self.res, []
+        for w, bid in enumerate(res.w_batch):
+            if bid < 0:
+                continue
+            late = now - res.w_start[w]
+            if late > max(1_000_000, 10 * (res.w_end[w] - res.w_start[w])):
+                out.append(f"worker {w} has not finished a batch it was sent {late / 1e6:.1f} s ago "
+                           "(stopped or stuck?)")
+        return out
+
     def _timer_pending(self) -> bool:
         return any(not e[4].cancelled for e in self.clock.heap)
 
@@ -145,6 +160,9 @@ class LiveEngine(Engine):
                 break
             if now > last + self.drain_us:
                 self.ended_by = f"drain limit ({self.drain_us / 1e6:g} s after the last arrival)"
+                self.failures.extend(self._hung(now))
+                if self.failures:
+                    self.ended_by = "worker failure: " + "; ".join(self.failures)
                 break
             nxt = clock.heap[0][0] if clock.heap else NEVER
             timeout = max(0.0, min((nxt - now) / 1e6, 0.05))
