@@ -92,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="shepherd", standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into a silent Exit(130) before the handler below sees it
+            sys.stderr.write("error: interrupted\n")
     except UserError as exc:
         if verbose:
             traceback.print_exc()

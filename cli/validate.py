@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from shepherd.core.bounds import MAX_LIVE_WORKERS, check_bound
 from shepherd.core.errors import UserError
 
 HELP = """Run one trace LIVE and SIMULATED with the same policy objects and report the simulator's error.
@@ -21,11 +22,21 @@ same trace uses the same measured profile (--profiles from `shepherd profile --m
 or measured here when omitted). PyTorch is the optional extra: pip install 'shepherd[torch]'.
 
 Reported per policy: SLO attainment, goodput, p50/p90/p99 latency, mean batch size, utilisation, live vs
-simulated with relative error (sim − live)/live; the residual's measured causes (dispatch overhead and
-frontend hop, execution CV per batch size, scheduler decision time); a per-request latency CDF figure.
+simulated with the error in percent, err_pct = 100 · (sim − live)/live; the residual's measured causes
+(dispatch overhead and frontend hop, execution CV per batch size, scheduler decision time, the share of
+batch time the worker waited for its core — a warning above 5 %); a per-request latency CDF figure.
 --overhead measured re-simulates with the measured dispatch overhead and reports the error before/after.
 Timings depend on the machine and its load: run on an otherwise idle machine where you can. Live
 tables are wall-clock measurements, so two runs are never byte-identical (the simulated ones are).
+
+The output folder also holds the inputs of the simulated half, profiles.parquet (the profile both halves
+used, measured here or copied from --profiles) and trace.parquet, so it can be re-run alone:
+shepherd simulate --trace DIR/trace.parquet --profiles DIR/profiles.parquet --policy P --gpus WORKERS
+--max-batch B --seed S --overhead none --engine reference.
+
+A live run that fails is an error, never a simulator error: a worker that cannot start or dies during the
+run (exit 2, nothing written), Ctrl-C (one line, every worker stopped). Policies that need pipelines or
+per-layer profiles (ppipe, reactive, accordion and its baselines) have no live form and are refused.
 
 Examples:
 
@@ -43,16 +54,16 @@ def validate(
     utilization: Annotated[float, typer.Option("--utilization", help="Offered load as a fraction of the profile's capacity, when --rate is not given.")] = 0.6,
     duration_s: Annotated[float, typer.Option("--duration-s", help="Trace length, s.")] = 30.0,
     slo_ms: Annotated[float, typer.Option("--slo-ms", help="Every request's SLO, ms.")] = 200.0,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes (one core each).")] = 1,
+    workers: Annotated[int, typer.Option("--workers", help=f"Worker processes (one core each; 1–{MAX_LIVE_WORKERS}).")] = 1,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=64, help="Largest batch.")] = 8,
     overhead: Annotated[str, typer.Option("--overhead", help="none | measured: also simulate with the live run's measured dispatch overhead.")] = "none",
     seed: Annotated[int, typer.Option("--seed", min=0, help="Trace seed.")] = 0,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder (live/ and sim/ tables, comparison, residuals, CDF figure).")] = Path("validate"),
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output folder (live/ and sim/ tables, comparison, residuals, CDF figure; profiles.parquet and trace.parquet, the simulated half's inputs).")] = Path("validate"),
 ) -> None:
     from shepherd.cli.common import frame_table, summary_table
-    from shepherd.core.artifacts import artifact_dir, check_output_dir, make_provenance, read_artifact
+    from shepherd.core.artifacts import artifact_dir, check_output_dir, read_artifact
     from shepherd.core import validation as val
-    import numpy as np
+    from shepherd.core.engine import live
     import polars as pl
 
     pols = [p for p in policy.split(",") if p]
@@ -60,27 +71,33 @@ def validate(
         raise UserError(f"--overhead must be none or measured, got '{overhead}'")
     if not pols:
         raise UserError("--policy names no policy")
-    from shepherd.core.policies import registry
+    check_bound("live_workers", workers, "--workers")
     for p in pols:
-        registry.get(p)
+        live.check_live_policy(p)
     if duration_s <= 0 or slo_ms <= 0 or (rate is not None and rate <= 0) or not 0 < utilization <= 10:
         raise UserError("--duration-s, --slo-ms, --rate and --utilization must be positive")
-    check_output_dir(out)
+    _need_torch()
+    check_output_dir(out, replaceable=_replaceable)
     prof = read_artifact(profiles, "profiles").frame if profiles is not None else _measure(model, max_batch)
     if model not in prof["model"].to_list():
         raise UserError(f"the profiles have no model '{model}' (they have: {', '.join(sorted(set(prof['model'])))})")
     cap = val.capacity_rps(prof, model, workers, max_batch)
     rps = rate if rate is not None else utilization * cap
     trace = make_trace(model, rps, duration_s, slo_ms, seed)
+    if trace.height == 0:
+        raise UserError(f"the trace has no requests ({rps:.3g} req/s × {duration_s:g} s): raise --rate, "
+                        "--utilization or --duration-s")
+    config = dict(model=model, rate=rps, slo_ms=slo_ms, duration_s=duration_s, workers=workers, max_batch=max_batch)
     results, cdf = [], {}
-    with artifact_dir(out) as tmp:
+    with artifact_dir(out, replaceable=_replaceable) as tmp:
+        _write_inputs(tmp, prof, trace, profiles, config, seed)
         for p in pols:
             pair = val.run_pair(trace, prof, p, workers=workers, max_batch=max_batch, seed=seed, overhead=overhead)
             for engine in ("live", "sim") + (("sim_measured",) if overhead == "measured" else ()):
-                _write_tables(pair[engine], tmp / engine / p, p, engine, dict(model=model, rate=rps, slo_ms=slo_ms,
-                              duration_s=duration_s, workers=workers, max_batch=max_batch), seed)
+                _write_tables(pair[engine], tmp / engine / p, p, engine, config, seed)
             for row in pair["rows"]:
-                results.append({"policy": p, **row, **_measured(pair, row["metric"])})
+                results.append({"policy": p, "metric": row["metric"], "live": row["live"], "sim": row["sim"],
+                                "err_pct": _pct(row["rel_err"]), **_measured(pair, row["metric"])})
             cdf[p] = (val.latencies_ms(pair["live"]), val.latencies_ms(pair["sim"]))
             (tmp / f"residuals-{p}.json").write_text(json.dumps(pair["residuals"], indent=1, default=float))
             frame_table(f"{p}: execution per batch size (live)", val.exec_frame(pair["residuals"]))
@@ -90,15 +107,18 @@ def validate(
                 "frontend hop mean / p99 (ms)": f"{r['hop_ms_mean']:.2f} / {r['hop_ms_p99']:.2f}",
                 "execution / profile (wall; CPU)": f"{r['exec_ratio']:.3f}; {r['exec_cpu_ratio']:.3f}",
                 "share of batch time waiting for the core": f"{r['core_wait_share']:.3f}",
-                "decision time mean / p99 (µs)": f"{r['decision_us_mean']:.0f} / {r['decision_us_p99']:.0f}",
-                "worker failures": "; ".join(r["failures"]) or "none"})
+                "decision time mean / p99 (µs)": f"{r['decision_us_mean']:.0f} / {r['decision_us_p99']:.0f}"})
+            warning = live.core_wait_warning(r["core_wait_share"])
+            if warning:
+                sys.stderr.write(f"warning: {p}: {warning}\n")
         table = pl.DataFrame(results)
+        table = table.with_columns(pl.col(c).cast(pl.Float64) for c in table.columns if c not in ("policy", "metric"))
         table.write_parquet(tmp / "comparison.parquet")
         from shepherd.experiments.validate import draw_cdf
 
         draw_cdf(cdf, tmp / "latency_cdf.png")
-    frame_table(f"live vs simulated ({rps:.1f} req/s, capacity {cap:.1f} req/s)", table.with_columns(
-        [pl.col(c).round(4) for c in table.columns if table[c].dtype == pl.Float64]))
+    frame_table(f"live vs simulated ({rps:.1f} req/s, capacity {cap:.1f} req/s; err_pct = 100·(sim − live)/live)",
+                table.with_columns([pl.col(c).round(4) for c in table.columns if table[c].dtype == pl.Float64]))
     summary_table("validate", {"trace": f"Poisson {rps:.1f} req/s × {duration_s:g} s, {trace.height} requests",
                                "written": str(out)})
 
@@ -112,11 +132,55 @@ def make_trace(model: str, rps: float, duration_s: float, slo_ms: float, seed: i
     return generate(SyntheticSpec("poisson", rps, duration_s, (model,), slo_ms=slo_ms), np.random.default_rng(seed))
 
 
+def _pct(rel_err: float | None) -> float | None:
+    """A relative error (sim − live)/live as percent (None where live is 0: no relative error)."""
+    return None if rel_err is None else 100.0 * rel_err
+
+
 def _measured(pair: dict, metric: str) -> dict:
     if "rows_measured" not in pair:
         return {}
     row = next(r for r in pair["rows_measured"] if r["metric"] == metric)
-    return {"sim_measured": row["sim"], "rel_err_measured": row["rel_err"]}
+    return {"sim_measured": row["sim"], "err_pct_measured": _pct(row["rel_err"])}
+
+
+#: what a validate run writes at the top of its folder (a new run replaces them; anything else is refused)
+OUTPUTS = ("comparison.parquet", "latency_cdf.png", "profiles.parquet", "trace.parquet")
+ENGINE_DIRS = ("live", "sim", "sim_measured")
+
+
+def _replaceable(entry: Path) -> bool:
+    """An entry of an earlier validate run's folder (OUTPUTS, residuals-*.json, the engines' table folders)."""
+    from shepherd.core.outputs import is_replaceable_output
+
+    if entry.is_symlink():
+        return False
+    if entry.is_dir():
+        return entry.name in ENGINE_DIRS
+    return (entry.name in OUTPUTS or (entry.name.startswith("residuals-") and entry.suffix == ".json")
+            or is_replaceable_output(entry))
+
+
+def _need_torch() -> None:
+    """Missing PyTorch: one line naming this command (before anything is measured, started or written)."""
+    from shepherd.core.measure import INSTALL_HINT, need_torch
+
+    try:
+        need_torch()
+    except UserError:
+        hint = INSTALL_HINT.partition("needs PyTorch: ")[2] or INSTALL_HINT
+        raise UserError(f"shepherd validate runs the real models and needs PyTorch: {hint}") from None
+
+
+def _write_inputs(folder: Path, prof, trace, profiles: Path | None, config: dict, seed: int) -> None:
+    """The simulated half's inputs beside its tables: profiles.parquet and trace.parquet (HELP says how to
+    re-run it)."""
+    from shepherd.core.artifacts import make_provenance, write_artifact
+
+    source = {"profiles_from": "--profiles" if profiles is not None else "measured by validate"}
+    write_artifact(prof, folder / "profiles.parquet", "profiles",
+                   make_provenance(dict(validate=config, **source), None, [profiles] if profiles else []))
+    write_artifact(trace, folder / "trace.parquet", "trace", make_provenance(dict(validate=config), seed, []))
 
 
 def _measure(model: str, max_batch: int):

@@ -22,6 +22,10 @@ MAX_FRONTENDS = 10_000
 #: cells of one sweep or capacity grid (policies × axis values): each cell is a simulation, and the grid is
 #: expanded, listed and cached cell by cell — a 10,000 × 10,000 grid would take gigabytes to list at all
 MAX_GRID_CELLS = 100_000
+#: worker processes of one live run (``shepherd validate --workers``): each is a real process holding its own
+#: PyTorch and models (≈ 0.2–0.5 GB) pinned to one core, so the cap is a large machine's core count, not a
+#: cluster's GPU count — without it, 10⁶ workers meant starting processes until memory ran out
+MAX_LIVE_WORKERS = 256
 #: MPS level of a PPipe plan (zero-based: a 1/(mps+1) share of a GPU; the artifact uses 0–3)
 MAX_MPS_LEVEL = 15
 
@@ -30,6 +34,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "max_batch": (1, MAX_BATCH),
     "measure_batch": (1, MAX_MEASURE_BATCH),
     "gpus": (1, MAX_WORKERS),
+    "live_workers": (1, MAX_LIVE_WORKERS),
     "frontends": (1, MAX_FRONTENDS),
     "mps": (0, MAX_MPS_LEVEL),
     "grid_cells": (1, MAX_GRID_CELLS),

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from shepherd.core import profiles as prof  # noqa: E402
 from shepherd.core.engine import simulate  # noqa: E402
-from shepherd.core.engine.live import decisions_frame, run_live  # noqa: E402
+from shepherd.core.engine.live import LiveRunFailed, decisions_frame, run_live  # noqa: E402
 from shepherd.core.engine.live.replay import replay  # noqa: E402
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED  # noqa: E402
 from shepherd.core.policies import registry  # noqa: E402
@@ -73,7 +73,10 @@ def test_live_decisions_replay_in_the_simulator(live_run):
 
 def test_a_killed_worker_is_reported_and_the_run_ends():
     trace = tiny_trace(400, 10_000)  # ~4 s of arrivals; the worker dies at 0.5 s
-    res = run_live(trace, tiny_profile(), "flex", workers=1, max_batch=8, drain_s=2.0, kill_at=(0, 0.5))
+    with pytest.raises(LiveRunFailed, match="worker 0 died") as failed:
+        run_live(trace, tiny_profile(), "flex", workers=1, max_batch=8, drain_s=2.0, kill_at=(0, 0.5))
+    assert "SIGKILL" in str(failed.value) and "\n" not in str(failed.value)
+    res = failed.value.result  # the partial run, for inspection only
     live = res.extra["live"]
     assert live["failures"] and "worker 0 died" in live["failures"][0]
     assert live["ended_by"].startswith("worker failure")

@@ -18,9 +18,11 @@ is where events come from:
 The loop waits on the sender's and workers' pipes and on the worker
 processes' sentinels, never longer than until the next timer. The run ends
 when the trace has been sent, no batch is running or booked and no timer is
-pending — or ``drain_s`` after the last arrival, or when a worker dies (the
-run then ends with what it has, the dead worker named in
-:attr:`LiveEngine.failures`). Decisions are the policy's own; the scheduler's
+pending — or ``drain_s`` after the last arrival, or when a worker (or the
+sender) dies or fails, or a worker still runs a long-overdue batch at the drain
+limit (stopped or stuck: :meth:`LiveEngine._hung`) (the run then ends with what it has, the process
+named in :attr:`LiveEngine.failures`; :func:`~shepherd.core.engine.live.run_live`
+refuses such a run rather than let it be read as the simulator's error). Decisions are the policy's own; the scheduler's
 overhead is real, hence the overhead model is off (``mode="none"``).
 """
 
@@ -66,7 +68,7 @@ class LiveEngine(Engine):
         self.allocs = _Unsupported("multi-worker allocations")
         self.paths = _Unsupported("batches on reserved paths")
         self.drain_us = int(drain_s * 1e6)
-        self.failures: list[str] = []  #: one line per worker that died
+        self.failures: list[str] = []  #: one line per worker (or the sender) that died or failed, with when
         #: per handler call: (kind 0 arrivals / 1 completion / 2 timer, perf_counter ns spent in the policy)
         self.timings: list[tuple[int, int]] = []
         self.ended_by = ""
@@ -116,6 +118,20 @@ class LiveEngine(Engine):
         res = self.res
         return any(b >= 0 for b in res.w_batch) or any(res.w_next)
 
+    def _hung(self, now: int) -> list[str]:
+        """Workers whose running batch is long overdue at the drain limit — alive but stopped or stuck (a
+        worker that died is reported by its sentinel): more than 1 s, and 10× its predicted time, past its
+        planned start."""
+        res, out = self.res, []
+        for w, bid in enumerate(res.w_batch):
+            if bid < 0:
+                continue
+            late = now - res.w_start[w]
+            if late > max(1_000_000, 10 * (res.w_end[w] - res.w_start[w])):
+                out.append(f"worker {w} has not finished a batch it was sent {late / 1e6:.1f} s ago "
+                           "(stopped or stuck?)")
+        return out
+
     def _timer_pending(self) -> bool:
         return any(not e[4].cancelled for e in self.clock.heap)
 
@@ -144,13 +160,16 @@ class LiveEngine(Engine):
                 break
             if now > last + self.drain_us:
                 self.ended_by = f"drain limit ({self.drain_us / 1e6:g} s after the last arrival)"
+                self.failures.extend(self._hung(now))
+                if self.failures:
+                    self.ended_by = "worker failure: " + "; ".join(self.failures)
                 break
             nxt = clock.heap[0][0] if clock.heap else NEVER
             timeout = max(0.0, min((nxt - now) / 1e6, 0.05))
             events = pool.poll(timeout)
             for kind, who, msg in events:
                 if kind == "dead":
-                    self.failures.append(msg)
+                    self.failures.append(f"{msg} {max(pool.now(), 0) / 1e6:.2f} s into the run")
                 elif kind == "arrivals":
                     if msg is None:
                         sent_all = True
