@@ -179,6 +179,7 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
         max_batch=max_batch, hardware=hardware,
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
+    provenance["engine"] = result.engine_ran  # which engine ran and why (deterministic for a checkout and run)
     with artifact_dir(out) as tmp:  # the folder is replaced whole: never a mix of two runs
         written = [write_artifact(summary, tmp / "summary.parquet", "summary", provenance),
                    write_artifact(result.workers_frame(), tmp / "workers.parquet", "workers", provenance)]
@@ -202,5 +203,6 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         "mean queueing delay (ms)": row["mean_queue_ms"],
         "mean batch": row["mean_batch"],
         "preemptions (wasted ms)": f"{row['preemptions']:,} ({row['wasted_ms']:,.1f})",
+        "engine": f"{result.engine_ran['engine']}: {result.engine_ran['why']}",
         "written": ", ".join(p.name for p in written) + f" in {out}",
     })

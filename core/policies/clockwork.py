@@ -90,7 +90,7 @@ from typing import Any
 
 
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, Shape, modelled
+from shepherd.core.engine.fastpath import ENGINE, FastPath, Shape, modelled
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -163,7 +163,7 @@ class Clockwork(Policy):
         "chunked", "shepherd.core.engine.fast.clockwork",
         covers="urgency=deadline, admission=none, schedule_ahead_ms=0, slo_buffer_ms=0, one hardware type per "
                "serving group, overhead model|none",
-        covered=lambda cfg, shape: _fast_covered(cfg, shape))
+        covered=lambda cfg, shape: _fast_covered(cfg, shape), mirrors=ENGINE + ("shepherd.core.policies.queues",))
 
     def __init__(self, act: Actions, config: ClockworkConfig) -> None:
         super().__init__(act, config)

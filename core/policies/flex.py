@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, modelled
+from shepherd.core.engine.fastpath import ENGINE, FastPath, modelled
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
@@ -98,7 +98,10 @@ class Flex(Policy):
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.1, worker_exponent=1.0,
                                       arrival_us=0.2, arrival_per_worker_us=0.05)
     fast_path = FastPath("chunked", "shepherd.core.engine.fast.flex", covers="overhead model|none",
-                         covered=lambda cfg, shape: modelled(shape), params=_fast_params)
+                         covered=lambda cfg, shape: modelled(shape), params=_fast_params,
+                         mirrors=ENGINE + ("shepherd.core.policies.queues",),
+                         configs=({}, {"lam": 1.2, "exit_points": 4}, {"lam": 8.0, "exit_points": 1,
+                                                                         "exit_overhead": 0.05}))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: FlexConfig) -> Runtime:
