@@ -66,9 +66,8 @@ def _write_cell(cell: Cell, frame: pl.DataFrame, results_dir: Path, engines: Seq
         {"experiment": cell.experiment, "params": dict(cell.params), "key": cell.key()},
         seed=cell.params.get("seed"), argv=["shepherd", "cell", cell.experiment],
     )
-    if engines:
-        prov["engines"] = list(engines)
-    return write_artifact(frame, cell.path(results_dir), "cell", prov)
+    # outside the hashed content (the cell's run record): the tables are the same whichever engine ran
+    return write_artifact(frame, cell.path(results_dir), "cell", prov, run={"engines": list(engines)} if engines else None)
 
 
 def cell_problem(cell: Cell, results_dir: Path) -> str | None:

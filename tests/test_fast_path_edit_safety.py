@@ -134,7 +134,7 @@ def test_an_edit_to_resources_preempt_runs_the_reference(copy, tmp_path):
     assert outs["auto"].keys() == outs["reference"].keys() and len(outs["auto"]) >= 3
     for name, art in outs["auto"].items():
         assert art.frame.equals(outs["reference"][name].frame), name
-    ran = outs["auto"]["summary.parquet"].provenance["engine"]
+    ran = outs["auto"]["summary.parquet"].run["engine"]  # the run record: the tables are the same either way
     assert ran["engine"] == "reference" and ran["why"].startswith("core/engine/resources.py changed"), ran
     # the edit took effect: the unedited reference (this checkout) preempts at other times
     here = simulate(trace, load_builtin("shepherd-v100"), "flex", {"exit_points": 1}, gpus=2, engine=EngineConfig(path="reference"))

@@ -46,6 +46,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
+from shepherd.core.rules.flex import exit_delay, preempt_need
 
 INF = 1 << 62
 
@@ -213,20 +214,6 @@ class Flex(Policy):
 
     # ------------------------------------------------------------------ preemption
 
-    def _delay(self, k: int, now: int) -> int | None:
-        """Time from ``now`` to the running batch's next exit point; None after the last."""
-        start, end, model = self.act.running(self.workers[k])
-        if now <= start:
-            return 0
-        e = self.exits[model]
-        span = end - start
-        nxt = (now - start) * (e + 1) // span  # exit point k sits at start + k·span // (e+1)
-        while start + nxt * span // (e + 1) < now:
-            nxt += 1
-        if nxt > e:
-            return None
-        return start + nxt * span // (e + 1) - now
-
     def _check_preempt(self, now: int, m_arrived: int) -> None:
         full = self.thresh == 0
         rs = self.run_size
@@ -237,12 +224,13 @@ class Flex(Policy):
             if small == 0:  # an idle worker: nothing was feasible for it
                 self.thresh = 0
                 return
-            need = math.ceil(self.lam * small - 1e-9)
+            need = preempt_need(self.lam, small)
             if need > self.maxb:
                 self.thresh = INF
                 return
-            delay = self._delay(k, now)
-            if delay is None:  # past its last exit point: it finishes shortly
+            start, end, model = act.running(self.workers[k])
+            delay = exit_delay(start, end, self.exits[model], now)
+            if delay < 0:  # past its last exit point: it finishes shortly
                 self.thresh = need
                 return
             t_eff = max(now + delay, act.decision_time(now))
