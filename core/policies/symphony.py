@@ -171,7 +171,8 @@ class Symphony(Policy):
         params=lambda cls, cfg, runtime: (rules.RULES.index(cfg.rule),
                                           (rules.METER_SPAN_US, rules.METER_BUCKETS, rules.XRPS, rules.XSTD)),
         counters=("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead"),
-        mirrors=ENGINE + ("shepherd.core.policies.queues", "shepherd.core.policies.symphony_rules"),
+        mirrors=ENGINE + ("shepherd.core.policies.queues", "shepherd.core.policies.symphony_rules",
+                          "shepherd.core.rules.symphony"),
         configs=tuple({"rule": r} for r in rules.RULES) + ({"prune": "clipper", "rank": "all"},))
     #: an SLO below ℓ(1) is a UserError in :meth:`prepare` (tests/test_engine_properties.py checks it)
     rejects_infeasible_slo = True

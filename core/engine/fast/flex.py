@@ -9,6 +9,9 @@ preemption check against the smallest running batch, cascading, with the policy'
 (:func:`_check_preempt`, :func:`_preempt`: the batch stops at its next exit point, line 19's re-entry). The
 scheduler clock, admission control, queues and batch log are :mod:`.common`'s. A batch's requests get their
 rows when it starts (a preemption takes them back); per worker only the running batch's requests are kept.
+``preempt_need`` and ``exit_delay`` are the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled
+here; BATCHGEN's scan and the queues are mirrored: the policy's are Python lists with a head offset, which
+numba cannot take (:func:`.common.largest_feasible` reads one deadline per try where they bisect: same answer).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_
 ``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
 share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-Each helper names the part of ``Symphony`` or ``symphony_rules`` it mirrors (their docstrings give the rules
-and the reasons). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
+The target batch, the secant β and the meter's rates are the policy's own rules (:mod:`shepherd.core.rules.
+symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
+queues and records (the policy's are Python lists and objects, which numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
 the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
 control, the queues, the batch log. Per model and per worker the state is one structured array
 (:func:`model_dtype`, :data:`WORKER`): a namedtuple handed to an inlined helper costs a refcount per member.
