@@ -8,6 +8,7 @@
   path, its JIT cache load timed apart; one core),
   ``--requests`` requests; the trace comes from *this* script's
   ``engine_speed.make_trace`` for both checkouts, so both serve the same one;
+* ``flex-ref`` / ``clockwork-ref`` — the same overload regime on the reference engine (``--ref-requests``);
 * ``ppipe-engine`` / ``ppipe-direct`` — ``benchmarks/ppipe_dataplane_speed.py``'s
   workload (G1 on HC1-L, PPipe MILP plan, Poisson at load 1.0 for
   ``--seconds``, seed 0), stages as engine events / recorded at dispatch; one
@@ -47,7 +48,7 @@ if policy in ("flex", "clockwork"):  # engine_speed's timed region: the JIT cach
     sys.path.insert(0, sys.argv[4])
     from engine_speed import one
     r = one(policy, int(workers or 12), int(data), "served" if kind.endswith("-served") else "overload", 250.0,
-            0, 12, {"path": "fast"})
+            0, 12, {"path": "reference" if kind.endswith("-ref") else "fast"})
     print(json.dumps({"n": r["requests"], "wall": r["wall_s"], "cpu": r["cpu_s"]}))
     sys.exit(0)
 else:
@@ -90,8 +91,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--ref-requests", type=int, default=100_000, help="requests of the -ref kinds")
     ap.add_argument("--kinds", default="flex,flex-served,ppipe-engine,ppipe-direct",
-                    help="flex, clockwork (overload), flex-served, clockwork-served, ppipe-engine, ppipe-direct")
+                    help="flex, clockwork (overload), flex-served, clockwork-served, flex@400 (Herd groups of 12), "
+                         "flex-ref, clockwork-ref (the reference engine, --ref-requests), ppipe-engine, ppipe-direct")
     args = ap.parse_args()
     kinds = args.kinds.split(",")
     tmp = tempfile.mkdtemp(prefix="ab-speed-")
@@ -108,7 +111,8 @@ def main() -> None:
         for kind in kinds:
             order = [("old", args.old), ("new", args.new)]
             for side, parent in (order if r % 2 == 0 else order[::-1]):
-                data = tmp if kind.startswith("ppipe") else str(args.requests)
+                data = tmp if kind.startswith("ppipe") else str(args.ref_requests if kind.endswith("-ref")
+                                                                else args.requests)
                 res.setdefault((kind, side), []).append(measure(parent, kind, data))
         print(f"round {r + 1}/{args.rounds} done", flush=True)
     print(f"{'benchmark':14} {'side':4} {'requests':>9} {'wall s (med)':>12} {'CPU s (med)':>11} {'CPU s (min)':>11} "

@@ -31,6 +31,7 @@ from shepherd.cli import traces as traces_cmd
 from shepherd.cli import warmup as warmup_cmd
 from shepherd.cli import validate as validate_cmd
 from shepherd.cli import calibrate as calibrate_cmd
+from shepherd.cli import verify as verify_cmd
 from shepherd.core.errors import UserError, environment_error
 
 app = typer.Typer(
@@ -76,6 +77,7 @@ app.command("capacity")(capacity_cmd.capacity)
 app.add_typer(runs_cmd.app, name="runs")
 app.add_typer(data_cmd.app, name="data")
 app.command("warmup")(warmup_cmd.warmup)
+app.command("verify")(verify_cmd.verify)
 app.command("validate", help=validate_cmd.HELP)(validate_cmd.validate)  # heavy imports inside the command
 app.command("calibrate", help=calibrate_cmd.HELP)(calibrate_cmd.calibrate)
 

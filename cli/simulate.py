@@ -189,13 +189,15 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
         max_batch=max_batch, hardware=hardware, **({"exec_time": exec_time} if exec_time != "mean" else {}),
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
+    ran = {"engine": result.engine_ran}  # which engine ran and why: NAME.run.json (the tables are the same either way)
     with artifact_dir(out) as tmp:  # the folder is replaced whole: never a mix of two runs
-        written = [write_artifact(summary, tmp / "summary.parquet", "summary", provenance),
-                   write_artifact(result.workers_frame(), tmp / "workers.parquet", "workers", provenance)]
+        written = [write_artifact(summary, tmp / "summary.parquet", "summary", provenance, run=ran),
+                   write_artifact(result.workers_frame(), tmp / "workers.parquet", "workers", provenance, run=ran)]
         if record in ("batches", "requests"):
-            written.append(write_artifact(batches, tmp / "batches.parquet", "batches", provenance))
+            written.append(write_artifact(batches, tmp / "batches.parquet", "batches", provenance, run=ran))
         if record == "requests":
-            written.append(write_artifact(result.requests_frame(), tmp / "requests.parquet", "requests", provenance))
+            written.append(write_artifact(result.requests_frame(), tmp / "requests.parquet", "requests", provenance,
+                                          run=ran))
     dist = (batch_size_distribution(batches) if batches is not None else result.batch_size_distribution())
     dist = dist.sort("requests", descending=True).head(5)
     if dist.height:
@@ -212,5 +214,6 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         "mean queueing delay (ms)": row["mean_queue_ms"],
         "mean batch": row["mean_batch"],
         "preemptions (wasted ms)": f"{row['preemptions']:,} ({row['wasted_ms']:,.1f})",
+        "engine": f"{result.engine_ran['engine']}: {result.engine_ran['why']}",
         "written": ", ".join(p.name for p in written) + f" in {out}",
     })

@@ -482,13 +482,15 @@ def write_artifact(
     kind: str,
     provenance: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> Path:
     """Validate and atomically write ``df`` as a ``kind`` artifact at ``path``.
 
     ``extra`` is free-form JSON metadata for the kind (e.g. a plan's solver
     status, objective and gap). Wall-clock keys in it (:data:`WALL_CLOCK_KEYS`)
     go to the run record ``NAME.run.json`` instead, so the artifact's bytes
-    depend on its inputs only.
+    depend on its inputs only; so does ``run``: how the artifact was made that
+    does not change its content (e.g. which engine ran a simulation and why).
     """
     dest = Path(path)
     if dest.is_dir():
@@ -504,8 +506,8 @@ def write_artifact(
     table = table.replace_schema_metadata(meta)
     with atomic_path(dest) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        digest = sha256_file(tmp) if timing is not None else ""
-    _write_run_record(dest, digest, timing)
+        digest = sha256_file(tmp) if timing is not None or run else ""
+    _write_run_record(dest, digest, timing, _jsonable(dict(run or {})))
     return dest
 
 
@@ -515,13 +517,15 @@ def run_record_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.stem + RUN_RECORD_SUFFIX)
 
 
-def _write_run_record(dest: Path, digest: str, timing: Any) -> None:
+def _write_run_record(dest: Path, digest: str, timing: Any, run: dict | None = None) -> None:
     record_path = run_record_path(dest)
-    if timing is None:
+    if timing is None and not run:
         record_path.unlink(missing_ok=True)  # a record of an earlier write would describe another file
         return
-    record = {"artifact": dest.name, "artifact_sha256": digest, "timing": timing,
-              "command": list(sys.argv), "cwd": os.getcwd()}
+    record = {**(run or {}), "artifact": dest.name, "artifact_sha256": digest, "command": list(sys.argv),
+              "cwd": os.getcwd()}
+    if timing is not None:
+        record["timing"] = timing
     write_bytes_atomic(record_path, (json.dumps(_jsonable(record), sort_keys=True, indent=1) + "\n").encode())
 
 

@@ -18,11 +18,6 @@ def ms_to_us(value_ms: float) -> int:
     return int(round(float(value_ms) * US_PER_MS))
 
 
-def s_to_us(value_s: float) -> int:
-    """Seconds (float) → integer microseconds, rounded to nearest."""
-    return int(round(float(value_s) * US_PER_S))
-
-
 def ms_array_to_us(values_ms: np.ndarray) -> np.ndarray:
     """Vectorised :func:`ms_to_us` returning ``int64``."""
     return np.rint(np.asarray(values_ms, dtype=np.float64) * US_PER_MS).astype(np.int64)

@@ -34,15 +34,25 @@ def compute_cell(module: str, experiment: str, params: Mapping[str, Any]) -> pl.
     return registry.get(experiment).run_cell(dict(params))
 
 
+def compute_recorded(module: str, experiment: str, params: Mapping[str, Any]) -> tuple[pl.DataFrame, list]:
+    """:func:`compute_cell` and which engines its simulations took, and why (distinct, sorted: the cell's
+    provenance, :func:`shepherd.core.engine.fastpath.collect`)."""
+    from shepherd.core.engine import fastpath
+
+    with fastpath.collect() as ran:
+        frame = compute_cell(module, experiment, params)
+    return frame, fastpath.distinct(ran)
+
+
 def module_of(experiment: str) -> str:
     return type(registry.get(experiment)).__module__
 
 
-def compute_timed(module: str, experiment: str, params: Mapping[str, Any]) -> tuple[pl.DataFrame, float]:
-    """:func:`compute_cell` and its wall time in seconds (the time goes to the log, never into the cell)."""
+def compute_timed(module: str, experiment: str, params: Mapping[str, Any]) -> tuple[pl.DataFrame, float, list]:
+    """:func:`compute_recorded` and its wall time in seconds (the time goes to the log, never into the cell)."""
     start = time.perf_counter()
-    frame = compute_cell(module, experiment, params)
-    return frame, time.perf_counter() - start
+    frame, engines = compute_recorded(module, experiment, params)
+    return frame, time.perf_counter() - start, engines
 
 
 def check_executor(executor: str, address: str | None = None) -> None:
@@ -53,7 +63,7 @@ def check_executor(executor: str, address: str | None = None) -> None:
         check_reachable(address)
 
 
-Finish = Callable[[Cell, pl.DataFrame, float], None]
+Finish = Callable[[Cell, pl.DataFrame, float, list], None]
 Take = Callable[[Cell], bool]
 
 

@@ -59,12 +59,15 @@ register_schema(ArtifactSchema(
 ))
 
 
-def _write_cell(cell: Cell, frame: pl.DataFrame, results_dir: Path) -> Path:
+def _write_cell(cell: Cell, frame: pl.DataFrame, results_dir: Path, engines: Sequence[dict] = ()) -> Path:
+    """The cell's file; ``engines``: which engine each distinct simulation of the cell took and why
+    (:func:`~shepherd.experiments.executors.compute_recorded`), in its provenance."""
     prov = make_provenance(
         {"experiment": cell.experiment, "params": dict(cell.params), "key": cell.key()},
         seed=cell.params.get("seed"), argv=["shepherd", "cell", cell.experiment],
     )
-    return write_artifact(frame, cell.path(results_dir), "cell", prov)
+    # outside the hashed content (the cell's run record): the tables are the same whichever engine ran
+    return write_artifact(frame, cell.path(results_dir), "cell", prov, run={"engines": list(engines)} if engines else None)
 
 
 def cell_problem(cell: Cell, results_dir: Path) -> str | None:
@@ -202,8 +205,8 @@ def _execute(todo: Sequence[Cell], results_dir: Path, executor: str, jobs: int, 
     """Compute the cells of ``todo`` that no other run holds, each under its lock; return the others."""
     claims = _Claims(results_dir, stats, on_done)
 
-    def finish(cell: Cell, frame: pl.DataFrame, seconds: float) -> None:
-        _write_cell(cell, frame, results_dir)
+    def finish(cell: Cell, frame: pl.DataFrame, seconds: float, engines: list) -> None:
+        _write_cell(cell, frame, results_dir, engines)
         claims.release(cell)
         stats.ran += 1
         if on_done is not None:

@@ -27,7 +27,6 @@ GPU), with the epoch and the fraction of the stream's requests routed there
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -35,12 +34,6 @@ import polars as pl
 from shepherd.core import profiles as prof
 from shepherd.core.errors import UserError
 from shepherd.solvers.demand import sustainable_batch
-
-
-@dataclass(frozen=True)
-class NexusConfig:
-    epoch_s: float = 60.0
-    max_batch: int = prof.DEFAULT_MAX_BATCH
 
 
 def _duty_cycle(lat: np.ndarray, rate: float, slo_us: int) -> float:
@@ -105,13 +98,14 @@ def plan_epoch(streams: pl.DataFrame, tables: dict[str, np.ndarray]) -> list[dic
     return allocations
 
 
-def plan_nexus(trace: pl.DataFrame, profiles: pl.DataFrame, cfg: NexusConfig, hardware: str) -> tuple[pl.DataFrame, dict]:
+def plan_nexus(trace: pl.DataFrame, profiles: pl.DataFrame, epoch_s: float, hardware: str,
+               max_batch: int = prof.DEFAULT_MAX_BATCH) -> tuple[pl.DataFrame, dict]:
     """Plan rows for every epoch of the trace, plus summary metadata."""
-    if cfg.epoch_s <= 0:
-        raise UserError(f"--epoch-s must be positive, got {cfg.epoch_s:g}")
+    if epoch_s <= 0:
+        raise UserError(f"--epoch-s must be positive, got {epoch_s:g}")
     if trace.height == 0:
         raise UserError("trace has no requests")
-    epoch_us = int(cfg.epoch_s * 1e6)
+    epoch_us = int(epoch_s * 1e6)
     t0 = int(trace["arrival_us"].min())
     # Peak rate per stream and epoch: the busiest 1-second window inside the epoch (Shepherd §7).
     per_sec = (
@@ -122,7 +116,7 @@ def plan_nexus(trace: pl.DataFrame, profiles: pl.DataFrame, cfg: NexusConfig, ha
                                          pl.col("n").max().cast(pl.Float64).alias("peak_rps"))
         .sort("epoch", "stream")
     )
-    tables = {m: prof.latency_table_us(profiles, m, None, cfg.max_batch) for m in per_sec["model"].unique().to_list()}
+    tables = {m: prof.latency_table_us(profiles, m, None, max_batch) for m in per_sec["model"].unique().to_list()}
     rows: list[dict] = []
     group = 0
     worker_peak = 0

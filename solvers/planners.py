@@ -21,7 +21,7 @@ from shepherd.solvers.affinity import affinity_k, affinity_sets
 from shepherd.solvers.backend import SolveResult, SolverConfig
 from shepherd.solvers.demand import DEFAULT_MODEL_MB, model_streams
 from shepherd.solvers.herd import HerdConfig, HerdInstance, solve_herd, verify
-from shepherd.solvers.nexus import NexusConfig, plan_nexus
+from shepherd.solvers.nexus import plan_nexus
 from shepherd.solvers.offline_optimal import OfflineInstance, grid_step_us, solve_offline
 
 PLAN_SCHEMA = {"group": pl.Int32, "role": pl.String, "name": pl.String, "hardware": pl.String,
@@ -124,7 +124,7 @@ def plan_single_group(req: PlanRequest) -> PlanOutput:
 
 def plan_nexus_epochs(req: PlanRequest) -> PlanOutput:
     """Nexus per-stream provisioning for each epoch (Symphony §2.2 Eq. 1, Shepherd §7)."""
-    frame, meta = plan_nexus(req.trace, req.profiles, NexusConfig(req.epoch_s), req.hardware)
+    frame, meta = plan_nexus(req.trace, req.profiles, req.epoch_s, req.hardware)
     result = SolveResult("none", "optimal", float(meta["gpus_peak"]), None, None, 0.0)
     extra = result.metadata() | meta | {"planner": "nexus", "objective_name": "peak GPUs over epochs"}
     if meta["gpus_peak"] > req.gpus:

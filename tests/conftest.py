@@ -81,54 +81,44 @@ def assert_user_error(result: CliResult, *needles: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ agreement tests
-# A test marked ``agreement`` compares a policy's compiled fast path with the reference engine. It runs the
-# kernel whatever its verified source says (it is the verification), and notes which policies' fast paths
-# it ran; at the end of the session each policy whose fast path such tests ran, all of them passing, is
-# re-recorded as verified against its current source (core/engine/fastpath.py, "Edit safety").
+# A test marked ``agreement`` compares a policy's compiled fast path with the reference engine: within it the
+# kernel runs whatever its stamp says (``verify.comparing``: it is being compared). Only its comparisons
+# (``verify.compare``, through ``assert_same``) count as evidence; at the end of a session without ``-k``,
+# each policy whose agreement tests all passed and that holds evidence for its current source is stamped
+# (core/engine/verify.py). A test that merely ran a kernel, or a session under ``-k``, stamps nothing.
 
-_agreed: dict[str, bool] = {}  # policy → every agreement test that ran its fast path passed
+_failed: set[str] = set()  # nodeids of failed agreement tests
 
 
 @pytest.fixture(autouse=True)
-def _fast_path_verification(request, monkeypatch):
+def _fast_path_verification(request):
     if request.node.get_closest_marker("agreement") is None:
         yield
         return
-    from shepherd.core.engine import fastpath
+    from shepherd.core.engine import verify
 
-    ran: set[str] = set()
-
-    def trusted(name, cls):
-        ran.add(name)
-        return None
-
-    monkeypatch.setattr(fastpath, "stale", trusted)
-    request.node._fast_paths_ran = ran
-    yield
+    with verify.comparing():
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
-    if report.failed:  # the test, or its setup or teardown
-        for name in getattr(item, "_fast_paths_ran", ()):
-            _agreed[name] = False
-
-
-def pytest_runtest_teardown(item, nextitem):
-    for name in getattr(item, "_fast_paths_ran", ()):
-        _agreed.setdefault(name, True)
+    if report.failed and item.get_closest_marker("agreement") is not None:  # the test, its setup or teardown
+        _failed.add(item.nodeid)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
+    if exitstatus != pytest.ExitCode.OK or _failed or session.config.option.keyword:
         return
-    from shepherd.core.engine import fastpath
+    from shepherd.core.engine import verify
     from shepherd.core.policies import registry
 
-    for name, ok in sorted(_agreed.items()):
-        if ok:
-            try:
-                fastpath.record(name, registry.get(name).cls)
-            except OSError:  # a read-only checkout: nothing to record
-                pass
+    for name in registry.names():
+        cls = registry.get(name).cls
+        if getattr(cls, "fast_path", None) is None or verify.evidence(name, cls) is None:
+            continue
+        try:
+            verify.stamp(name, cls)
+        except OSError:  # a read-only checkout: nothing to record
+            pass

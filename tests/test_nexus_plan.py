@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from shepherd.core.profiles import latency_table_us, load_builtin
 from shepherd.solvers.demand import single_gpu_goodput
-from shepherd.solvers.nexus import NexusConfig, plan_nexus
+from shepherd.solvers.nexus import plan_nexus
 
 PROFILES = load_builtin("shepherd-v100")
 MODELS = ["ResNet18", "ResNet50", "DenseNet121", "ResNeSt50"]
@@ -32,7 +32,7 @@ def test_nexus_plan_invariants(seed, n_streams, rate, slo_ms):
     trace = _trace(seed, n_streams, rate, 4, slo_ms)
     if trace.height == 0:
         return
-    frame, meta = plan_nexus(trace, PROFILES, NexusConfig(epoch_s=2.0), "V100")
+    frame, meta = plan_nexus(trace, PROFILES, 2.0, "V100")
     streams = frame.filter(pl.col("role") == "stream")
     # every stream that has requests in an epoch is fully routed there
     shares = streams.group_by("epoch", "name").agg(pl.col("share").sum())

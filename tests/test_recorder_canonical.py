@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from shepherd.core.engine.recorder import _misplaced, _renumbered
+from shepherd.core.engine.numbering import misplaced as _misplaced, renumbered as _renumbered
 
 
 @st.composite

@@ -42,9 +42,10 @@ def _digest(path: Path) -> str:
 
 
 def _tree(root: Path) -> dict[str, str]:
-    """Relative path → SHA-256 of every visible file under ``root`` (hidden lock files left out)."""
+    """Relative path → SHA-256 of every visible file under ``root`` (hidden lock files left out, and the
+    run records ``*.run.json``: timings and paths live there, outside the hashed content)."""
     return {str(p.relative_to(root)): _digest(p) for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.name.startswith(".")}
+            if p.is_file() and not p.name.startswith(".") and not p.name.endswith(".run.json")}
 
 
 # --------------------------------------------------------------------------- two writers
@@ -271,11 +272,11 @@ def test_second_simulate_into_one_folder_leaves_only_its_own_files(cli, trace_fi
     out = tmp_path / "run"
     first = cli("simulate", "--trace", trace_file, "--gpus", "1", "--record", "requests", "-o", out)
     assert first.code == 0, first.err
-    assert {p.name for p in out.iterdir()} == {"summary.parquet", "workers.parquet", "batches.parquet",
-                                               "requests.parquet"}
+    tables = {"summary", "workers", "batches", "requests"}  # each with its run record (which engine ran)
+    assert {p.name for p in out.iterdir()} == {f"{t}.{x}" for t in tables for x in ("parquet", "run.json")}
     second = cli("simulate", "--trace", trace_file, "--gpus", "2", "--record", "summary", "-o", out)
     assert second.code == 0, second.err
-    assert {p.name for p in out.iterdir()} == {"summary.parquet", "workers.parquet"}
+    assert {p.name for p in out.iterdir()} == {f"{t}.{x}" for t in ("summary", "workers") for x in ("parquet", "run.json")}
     assert read_artifact(out / "workers.parquet", "workers").frame.height == 2  # the second run's
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 

@@ -44,7 +44,7 @@ class EngineConfig:
     executor: str = "local"
     ray_address: str | None = None
     #: "all" — every table; "summary" — a compiled fast path keeps only what the summary and the workers table
-    #: need (running aggregates, :class:`~.recorder.SummaryAggregates`: ``simulate --record summary``); the
+    #: need (running aggregates, :class:`~.aggregates.SummaryAggregates`: ``simulate --record summary``); the
     #: request and batch tables are then unavailable. The reference engine always keeps every table.
     record: str = "all"
     #: requests fed to a compiled fast path's kernel at a time (:mod:`.fast`): the rows that became final are

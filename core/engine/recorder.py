@@ -2,33 +2,28 @@
 
 Tables (all integer µs):
 
-* requests — per request: ``r_start``, ``r_finish``, ``r_worker``, ``r_batch``
-  (−1 until served), ``r_outcome`` (:mod:`.outcomes`), ``r_preempt``;
-* batches — per batch, in id order: worker (an allocation's first worker),
-  model, size, start, end, preempted (``array('q')`` columns);
+* requests — per request: ``r_start``, ``r_finish``, ``r_worker``, ``r_batch`` (−1 until served),
+  ``r_outcome`` (:mod:`.outcomes`), ``r_preempt``;
+* batches — per batch, in id order: worker (an allocation's first worker), model, size, start, end, preempted;
 * segments — per piece of a multi-worker allocation (:mod:`.allocations`):
   batch, worker, start, end; a one-worker batch is its own segment;
 * workers — per worker: ``busy`` (time running batches that completed, µs),
   ``waste`` (time running batches that were preempted), ``added``, ``removed``
   (lifetime; −1: to the end of the run).
 
-Rows of batches a policy scheduled exactly on a reserved path
-(:meth:`~.paths.Paths.book_path`) are *buffered* and written in one vectorised
-step (before any other row, so batch ids stay in call order, every
-:data:`RECORD_CHUNK` paths, and when the run ends). Two modes, one set of
-tables (``EngineConfig.reserved``; ``tests/test_engine_golden.py``):
+Rows of batches a policy scheduled exactly on a reserved path (:meth:`~.paths.Paths.book_path`) are
+*buffered* and written in one vectorised step (before any other row, so batch ids stay in call order, every
+:data:`RECORD_CHUNK` paths, and when the run ends). Two modes, one set of tables (``EngineConfig.reserved``;
+``tests/test_engine_golden.py``):
 
-* ``events`` — the reference: each booked batch's completion is an event, at
-  which its busy time is added and its requests buffered (``done_rids``,
-  ``done_bids``: :meth:`.paths.Paths.drain`), their outcomes written from the
-  batch table by :meth:`Recorder.flush_done`;
-* ``record`` — the fast fidelity: :meth:`Recorder.record_path` writes a whole
-  path's rows, busy times and outcomes at dispatch, no event.
+* ``events`` — the reference: each booked batch's completion is an event, at which its busy time is added and
+  its requests buffered (``done_rids``, ``done_bids``: :meth:`.paths.Paths.drain`), their outcomes written
+  from the batch table by :meth:`Recorder.flush_done`;
+* ``record`` — :meth:`Recorder.record_path` writes a whole path's rows, busy times and outcomes at dispatch.
 
-Buffers hold plain ints, never tuples: ints are not tracked by the cyclic
-garbage collector, so buffering does not trigger collections.
-Per-epoch windows (:mod:`.windows`, Symphony §4.4's autoscaling signals) are
-computed from these tables.
+Buffers hold plain ints, never tuples (ints are not tracked by the cyclic garbage collector). Per-epoch
+windows (:mod:`.windows`, Symphony §4.4) are computed from these tables; the canonical numbering's row moves
+are :mod:`.numbering`'s, a summary-only run's totals :mod:`.aggregates`'.
 """
 
 from __future__ import annotations
@@ -38,6 +33,8 @@ from array import array
 import numpy as np
 import polars as pl
 
+from shepherd.core.engine.aggregates import SummaryAggregates
+from shepherd.core.engine.numbering import canonical_moves, renumbered
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
 RECORD_CHUNK = 1 << 11  #: paths buffered between vectorised writes
@@ -48,37 +45,6 @@ def _col(a: array | np.ndarray) -> np.ndarray:
     if isinstance(a, np.ndarray):  # a whole column installed by :meth:`Recorder.set_batches`
         return a
     return np.frombuffer(a, dtype=np.int64) if len(a) else np.empty(0, np.int64)
-
-
-def _misplaced(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A stable sort of ``key`` as the rows that move: (their new positions, the rows that go there), both
-    ascending by new position. A row is in place when every row before it has a key ≤ its own and every row
-    after it ≥ (prefix maximum, suffix minimum); the in-place rows split the rest into blocks whose keys lie
-    between theirs, so one stable sort of the misplaced rows alone puts each in its place. Nearly sorted keys
-    (a one-group run: a few hundred rows in a million) need no sort of the whole table."""
-    n = len(key)
-    ok = np.ones(n, np.bool_)
-    bound = np.maximum.accumulate(key)
-    ok[1:] &= key[1:] >= bound[:-1]
-    np.minimum.accumulate(key[::-1], out=bound[::-1])
-    ok[:-1] &= key[:-1] <= bound[1:]
-    moved = np.flatnonzero(~ok)
-    return moved, moved[np.argsort(key[moved], kind="stable")]
-
-
-def _renumbered(ids: np.ndarray, src: np.ndarray, moved: np.ndarray, n: int) -> np.ndarray:
-    """``ids`` (batch ids, −1 for none) with batch ``src[i]`` renamed ``moved[i]``: a lookup of the touched
-    ids only when few moved, else one table over every batch."""
-    if len(moved) * 8 > n:
-        remap = np.append(np.arange(n, dtype=np.int64), -1)
-        remap[src] = moved
-        return remap[ids]
-    touched = np.zeros(n + 1, np.bool_)
-    touched[src] = True
-    hit = np.flatnonzero(touched[ids])
-    by_src = np.argsort(src)
-    ids[hit] = moved[by_src][np.searchsorted(src[by_src], ids[hit])]
-    return ids
 
 
 class Recorder:
@@ -309,16 +275,10 @@ class Recorder:
         start, worker = b["start"], b["worker"]
         if len(start) < 2:
             return
-        step = np.diff(start)
-        if (step >= 0).all() and (np.diff(worker)[step == 0] >= 0).all():
+        rows = canonical_moves(start, worker)
+        if rows is None:
             return  # already in canonical order (a one-group run, mostly): nothing to renumber
-        top = int(worker.max()) + 1
-        if int(start.max()) < (1 << 62) // max(top, 1):  # one int64 key
-            moved, src = _misplaced(start * top + worker)
-        else:  # pragma: no cover - a start past 2^62 / workers µs
-            order = np.lexsort((worker, start))
-            moved = np.flatnonzero(order != np.arange(len(order)))
-            src = order[moved]
+        moved, src = rows
         # the rows that move (a few hundred in a million on a one-group run: decisions out of start order),
         # moved in place; then the requests' references to them (batch −1, "none", is none of them)
         cols = [b[k] for k in ("worker", "model", "size", "start", "end", "preempted")]
@@ -326,9 +286,9 @@ class Recorder:
         for c in cols:
             c[moved] = c[src]
         self.b_worker, self.b_model, self.b_size, self.b_start, self.b_end, self.b_pre = cols
-        self._r_batch[:] = _renumbered(self._r_batch, src, moved, len(start))
+        self._r_batch[:] = renumbered(self._r_batch, src, moved, len(start))
         if len(self.s_batch):
-            self.s_batch = array("q", _renumbered(_col(self.s_batch).copy(), src, moved, len(start)).tobytes())
+            self.s_batch = array("q", renumbered(_col(self.s_batch).copy(), src, moved, len(start)).tobytes())
 
     # ------------------------------------------------------------------ derived tables
 
@@ -358,76 +318,3 @@ class Recorder:
         from shepherd.core.engine.windows import windows
 
         return windows(self, epoch_us, end_us)
-
-
-class SummaryAggregates:
-    """What a run's summary (:func:`shepherd.core.metrics.summary_row`) needs, kept as the rows become final
-    instead of the rows (``EngineConfig.record == "summary"``, the compiled fast paths): outcome counts,
-    first and last arrival, the served requests' latencies and queueing delays (the exact quantiles need
-    every value: int32 where they fit), the completed batches' sizes as counts per size, the preempted
-    batches and the last batch end."""
-
-    __slots__ = ("n", "first", "last", "end", "good", "late", "dropped", "preempted_requests", "lat", "queue",
-                 "sizes", "n_pre", "n_batches")
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.first: int | None = None
-        self.last: int | None = None
-        self.end = 0
-        self.good = self.late = self.dropped = self.preempted_requests = 0
-        self.lat: list[np.ndarray] = []
-        self.queue: list[np.ndarray] = []
-        self.sizes = np.zeros(0, np.int64)
-        self.n_pre = self.n_batches = 0
-
-    def requests(self, arrival: np.ndarray, start: np.ndarray, finish: np.ndarray, outcome: np.ndarray,
-                 preempt: np.ndarray) -> None:
-        """Add final requests (in request order)."""
-        if not len(arrival):
-            return
-        lo, hi = int(arrival.min()), int(arrival.max())
-        self.first = lo if self.first is None else min(self.first, lo)
-        self.last = hi if self.last is None else max(self.last, hi)
-        counts = np.bincount(outcome, minlength=4)
-        self.good += int(counts[SERVED])
-        self.late += int(counts[LATE])
-        self.dropped += int(counts[DROPPED]) + int(counts[0])  # never served: dropped (Engine.run)
-        self.preempted_requests += int(np.count_nonzero(preempt))
-        served = finish >= 0
-        for out, col in ((self.lat, finish), (self.queue, start)):
-            v = col[served] - arrival[served]
-            if len(v) and -(1 << 31) <= v.min() and v.max() < (1 << 31):
-                v = v.astype(np.int32)
-            out.append(v)
-        if int(self.end) < hi:
-            self.end = hi
-
-    def batches(self, size: np.ndarray, end: np.ndarray, preempted: np.ndarray) -> None:
-        """Add final batches."""
-        if not len(size):
-            return
-        done = size[preempted == 0]
-        counts = np.bincount(done, minlength=len(self.sizes))
-        counts[:len(self.sizes)] += self.sizes
-        self.sizes = counts
-        self.n_pre += len(size) - len(done)
-        self.n_batches += len(size)
-        self.end = max(self.end, int(end.max()))
-
-    def counts(self) -> dict[str, int]:
-        return {"good": self.good, "late": self.late, "dropped": self.dropped,
-                "preempted_requests": self.preempted_requests}
-
-    def values(self, which: str) -> np.ndarray:
-        """The kept latencies (``"lat"``) or queueing delays (``"queue"``) as one array (int32 where every
-        part is)."""
-        parts = getattr(self, which)
-        if not parts:
-            return np.empty(0, np.int64)
-        wide = any(p.dtype != np.int32 for p in parts)
-        return np.concatenate([p.astype(np.int64, copy=False) for p in parts] if wide else parts)
-
-    def done_sizes(self) -> pl.Series:
-        """The completed batches' sizes (sorted: only counts were kept)."""
-        return pl.Series("size", np.repeat(np.arange(len(self.sizes), dtype=np.int32), self.sizes))

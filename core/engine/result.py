@@ -34,6 +34,13 @@ class SimulationResult:
     engine: Engine
     trace_stream: np.ndarray
     extra: dict[str, Any] = field(default_factory=dict)
+    #: which engine ran and why (:class:`~.fastpath.Choice`; ``choice.provenance()`` goes into the outputs)
+    choice: Any = None
+
+    @property
+    def engine_ran(self) -> dict[str, str]:
+        """``{"engine": "fast" | "reference", "why": one line}``: which engine produced these tables."""
+        return self.choice.provenance() if self.choice is not None else {"engine": "reference", "why": "unknown"}
 
     @property
     def recorder(self) -> Recorder:

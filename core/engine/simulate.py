@@ -134,15 +134,21 @@ def simulate(
     gpos = {g: i for i, g in enumerate(cluster.groups)}
     ws = cluster.workers
     w_groups, w_hws = [gpos[w.group] for w in ws], [hw_pos[w.hardware] for w in ws]
-    fast_path = None
     drawn = execution is not None and not execution.trivial
     if drawn:
         eng_cfg = _reference_for_execution(eng_cfg, execution, spec.cls)
     # "auto": the fast path where it covers the run; "fast": insist on it (a live engine runs the policies)
-    if eng_cfg.path != "reference" and engine_factory is None:
+    if engine_factory is not None:
+        choice = fastpath.Choice("reference", "a live engine runs the policies themselves")
+    elif drawn:
+        choice = fastpath.Choice("reference", f"--exec-time {execution.mode}: batch times are drawn per batch, "
+                                              "which only the reference engine does")
+    else:
         shape = Shape(ovh, w_hws, [[i for i, g in enumerate(w_groups) if g == k] for k in range(len(cluster.groups))],
                       eng_cfg)
-        fast_path = fastpath.choose(policy, spec.cls, cfg, shape, eng_cfg.path)
+        choice = fastpath.choose(policy, spec.cls, cfg, shape, eng_cfg.path)
+    fast_path = choice.fast_path
+    fastpath.ran(policy, choice)
     summary_only = (fast_path is not None and fast_path.mode == "chunked" and eng_cfg.record == "summary"
                     and not routed)  # one group: several are merged whole
     if summary_only:  # the fast path reads the trace's columns a chunk at a time (.fast): no whole copies
@@ -194,7 +200,7 @@ def simulate(
     return SimulationResult(
         policy=policy, config=_asdict(cfg), overhead=dataclasses.asdict(ovh),
         seed=seed, models=models, hardware=runtime.hardware, cluster=cluster, engine=eng,
-        trace_stream=stream, extra={"policy_stats": stats} if stats else {},
+        trace_stream=stream, extra={"policy_stats": stats} if stats else {}, choice=choice,
     )
 
 

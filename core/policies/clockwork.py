@@ -84,18 +84,18 @@ in two tries (19 µs per arrival first) against these two figures only.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
 
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, Shape, modelled
+from shepherd.core.engine.fastpath import ENGINE, FastPath, Shape, modelled
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
+from shepherd.core.rules.clockwork import batch_for
 
 INF = 1 << 62
 
@@ -163,7 +163,7 @@ class Clockwork(Policy):
         "chunked", "shepherd.core.engine.fast.clockwork",
         covers="urgency=deadline, admission=none, schedule_ahead_ms=0, slo_buffer_ms=0, one hardware type per "
                "serving group, overhead model|none",
-        covered=lambda cfg, shape: _fast_covered(cfg, shape))
+        covered=lambda cfg, shape: _fast_covered(cfg, shape), mirrors=ENGINE + ("shepherd.core.policies.queues",))
 
     def __init__(self, act: Actions, config: ClockworkConfig) -> None:
         super().__init__(act, config)
@@ -231,9 +231,7 @@ class Clockwork(Policy):
                 best_m, best_d, best_key = m, d, key
         if best_m < 0:
             return -1, 0
-        lat = self.lat[hw][best_m]
-        b = bisect_right(lat, best_d - start, 1, self.maxb + 1) - 1
-        return best_m, min(b, q.length(best_m))
+        return best_m, batch_for(self.lat[hw][best_m], best_d - start, self.maxb, q.length(best_m))
 
     def _run(self, k: int, now: int) -> bool:
         m, b = self.pick(self.act.decision_time(now), self.hw_of[k])

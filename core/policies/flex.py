@@ -39,13 +39,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, modelled
+from shepherd.core.engine.fastpath import ENGINE, FastPath, modelled
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
+from shepherd.core.rules.flex import exit_delay, preempt_need
 
 INF = 1 << 62
 
@@ -98,7 +99,10 @@ class Flex(Policy):
     default_overhead = OverheadConfig(base_us=1.0, per_worker_us=0.1, worker_exponent=1.0,
                                       arrival_us=0.2, arrival_per_worker_us=0.05)
     fast_path = FastPath("chunked", "shepherd.core.engine.fast.flex", covers="overhead model|none",
-                         covered=lambda cfg, shape: modelled(shape), params=_fast_params)
+                         covered=lambda cfg, shape: modelled(shape), params=_fast_params,
+                         mirrors=ENGINE + ("shepherd.core.policies.queues",),
+                         configs=({}, {"lam": 1.2, "exit_points": 4}, {"lam": 8.0, "exit_points": 1,
+                                                                         "exit_overhead": 0.05}))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: FlexConfig) -> Runtime:
@@ -210,20 +214,6 @@ class Flex(Policy):
 
     # ------------------------------------------------------------------ preemption
 
-    def _delay(self, k: int, now: int) -> int | None:
-        """Time from ``now`` to the running batch's next exit point; None after the last."""
-        start, end, model = self.act.running(self.workers[k])
-        if now <= start:
-            return 0
-        e = self.exits[model]
-        span = end - start
-        nxt = (now - start) * (e + 1) // span  # exit point k sits at start + k·span // (e+1)
-        while start + nxt * span // (e + 1) < now:
-            nxt += 1
-        if nxt > e:
-            return None
-        return start + nxt * span // (e + 1) - now
-
     def _check_preempt(self, now: int, m_arrived: int) -> None:
         full = self.thresh == 0
         rs = self.run_size
@@ -234,12 +224,13 @@ class Flex(Policy):
             if small == 0:  # an idle worker: nothing was feasible for it
                 self.thresh = 0
                 return
-            need = math.ceil(self.lam * small - 1e-9)
+            need = preempt_need(self.lam, small)
             if need > self.maxb:
                 self.thresh = INF
                 return
-            delay = self._delay(k, now)
-            if delay is None:  # past its last exit point: it finishes shortly
+            start, end, model = act.running(self.workers[k])
+            delay = exit_delay(start, end, self.exits[model], now)
+            if delay < 0:  # past its last exit point: it finishes shortly
                 self.thresh = need
                 return
             t_eff = max(now + delay, act.decision_time(now))

@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, modelled, one_group
+from shepherd.core.engine.fastpath import ENGINE, FastPath, modelled, one_group
 from shepherd.core.engine.cluster import is_nexus_plan, nexus_plan_gpus
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
@@ -204,7 +204,9 @@ class Nexus(Policy):
     fast_path = FastPath("whole", "shepherd.core.engine.fast.nexus",
                          covers="one serving group (any epoch_s, peak_window_s, provision, frontends, spare, "
                                 "hardware mix), overhead model|none",
-                         covered=lambda cfg, shape: modelled(shape) and one_group(shape))
+                         covered=lambda cfg, shape: modelled(shape) and one_group(shape),
+                         mirrors=ENGINE + ("shepherd.core.policies.nexus_schedule", "shepherd.core.policies.wrr",
+                                           "shepherd.solvers.nexus"))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: NexusConfig) -> Runtime:

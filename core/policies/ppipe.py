@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, one_group
+from shepherd.core.engine.fastpath import ENGINE, FastPath, one_group
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, probe_scored, reserve
@@ -96,11 +96,12 @@ class PPipePolicy(Policy):
     default_overhead = OverheadConfig(mode="none")
     fast_path = FastPath(
         "engine", "shepherd.core.engine.fast.ppipe",
-        covers="engine reserved=record (any wait and rule switches: uplink_score, head_drop, slot_receive, "
-               "stage_servers, fill_wait, transfer_round), one serving group, overhead none",
-        covered=lambda cfg, shape: (shape.overhead.mode == "none" and one_group(shape)
-                                    and shape.engine.reserved == "record"),
-        counters=("probes", "dispatched"))
+        covers="any wait and rule switches (uplink_score, head_drop, slot_receive, stage_servers, fill_wait, "
+               "transfer_round), one serving group, overhead none",
+        covered=lambda cfg, shape: shape.overhead.mode == "none" and one_group(shape),
+        counters=("probes", "dispatched"),
+        mirrors=ENGINE + ("shepherd.core.engine.paths", "shepherd.core.pipelines.reservations",
+                          "shepherd.core.pipelines.table", "shepherd.core.pipelines.runtime"))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:

@@ -87,7 +87,7 @@ import polars as pl
 
 from shepherd.core.autoscale import AutoscaleConfig, advise
 from shepherd.core.engine.actions import Actions
-from shepherd.core.engine.fastpath import FastPath, modelled, one_group
+from shepherd.core.engine.fastpath import ENGINE, FastPath, modelled, one_group
 from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
@@ -170,7 +170,10 @@ class Symphony(Policy):
                                     and cfg.d_data_us == 0 and cfg.autoscale_epoch_s == 0),
         params=lambda cls, cfg, runtime: (rules.RULES.index(cfg.rule),
                                           (rules.METER_SPAN_US, rules.METER_BUCKETS, rules.XRPS, rules.XSTD)),
-        counters=("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead"))
+        counters=("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead"),
+        mirrors=ENGINE + ("shepherd.core.policies.queues", "shepherd.core.policies.symphony_rules",
+                          "shepherd.core.rules.symphony"),
+        configs=tuple({"rule": r} for r in rules.RULES) + ({"prune": "clipper", "rank": "all"},))
     #: an SLO below ℓ(1) is a UserError in :meth:`prepare` (tests/test_engine_properties.py checks it)
     rejects_infeasible_slo = True
 

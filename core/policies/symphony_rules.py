@@ -25,9 +25,10 @@ at simulated time 0 (theirs at the dispatcher's start); the estimator's batch se
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from typing import Sequence
+
+from shepherd.core.rules import symphony as numbers
 
 #: the rules, default first; a second name is accepted for one of them
 RULES = ("text", "frontrun", "target-batch", "beta-lambda-authors")
@@ -77,46 +78,17 @@ class BucketMeter:
 
     def get(self, now: int) -> tuple[float, float]:
         cur = self._evict(now)
-        k = min(cur + 1, self.size)
-        avg = self.total / k
-        var = (self.sumsq - k * avg * avg) / (k - 1) if k > 1 else 0.0
-        per_s = 1e6 / self.span
-        return avg * per_s, math.sqrt(max(0.0, var)) * per_s
+        return numbers.meter_rates(self.total, self.sumsq, min(cur + 1, self.size), self.span)
 
 
 def target_batch(lat: Sequence[float], budget_us: float, d_data_us: float, rate: float, std: float,
                  max_batch: int) -> int:
-    """The target batch of Eqs. 2–3 as the authors' ``BatchSizeEstimator`` solves them (§4.2).
-
-    ``lat[b]`` is ℓ(b) in µs. With r = rate + 2·std (req/s): the largest b before the first b whose
-    ``ℓ(b)·(1 + 1/max(1, n)) > budget − d_data·b`` with ``n = r·ℓ(b)/b`` GPUs (Eqs. 2 and 3); when that n is
-    ≤ 1 (less than a GPU's worth of load), the largest b with ``ℓ(b) + b/r ≤ budget`` instead (Nexus's
-    rule for a model below one GPU). At least 1, at most ``max_batch``.
-    """
-    r = XRPS * rate + XSTD * std
-    if r <= 0:
-        return 1
-    b, n = max_batch, 0.0
-    for bs in range(1, max_batch + 1):
-        sec = lat[bs] / 1e6
-        n = r * sec / bs
-        if sec * (1 + 1 / max(1.0, n)) > (budget_us - d_data_us * bs) / 1e6:
-            b = max(1, bs - 1)
-            break
-    if n > 1:
-        return b
-    for bs in range(2, max_batch + 1):
-        if lat[bs] / 1e6 + bs / r + d_data_us * bs / 1e6 > budget_us / 1e6:
-            return bs - 1
-    return max_batch
+    """The target batch of Eqs. 2–3 as the authors' ``BatchSizeEstimator(XRPS, XSTD)`` solves them (§4.2;
+    :func:`shepherd.core.rules.symphony.target_batch`, which Symphony's kernel compiles)."""
+    return numbers.target_batch(lat, budget_us, d_data_us, rate, std, max_batch, XRPS, XSTD)
 
 
-def secant_beta_s(lat: Sequence[float], b: int, target: int) -> float:
-    """β of the authors' ``kBetaLambda``: the intercept (s) of the line through (b, ℓ(b)) and (x, ℓ(x)),
-    x the target batch, or b + 1 when b is the target."""
-    x = target if b != target else b + 1
-    alpha = (lat[x] - lat[b]) / (x - b)
-    return (lat[x] - alpha * x) / 1e6
+secant_beta_s = numbers.secant_beta_s
 
 
 def early(rule: str, b: int, lam_window: float, beta_s: float, meter: BucketMeter | None, lat: Sequence[float],

@@ -5,6 +5,8 @@ declaration covers: one hardware type, urgency ``deadline``, ``admission="none"`
 The loop re-enacts the clock (:mod:`..clock`) and the policy's rules: the idle workers tried lowest first on
 an arrival, a freed worker at its completion, each given the largest batch its most urgent feasible head's
 deadline allows (:func:`_pick`). Queues, scheduler clock, admission control and batch log: :mod:`.common`.
+The batch size is the policy's own rule (:mod:`shepherd.core.rules.clockwork`), compiled here; the scan over
+the queues' heads is mirrored (the policy's queues are Python lists, which numba cannot take).
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (ARRIVAL, DONE, END, GROW, INF, SHED, ST_BOFF, ST_LAST, ST_LEN, ST_N,
-                                              ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, bisect_right, chunk_end,
+                                              ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, chunk_end,
                                               cttz, decider, finish, grow_log, must_pause, next_event, nz_clear,
                                               queues, q_expire, ready_at, resume, run_insert, save_loop, scratch,
                                               set_idle, start_batch, workers)
 from shepherd.core.engine.outcomes import DROPPED
+from shepherd.core.rules import clockwork as rules
+
+#: the policy's own rule (:mod:`shepherd.core.rules.clockwork`), compiled here
+_batch_for = njit(cache=True, inline='always')(rules.batch_for)
 
 #: Clockwork's tables: ``lat[hw, model, b]`` (one hardware type: ``w_hw[0]``'s), each worker's hardware, the
 #: largest batch
@@ -46,9 +52,7 @@ def _pick(g, lat_h, ready):
                 best_m, best_d = mm, q.qd[h]
     if best_m < 0:
         return -1, 0
-    b = bisect_right(lat_h[best_m], best_d - ready, 1, g.pol.maxb + 1) - 1
-    qlen = q.qe[best_m] - q.qh[best_m]
-    return best_m, (qlen if qlen < b else b)
+    return best_m, _batch_for(lat_h[best_m], best_d - ready, g.pol.maxb, q.qe[best_m] - q.qh[best_m])
 
 
 def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
@@ -136,4 +140,4 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
 
-jitcache.refresh(__name__, fast_common, outcomes)
+jitcache.refresh(__name__, fast_common, outcomes, rules)

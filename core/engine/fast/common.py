@@ -17,12 +17,13 @@ the reference engine it mirrors.
 
 from __future__ import annotations
 
+import bisect
 from collections import namedtuple
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 
@@ -107,6 +108,19 @@ def bisect_left(a, x, lo, hi):
         else:
             hi = mid
     return lo
+
+
+@overload(bisect.bisect_right)
+def _std_bisect_right(a, x, lo, hi):
+    """The standard library's ``bisect_right(a, x, lo, hi)`` in compiled code: a rule of
+    :mod:`shepherd.core.rules` calls it at C speed on the reference engine, and compiles to this."""
+    return lambda a, x, lo, hi: bisect_right(a, x, lo, hi)
+
+
+@overload(bisect.bisect_left)
+def _std_bisect_left(a, x, lo, hi):
+    """The standard library's ``bisect_left(a, x, lo, hi)`` in compiled code (as :func:`_std_bisect_right`)."""
+    return lambda a, x, lo, hi: bisect_left(a, x, lo, hi)
 
 
 @njit(cache=True, inline='always')

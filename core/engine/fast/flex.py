@@ -9,11 +9,13 @@ preemption check against the smallest running batch, cascading, with the policy'
 (:func:`_check_preempt`, :func:`_preempt`: the batch stops at its next exit point, line 19's re-entry). The
 scheduler clock, admission control, queues and batch log are :mod:`.common`'s. A batch's requests get their
 rows when it starts (a preemption takes them back); per worker only the running batch's requests are kept.
+``preempt_need`` and ``exit_delay`` are the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled
+here; BATCHGEN's scan and the queues are mirrored: the policy's are Python lists with a head offset, which
+numba cannot take (:func:`.common.largest_feasible` reads one deadline per try where they bisect: same answer).
 """
 
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -26,6 +28,11 @@ from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, 
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
 from shepherd.core.engine.outcomes import DROPPED
+from shepherd.core.rules import flex as rules
+
+#: the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here
+_preempt_need = njit(cache=True, inline='always')(rules.preempt_need)
+_exit_delay = njit(cache=True, inline='always')(rules.exit_delay)
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
 #: model's exit points, each model's smallest ℓ(1) over the group's hardware (the expiry cutoff)
@@ -181,7 +188,7 @@ def _check_preempt(g, m_arr, now, i, full, nb, n_run):
         small = w.size[kk]
         if small == 0:
             return 0, nb, n_run
-        need = np.int64(math.ceil(pol.lam * small - 1e-9))
+        need = _preempt_need(pol.lam, small)
         if need > pol.maxb:
             return INF, nb, n_run
         if full:  # a BATCHGEN that can neither find `need` nor drop anything: thresh = need
@@ -203,7 +210,7 @@ def _preempt(g, kk, need, full, m_arr, now, i, nb, n_run):
     Apart from the loop (not inlined, no reference counting): it runs for a few arrivals in a thousand, and
     the loop's hot paths keep their registers."""
     w, q, win, sc = g.w, g.q, g.win, g.sc
-    delay = _delay(w.start[kk], w.end[kk], g.pol.exits[w.model[kk]], now)
+    delay = _exit_delay(w.start[kk], w.end[kk], g.pol.exits[w.model[kk]], now)
     if delay < 0:  # past its last exit point: it finishes shortly
         return nb, -1 - n_run
     ready = ready_at(g, i, now)
@@ -269,20 +276,6 @@ def _may_batch(g, upto, need):
 
 
 @njit(cache=True, inline='always')
-def _delay(start, end, e, now):
-    """Time from ``now`` to the running batch's next exit point, −1 after the last (``Flex._delay``)."""
-    if now <= start:
-        return 0
-    span = end - start
-    nxt = (now - start) * (e + 1) // span
-    while start + nxt * span // (e + 1) < now:
-        nxt += 1
-    if nxt > e:
-        return -1
-    return start + nxt * span // (e + 1) - now
-
-
-@njit(cache=True, inline='always')
 def _start(g, wk, m, i0, b, now, i, nb):
     """Flex's batch start (:func:`.common.start_batch`), its requests kept for a preemption (``w_reqs``);
     returns the next batch id."""
@@ -295,4 +288,4 @@ def _start(g, wk, m, i0, b, now, i, nb):
 from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
 
-jitcache.refresh(__name__, fast_common, outcomes)
+jitcache.refresh(__name__, fast_common, outcomes, rules)

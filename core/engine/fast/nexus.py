@@ -2,7 +2,7 @@
 arrays, with the reference engine's tables for ``core/policies/nexus.py`` (``tests/test_engine_fast_nexus.py``).
 
 * Coverage: one serving group, overhead mode ``model`` or ``none``, any option and hardware mix; the rest runs
-  on the reference (``Nexus.fast_path``, ``why_not`` in :mod:`shepherd.core.engine.fast`).
+  on the reference (``Nexus.fast_path``'s ``covers``).
 * Nothing is drawn or planned here: :func:`plans` flattens the policy object's schedule (built as the reference
   builds it: :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule`).
 * Each helper mirrors the policy method it names, whose docstring gives the rules; the loop keeps the clock's

@@ -5,8 +5,8 @@ It re-enacts the rules of ``core/policies/ppipe.py`` (its docstring, ``schedule`
 runs them with ``EngineConfig(reserved="record")`` (``Recorder.record_path``): the same request and batch
 columns, busy times and counters (``probes``, ``dispatched``) under the paper's rules and any mix of the six
 artifact rules of :class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`, ``wait`` on or off, overhead
-mode ``none``, one serving group (``tests/test_engine_fast_ppipe.py``; the rest runs on the reference: ``why_not``
-in :mod:`shepherd.core.engine.fast`). Rules (c), (d), (f) (:mod:`shepherd.core.pipelines.rules`) only shape the
+mode ``none``, one serving group (``tests/test_engine_fast_ppipe.py``; the rest runs on the reference: the policy's
+``FastPath``). Rules (c), (d), (f) (:mod:`shepherd.core.pipelines.rules`) only shape the
 links and transfer times that ``prepare_pipelines`` builds; (a) is :func:`_probe`'s scored scan; (b) and (e)
 are branches of :func:`_decide`. The kernel's own:
 

@@ -8,8 +8,9 @@ or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_
 ``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
 share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-Each helper names the part of ``Symphony`` or ``symphony_rules`` it mirrors (their docstrings give the rules
-and the reasons). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
+The target batch, the secant β and the meter's rates are the policy's own rules (:mod:`shepherd.core.rules.
+symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
+queues and records (the policy's are Python lists and objects, which numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
 the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
 control, the queues, the batch log. Per model and per worker the state is one structured array
 (:func:`model_dtype`, :data:`WORKER`): a namedtuple handed to an inlined helper costs a refcount per member.
@@ -17,7 +18,6 @@ control, the queues, the batch log. Per model and per worker the state is one st
 
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -27,6 +27,7 @@ from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window,
                                               decide, finish, first_chunk_end, log_batch, next_completion, q_expire,
                                               q_push, q_take, queues, record, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
+from shepherd.core.rules import symphony as rules
 
 #: the policy's counters (``Symphony.counters``); the kernel's array has one more slot, the timer sequence
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
@@ -75,25 +76,10 @@ def _meter_evict(mr, now, span):
     return cur
 
 
-@njit(cache=True)
-def _target_batch(lat_m, budget, rate, std, maxb, xrps, xstd):
-    """``symphony_rules.target_batch`` with ``d_data_us = 0`` (Eqs. 2–3 as the authors solve them)."""
-    r = xrps * rate + xstd * std
-    if r <= 0:
-        return 1
-    b, n = maxb, 0.0
-    for bs in range(1, maxb + 1):
-        sec = lat_m[bs] / 1e6
-        n = r * sec / bs
-        if sec * (1 + 1 / max(1.0, n)) > budget / 1e6:
-            b = max(1, bs - 1)
-            break
-    if n > 1:
-        return b
-    for bs in range(2, maxb + 1):
-        if lat_m[bs] / 1e6 + bs / r > budget / 1e6:
-            return bs - 1
-    return maxb
+#: the policy's own rules (:mod:`shepherd.core.rules.symphony`), compiled here
+_target_batch = njit(cache=True)(rules.target_batch)
+_secant_beta_s = njit(cache=True, inline='always')(rules.secant_beta_s)
+_meter_rates = njit(cache=True, inline='always')(rules.meter_rates)
 
 
 @njit(cache=True, inline='always')
@@ -108,17 +94,12 @@ def _early(p, q, mr, m, now, b):
         return b >= mr.beta * ((end - j) * 1e6 / span if span > 0 else 0.0)
     if p.rule == R_FRONTRUN:
         return False
-    k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))  # BucketMeter.get: mean and sample std, per s
-    avg = mr.meter_total / k
-    var = (mr.meter_sumsq - k * avg * avg) / (k - 1) if k > 1 else 0.0
-    avg, std = avg * (1e6 / p.span), math.sqrt(max(0.0, var)) * (1e6 / p.span)
-    lat_m = mr.lat
-    target = _target_batch(lat_m, mr.slo, avg, std, p.maxb, p.xrps, p.xstd)
+    k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))  # BucketMeter.get
+    avg, std = _meter_rates(mr.meter_total, mr.meter_sumsq, k, p.span)
+    target = _target_batch(mr.lat, mr.slo, 0.0, avg, std, p.maxb, p.xrps, p.xstd)
     if p.rule == R_TARGET_BATCH:
         return b >= target
-    x = target if b != target else b + 1  # symphony_rules.secant_beta_s
-    alpha = (lat_m[x] - lat_m[b]) / (x - b)
-    return b >= (lat_m[x] - alpha * x) / 1e6 * avg
+    return b >= _secant_beta_s(mr.lat, b, min(target, p.maxb)) * avg
 
 
 @njit(cache=True, inline='always')
@@ -329,7 +310,7 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     return blog, workers["busy"].copy(), np.zeros(n_workers, np.int64), clock.s[S_SHED], \
         dict(zip(COUNTERS, counters[:len(COUNTERS)].tolist()))
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
+from shepherd.core.engine import outcomes  # noqa: E402  (with common.py and the rules, keys this module's JIT cache)
 from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
 
-jitcache.refresh(__name__, fast_common, outcomes)
+jitcache.refresh(__name__, fast_common, outcomes, rules)
