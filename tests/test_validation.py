@@ -51,5 +51,5 @@ def test_report_rows_judge_the_goal(tmp_path):
 
     ok = Validate().report(_cells([0.01, 0.02, 0.03]), tmp_path).headlines
     bad = Validate().report(_cells([0.2, 0.3, 0.4]), tmp_path).headlines
-    assert [h.holds for h in ok] == [True] and [h.holds for h in bad] == [False]
+    assert [h.verdict.state for h in ok] == ["holds"] and [h.verdict.state for h in bad] == ["fails"]
     assert "goal: error within ±5 %" in ok[0].what and "|" not in ok[0].what  # a markdown table cell

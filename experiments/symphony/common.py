@@ -204,13 +204,16 @@ def clockwork_why(symphony: float, clockwork: float) -> str:
             "(the release's defaults, core.policies.clockwork); with loose SLOs that still batches well")
 
 
-def claim_within(what: str, ours: float, paper: float, tol: float):
-    """A Claim that ``ours`` is within ``tol`` (relative) of the paper's number."""
-    from shepherd.experiments.base import Claim
+def claim_within(what: str, seeds, paper: float, tol: float):  # noqa: ANN001 - per-seed values
+    """A claim that ours is within ``tol`` (relative) of the paper's number, decided by the judge from the
+    per-seed values (shepherd/experiments/judge.py)."""
+    from shepherd.experiments.judge import Rule, judge_claim
 
-    ok = paper != 0 and abs(ours / paper - 1) <= tol
-    return Claim(f"{what}: within {100 * tol:g} % of the paper's {paper:g}", ok,
-                 f"ours {ours:.4g} ({100 * (ours / paper - 1):+.1f} %)" if paper else f"ours {ours:.4g}")
+    vals = [float(v) for v in seeds]
+    mean = sum(vals) / len(vals) if vals else float("nan")
+    detail = f"ours {mean:.4g} ({100 * (mean / paper - 1):+.1f} %)" if paper and vals else f"ours {mean:.4g}"
+    return judge_claim(f"{what}: within {100 * tol:g} % of the paper's {paper:g}",
+                       Rule.near(paper, abs(tol * paper)), vals, detail)
 
 
 def plot_save(fig, figures_dir, stem: str, note: str | None = None) -> list:
