@@ -39,15 +39,15 @@ INF = float("inf")
 
 
 def num(x: float, digits: int = 3) -> str:
-    """A number for people: ``digits`` significant digits, whole numbers with thousands separated from
-    10**digits up (1,138, never 1.14e+03), ∞ spelled."""
+    """A number for people: ``digits`` significant digits below 1,000, whole numbers with thousands
+    separated from 1,000 up (1,138, never 1.14e+03 or 1138.4), ∞ spelled."""
     if x is None:
         return "—"
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
-    if abs(x) >= 10 ** digits or (abs(x) >= 1000 and x == round(x)):
+    if abs(x) >= 1000:
         return f"{x:,.0f}"
     out = f"{x:.{digits}g}"
     return f"{float(out):,.0f}" if "e+" in out else out
