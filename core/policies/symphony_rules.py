@@ -32,8 +32,9 @@ from typing import Sequence
 #: the rules, default first; a second name is accepted for one of them
 RULES = ("text", "frontrun", "target-batch", "beta-lambda-authors")
 ALIASES = {"sched_at": "frontrun"}
-#: the authors' ``BatchSizeEstimator(1.0, 2.0)``: the rate the batch is sized for is mean + 2 × std
-XRPS, XSTD = 1.0, 2.0
+#: the authors' ``BatchSizeEstimator(1.0, 0.0)`` (``bse_(1.0, 0.0)`` in every ModelThread / scheduler of
+#: abcdabcd987/nexuslb): the rate the batch is sized for is the bucketed mean, no std added
+XRPS, XSTD = 1.0, 0.0
 #: the authors' ``RpsMeter``: 100 buckets of 50 ms (λ over 5 s)
 METER_SPAN_US, METER_BUCKETS = 50_000, 100
 
@@ -88,7 +89,7 @@ def target_batch(lat: Sequence[float], budget_us: float, d_data_us: float, rate:
                  max_batch: int) -> int:
     """The target batch of Eqs. 2–3 as the authors' ``BatchSizeEstimator`` solves them (§4.2).
 
-    ``lat[b]`` is ℓ(b) in µs. With r = rate + 2·std (req/s): the largest b before the first b whose
+    ``lat[b]`` is ℓ(b) in µs. With r = XRPS·rate + XSTD·std (req/s; the authors': the mean): the largest b before the first b whose
     ``ℓ(b)·(1 + 1/max(1, n)) > budget − d_data·b`` with ``n = r·ℓ(b)/b`` GPUs (Eqs. 2 and 3); when that n is
     ≤ 1 (less than a GPU's worth of load), the largest b with ``ℓ(b) + b/r ≤ budget`` instead (Nexus's
     rule for a model below one GPU). At least 1, at most ``max_batch``.
