@@ -236,3 +236,15 @@ def test_occupancy_map_cells_vary_load_and_shape_only():
     cells = maps.MapOccupancy().cells(Scale(quick=True, seeds=1))
     assert len(cells) == 2 * 2 * len(maps.LOADS) * len(maps.FLOORS) * 3
     assert {cl.params["target"] for cl in cells} == {"moderate"} and {cl.params["stream"] for cl in cells} == {3, 6}
+
+
+def test_fig3_map_runs_and_notes_every_target():
+    from shepherd.experiments.accordion import maps
+    cells = maps.MapFig3().cells(Scale(quick=True, seeds=1))
+    assert {cl.params["target"] for cl in cells} == {"moderate", "strict", "relaxed"}
+    low = pl.DataFrame({"window": [0.1, 1.0], "share": [60.0, 40.0], "dropped": [20.0, 1.0]})
+    high = pl.DataFrame({"window": [0.1, 1.0], "share": [83.5, 40.0], "dropped": [49.0, 1.0]})
+    assert "no window in the map reaches" in maps.fig3_note("moderate", low) and "moderate target" in \
+        maps.fig3_note("moderate", low)
+    note = maps.fig3_note("strict", high)  # the Strict: 83.5 % at 0.1 × SLO, 49 % dropped
+    assert "reached near window" in note and "strict target" in note and "83.5 %" in note
