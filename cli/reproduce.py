@@ -176,10 +176,10 @@ def report_cmd(
         raise UserError(f"no results under {results} for {', '.join(e.name for e in chosen) or 'any experiment'}; "
                         "run `shepherd reproduce …` first")
     figures = sum(len([f for f in s.figures if f.suffix == '.png']) for s in sections)
-    claims = [c for s in sections for c in s.claims]
-    summary_table("report", {"sections": len(sections), "figures": figures,
-                             "claims holding": f"{sum(c.holds for c in claims)} / {len(claims)}",
-                             "written": path})
+    from shepherd.experiments.judge import STATES, counts
+
+    per_paper = {paper: " · ".join(f"{c[s]} {s}" for s in STATES) for paper, c in counts(sections).items()}
+    summary_table("report", {"sections": len(sections), "figures": figures, **per_paper, "written": path})
     console.print()
 
 

@@ -74,16 +74,30 @@ class Cell:
 
 @dataclass
 class Claim:
-    """A qualitative claim of the paper checked on our numbers."""
+    """A qualitative claim of the paper checked on our numbers.
+
+    ``state`` is the judge's verdict where the claim was decided from per-seed values
+    (:func:`shepherd.experiments.judge.judge_claim`); a claim given only ``holds`` holds or fails."""
 
     text: str
     holds: bool
     detail: str = ""
+    state: str | None = None
+
+    @property
+    def verdict(self):
+        from shepherd.experiments.judge import FAILS, HOLDS, Verdict
+
+        return Verdict(self.state or (HOLDS if self.holds else FAILS))
 
 
 @dataclass
 class Headline:
-    """A number the paper reports and ours, with a 95 % half-width."""
+    """A number the paper reports and ours, with a 95 % half-width; judged when it has a rule.
+
+    Build a judged row from its per-seed values (:meth:`of_seeds`): the judge
+    (:mod:`shepherd.experiments.judge`) decides holds / fails / inconclusive from them, and the REPORT
+    prints them where there are ≤ 5. ``tolerance`` is shorthand for ``Rule.near(paper, tolerance)``."""
 
     what: str
     paper: float | None
@@ -95,12 +109,38 @@ class Headline:
     artifact_half_width: float = 0.0
     #: how far ours may be from the paper's number (in the row's unit) and still hold; None: not judged
     tolerance: float | None = None
+    #: what of ours agrees with the paper's sentence (judge.Rule); None with no tolerance: not judged
+    rule: Any = None
+    #: ours per seed (None: the row was built from an aggregate)
+    seeds: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule is None and self.tolerance is not None and self.paper is not None:
+            from shepherd.experiments.judge import Rule
+            self.rule = Rule.near(self.paper, self.tolerance, self.unit)
+
+    @classmethod
+    def of_seeds(cls, what: str, paper: float | None, seeds, unit: str = "", rule: Any = None,
+                 **kw: Any) -> "Headline":
+        """A row from its per-seed values: ours = mean ± 95 % half-width over the finite ones (a
+        non-finite seed makes the verdict inconclusive and shows in the per-seed column)."""
+        import math
+
+        from shepherd.experiments.confidence import half_width
+
+        vals = tuple(float(v) if v is not None else float("nan") for v in seeds)
+        finite = [v for v in vals if math.isfinite(v)]
+        mean = sum(finite) / len(finite) if finite else float("nan")
+        return cls(what, paper, mean, half_width(finite), unit, rule=rule, seeds=vals, **kw)
 
     @property
-    def holds(self) -> bool | None:
-        if self.tolerance is None or self.paper is None:
-            return None
-        return abs(self.ours - self.paper) <= self.tolerance
+    def verdict(self):
+        """The judge's verdict (:func:`shepherd.experiments.judge.judge`)."""
+        from shepherd.experiments.confidence import domain_of_unit
+        from shepherd.experiments.judge import judge
+
+        return judge(self.rule, self.seeds, mean=self.ours, half_width=self.half_width,
+                     bounds=domain_of_unit(self.unit))
 
     @property
     def ratio(self) -> float | None:
@@ -120,6 +160,8 @@ class Section:
     notes: list[str] = field(default_factory=list)
     #: rows the paper does not state (our diagnostics): rendered in their own table, never judged
     beyond: list[Headline] = field(default_factory=list)
+    #: the paper the section reproduces (REPORT's head counts verdicts per paper); set by the report
+    paper: str = ""
 
 
 class Experiment:

@@ -52,6 +52,13 @@ RATIO_METRICS = ("slo_attainment", "goodput_rps", "p99_latency_ms", "utilization
                  "capacity")
 #: columns carried along beside axes and metrics (offered rate; the synthetic flag)
 CARRIED = ("requests", "duration_s", "synthetic")
+#: what an axis left unset in a run means, written where the value would be (never None): a run without
+#: ``run.slo_ms`` keeps each request's own SLO from its trace
+UNSET = {"slo_ms": "trace's own", "load": "trace's own rate", "gpus": "the plan's", "plan": "none",
+         "max_batch": "the profile's", "profiles": "default", "trace": "—", "cluster": "—"}
+#: inputs that, where compared runs differ in them, earn a one-line notice in REPORT.md: (label, columns)
+INPUTS = (("trace", ("trace", "trace_sha256")), ("profile", ("profiles", "profiles_sha256")),
+          ("SLO", ("slo_ms",)), ("cluster", ("cluster",)), ("cluster", ("gpus", "plan_sha256")))
 
 
 @dataclasses.dataclass
@@ -131,7 +138,7 @@ def combine(runs: list[Run]) -> Combined:
         extra = _with_axes(pl.lit(""), own)
         parts.append(r.frame.with_columns(run=pl.lit(n, pl.String), _extra=extra)
                      .select("run", *shared, *metrics, *carried, "_extra"))
-    frame = pl.concat(parts, how="vertical_relaxed")
+    frame = explicit(pl.concat(parts, how="vertical_relaxed"), [a for a in shared if a != "policy"])
     varying, options, x, style, rest = _layout(frame, [a for a in shared if a != "policy"])
     # a policy is told apart by its run where two runs have it at one point; axes beyond x and style join the label
     repeated = (frame.group_by("policy", *varying).agg(pl.col("run").n_unique().alias("k"))
@@ -140,6 +147,55 @@ def combine(runs: list[Run]) -> Combined:
     label = _with_axes(label, rest[1:] + options)
     frame = frame.with_columns(label=label + pl.col("_extra")).drop("_extra")
     return Combined(frame, x, style, varying, metrics)
+
+
+def explicit(frame: pl.DataFrame, axes: list[str]) -> pl.DataFrame:
+    """Each axis with a null anywhere (a run that left it unset) as text with the null written as what it
+    means (:data:`UNSET`: ``slo_ms`` → "trace's own"), so a row is never keyed, drawn or tabulated as None.
+    A policy option (``option.*``) stays null where the policy has no such option: it only labels lines."""
+    out = []
+    for a in axes:
+        if a.startswith("option.") or frame[a].null_count() == 0:
+            continue
+        words = [UNSET.get(a, "unset") if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
+                 for v in frame[a].to_list()]
+        out.append(pl.Series(a, words, pl.String))
+    return frame.with_columns(out) if out else frame
+
+
+def _value(col: str, v) -> str:  # noqa: ANN001 - a cell's value
+    if v is None:
+        return UNSET.get(col, "unset")
+    if col == "slo_ms" and isinstance(v, (int, float)):
+        return f"{v:g} ms"
+    if col.endswith("sha256"):
+        return f"sha256 {str(v)[:12]}"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def input_notices(runs: list[Run], names: list[str] | None = None) -> list[str]:
+    """One line per input (:data:`INPUTS`: trace, profile, SLO, cluster) in which the compared runs differ,
+    naming each run's value(s); none where they agree. An input a run does not record reads "not recorded"."""
+    names = names or [r.name for r in runs]
+    out, said = [], set()
+    for label, cols in INPUTS:
+        if label in said or not any(cols[0] in r.frame.columns for r in runs):
+            continue  # the cluster: by its label where the runs have one, else by GPUs and plan
+        per = []
+        for r in runs:
+            present = [c for c in cols if c in r.frame.columns]
+            per.append(sorted({_describe(present, row) for row in r.frame.select(present).unique().iter_rows()})
+                       if present else ["not recorded"])
+        said.add(label)
+        if any(p != per[0] for p in per[1:]):
+            out.append(f"**Inputs differ — {label}:** " + "; ".join(f"{n}: {', '.join(p)}" for n, p in zip(names, per))
+                       + ".")
+    return out
+
+
+def _describe(cols: list[str], row: tuple) -> str:
+    parts = [_value(c, v) for c, v in zip(cols, row) if v is not None]
+    return " ".join(parts) if parts else _value(cols[0], None)
 
 
 def paired_ratios(comb: Combined, baseline: str) -> pl.DataFrame:
@@ -188,7 +244,7 @@ def ratio_summary(ratios: pl.DataFrame, comb: Combined) -> pl.DataFrame:
     (``low``, ``high``, ``half_width``), ``n`` and the counts of paired points above and below 1."""
     from shepherd.experiments.confidence import half_width, interval
 
-    by = ["label", "metric"] + [a for a in (comb.x, comb.style) if a]
+    by = _run_key(ratios) + ["label", "metric"] + [a for a in (comb.x, comb.style) if a]
     rows = []
     for keys, part in ratios.group_by(by, maintain_order=True):
         vals = [v for v in part["ratio"].to_list() if v is not None]
@@ -199,6 +255,11 @@ def ratio_summary(ratios: pl.DataFrame, comb: Combined) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
+def _run_key(ratios: pl.DataFrame) -> list[str]:
+    """["run"] where the ratios come from several runs (a row per run, policy and point), else []."""
+    return ["run"] if ratios["run"].n_unique() > 1 else []
+
+
 def ratio_tables(ratios: pl.DataFrame, comb: Combined, baseline: str) -> str:
     """Markdown: the mean paired ratio per label and point (one column per metric), then the per-label count
     of paired points above and below 1."""
@@ -206,28 +267,30 @@ def ratio_tables(ratios: pl.DataFrame, comb: Combined, baseline: str) -> str:
     from shepherd.experiments.sweep_report import METRICS
 
     summ = ratio_summary(ratios, comb)
+    run = _run_key(ratios)
     axes = [a for a in (comb.x, comb.style) if a]
     metrics = [m for m in comb.metrics if m in set(summ["metric"].to_list())]
-    head = ["policy", *axes] + [f"{METRICS.get(m, m)} ÷ {baseline}" for m in metrics]
+    head = run + ["policy", *axes] + [f"{METRICS.get(m, m)} ÷ {baseline}" for m in metrics]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    points = summ.select("label", *axes).unique(maintain_order=True).sort(["label", *axes])
+    points = summ.select(*run, "label", *axes).unique(maintain_order=True).sort([*run, "label", *axes])
     for point in points.iter_rows(named=True):
-        cells = [str(point["label"])] + [f"{point[a]:g}" if isinstance(point[a], float) else str(point[a])
-                                         for a in axes]
+        cells = [str(point[k]) for k in run] + [str(point["label"])] + [
+            f"{point[a]:g}" if isinstance(point[a], float) else str(point[a]) for a in axes]
         for m in metrics:
-            hit = summ.filter(pl.col("metric") == m, *[pl.col(k) == v for k, v in point.items()])
+            hit = summ.filter(pl.col("metric") == m, *[pl.col(k).eq_missing(v) for k, v in point.items()])
             r = hit.row(0, named=True) if hit.height else None
-            cells.append("—" if r is None or not r["n"] else fmt_interval(r["mean"], r["half_width"], f"{m}_ratio"))
+            cells.append("—" if r is None or not r["n"] else
+                         fmt_interval(r["mean"], r["half_width"], f"{m}_ratio", n=r["n"]))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"Paired points (one per {', '.join(comb.varying) or 'point'}) where the policy's value is above "
               f"↑ or below ↓ {baseline}'s:", ""]
-    head = ["policy"] + [METRICS.get(m, m) for m in metrics]
+    head = run + ["policy"] + [METRICS.get(m, m) for m in metrics]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for label in sorted(set(ratios["label"].to_list())):
-        cells = [label]
+    for key in ratios.select(*run, "label").unique().sort([*run, "label"]).iter_rows(named=True):
+        cells = [str(key[k]) for k in run] + [key["label"]]
         for m in metrics:
-            vals = [v for v in ratios.filter((pl.col("label") == label) & (pl.col("metric") == m))["ratio"].to_list()
-                    if v is not None]
+            vals = [v for v in ratios.filter(*[pl.col(k) == v for k, v in key.items()], pl.col("metric") == m)
+                    ["ratio"].to_list() if v is not None]
             cells.append(f"{sum(v > 1 for v in vals)}↑ {sum(v < 1 for v in vals)}↓ of {len(vals)}" if vals else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -334,14 +397,17 @@ def _comparison_report(runs: list[Run], comb: Combined, out: Path, name: str, co
 
     try:
         section = draw(comb.frame.with_columns(policy=pl.col("label")), out / "figures",
-                       [a for a in (comb.x, comb.style) if a], name)
+                       [a for a in (comb.x, comb.style) if a], name, keys=["run"] if len(runs) > 1 else None)
     finally:
         _close_figures()
+    notices = input_notices(runs, sorted(set(comb.frame["run"].to_list()), key=comb.frame["run"].to_list().index))
     lines = [f"# Comparison {name}", "", f"Generated by `{command}`. Mean ± 95 % half-width over seeds, clipped to "
              "each metric's domain (`mean [low, high]` where clipped).", "",
              "Runs: " + ", ".join(f"{r.name} ({r.kind}, {r.frame.height} rows)" for r in runs) + ".",
              f"Axes: x = {comb.x or '—'}{f', style = {comb.style}' if comb.style else ''}; "
              f"points paired on {', '.join(comb.varying) or '—'}.", ""]
+    for n in notices:  # one line each, its own paragraph
+        lines += [f"> {n}", ""]
     if bool("synthetic" in comb.frame.columns and comb.frame["synthetic"].any()):
         lines += ["> **Synthetic data.** A trace is a synthetic stand-in, not a real one.", ""]
     lines += [f"![{f.stem}]({os.path.relpath(f, out)})" for f in section.figures if f.suffix == ".png"]
@@ -351,8 +417,8 @@ def _comparison_report(runs: list[Run], comb: Combined, out: Path, name: str, co
 
 def _single(run: Run) -> Combined:
     """One run as a comparison of its own policies (the axes it swept)."""
-    frame = run.frame.with_columns(run=pl.lit(run.name, pl.String))
     axes = [a for a in run.axes() if a != "policy"]
+    frame = explicit(run.frame.with_columns(run=pl.lit(run.name, pl.String)), axes)
     varying, options, x, style, rest = _layout(frame, axes)
     if run.kind == "capacity" and "target_spec" in frame.columns and "target_spec" not in varying:
         varying.append("target_spec")  # a capacity row is one target's search: pair within it

@@ -102,15 +102,23 @@ def interval(values: Sequence[float], metric: str | None = None) -> tuple[float,
     return (mean, *clip(mean - hw, mean + hw, metric))
 
 
-def fmt_interval(mean: float | None, hw: float | None, metric: str | None = None, digits: int = 4) -> str:
-    """``"m ± h"`` when the band fits the domain, ``"m [lo, hi]"`` when it was clipped; ``"—"`` for no value."""
+def fmt_interval(mean: float | None, hw: float | None, metric: str | None = None, digits: int = 4,
+                 n: int | None = None) -> str:
+    """``"m ± h"`` when the band fits the domain, ``"m [lo, hi]"`` when it was clipped; ``"—"`` for no value;
+    ``"m (1 seed)"`` when ``n`` is 1 (no spread measurable, never "± 0"). Numbers for people: 1,138 ± 120."""
+    from shepherd.experiments.judge import num
+
     if mean is None or mean != mean:
         return "—"
+    if n == 1:
+        return f"{num(mean, digits)} (1 seed)"
     hw = hw or 0.0
+    if hw < 1e-9 * abs(mean):  # rounding noise of identical values
+        hw = 0.0
     low, high = clip(mean - hw, mean + hw, metric)
     if (low, high) == (mean - hw, mean + hw):
-        return f"{mean:.{digits}g} ± {hw:.2g}"
-    return f"{mean:.{digits}g} [{low:.{digits}g}, {high:.{digits}g}]"
+        return f"{num(mean, digits)} ± {num(hw, 2)}"
+    return f"{num(mean, digits)} [{num(low, digits)}, {num(high, digits)}]"
 
 
 def mean_ci(frame: pl.DataFrame, by: Sequence[str], value: str, metric: str | None = None) -> pl.DataFrame:

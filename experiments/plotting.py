@@ -48,6 +48,19 @@ def lines(ax, data: pl.DataFrame, x: str, y: str, hue: str, order=None, style: s
     ``metric`` (default: the column ``y``'s own name)."""
     sns.lineplot(data=data.to_pandas(), x=x, y=y, hue=hue, hue_order=order, style=style,
                  errorbar=band(metric or y), marker="o" if markers else None, ax=ax)
+    integer_ticks(ax, data[x] if x in data.columns else None)
+
+
+def integer_ticks(ax, values) -> None:  # noqa: ANN001 - a matplotlib Axes, a polars Series
+    """An axis whose values are whole numbers (GPUs, workers, a batch limit) gets whole-number ticks only
+    (never a tick at 1.5 GPUs)."""
+    if values is None or not values.dtype.is_numeric():
+        return
+    vals = values.drop_nulls().to_list()
+    if vals and all(float(v).is_integer() for v in vals):
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3.0):

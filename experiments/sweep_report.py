@@ -40,8 +40,10 @@ def axes_of(results: pl.DataFrame, swept: list[str]) -> tuple[str | None, str | 
     return x, (rest[0] if rest else None)
 
 
-def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = None, name: str = "sweep") -> Section:
-    """The comparison figure (PNG + PDF) and a mean ± 95 % table per policy and swept value."""
+def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = None, name: str = "sweep",
+         keys: list[str] | None = None) -> Section:
+    """The comparison figure (PNG + PDF) and a mean ± 95 % table per policy and swept value; ``keys``:
+    columns that key the table's rows before the policy (``run`` when several runs are compared)."""
     from shepherd.experiments import plotting
     from shepherd.experiments.confidence import mean_ci
     from shepherd.experiments.report import save_figure
@@ -84,27 +86,44 @@ def draw(results: pl.DataFrame, figures_dir: Path, swept: list[str] | None = Non
     fig.suptitle(f"{name}: {trace} on {cluster}; mean ± 95 % over {seeds} seed(s)")
     plotting.synthetic_caption(fig, bool("synthetic" in data.columns and data["synthetic"].any()), data)
     figures = save_figure(fig, figures_dir, f"{name}-comparison")
-    by = ["policy"] + ([x] if x else []) + ([style] if style else [])
+    by = list(keys or []) + ["policy"] + ([x] if x else []) + ([style] if style else [])
     section = Section(f"Sweep {name}: {', '.join(METRICS[m] for m in metrics)} vs {x_col}", figures)
-    section.table = _table(table_data, by, metrics, rates)  # type: ignore[attr-defined] - REPORT.md's table
+    section.table = _table(table_data, by, metrics,  # type: ignore[attr-defined] - REPORT.md's table
+                           offered_by_run(table_data, x_col))
     return section
 
 
-def offered_rates(data: pl.DataFrame, x: str | None) -> dict[float, float] | None:
-    """{load: offered req/s, mean over seeds} when ``x`` is the load and, at every load and seed, the cells
-    (policies, runs) agree on their rate within 10 % (one trace behind each load)."""
+def offered_by_run(data: pl.DataFrame, x: str | None) -> dict[tuple[str, float], float] | None:
+    """{(run, load): offered req/s, mean over seeds} — each run on its own (``run`` column; "" for a single
+    run's table), given when ``x`` is the load and, within each run at every load and seed, the cells
+    (policies) agree on their rate within 10 % (one trace behind each load)."""
     if x != "load" or not {"requests", "duration_s"} <= set(data.columns):
         return None
-    by = ["load"] + (["seed"] if "seed" in data.columns else [])
+    data = data.with_columns(_run=pl.col("run").cast(pl.String) if "run" in data.columns else pl.lit(""))
+    by = ["_run", "load"] + (["seed"] if "seed" in data.columns else [])
     per = (data.filter(pl.col("duration_s") > 0)
            .with_columns(rate=pl.col("requests") / pl.col("duration_s"))
            .group_by(by).agg(mean=pl.col("rate").mean(), low=pl.col("rate").min(), high=pl.col("rate").max()))
-    if per.height == 0 or per["load"].n_unique() != data["load"].n_unique():
+    if per.height == 0 or per.select("_run", "load").unique().height != data.select("_run", "load").unique().height:
         return None
     if any(r["high"] > 1.1 * r["low"] for r in per.iter_rows(named=True)):
         return None
-    rates = per.group_by("load").agg(pl.col("mean").mean()).sort("load")
-    return {float(load): float(rate) for load, rate in rates.iter_rows()}
+    rates = per.group_by("_run", "load").agg(pl.col("mean").mean()).sort("_run", "load")
+    return {(str(run), float(load)): float(rate) for run, load, rate in rates.iter_rows()}
+
+
+def offered_rates(data: pl.DataFrame, x: str | None) -> dict[float, float] | None:
+    """{load: offered req/s} for the load axis' tick labels: only where every run offers the same rate at
+    each load (within 10 %) — two runs on different traces get no shared rate (issue 41: never their mean)."""
+    by_run = offered_by_run(data, x)
+    if not by_run:
+        return None
+    loads: dict[float, list[float]] = {}
+    for (_, load), rate in by_run.items():
+        loads.setdefault(load, []).append(rate)
+    if any(max(v) > 1.1 * min(v) for v in loads.values()):
+        return None
+    return {load: sum(v) / len(v) for load, v in sorted(loads.items())}
 
 
 def label_rates(ax, rates: dict[float, float] | None) -> None:  # noqa: ANN001 - a matplotlib Axes
@@ -159,9 +178,11 @@ def report_folder(folder: Path) -> tuple[Path, Section, int]:
     return report, section, art.frame.height
 
 
-def _table(data: pl.DataFrame, by: list[str], metrics: list[str], rates: dict[float, float] | None = None) -> str:
-    """A markdown table: one row per (policy, swept value), mean ± half-width per metric (the interval
-    clipped to the metric's domain: ``mean [low, high]`` where it was)."""
+def _table(data: pl.DataFrame, by: list[str], metrics: list[str],
+           rates: dict[tuple[str, float], float] | None = None) -> str:
+    """A markdown table: one row per (run, policy, swept value), mean ± half-width per metric (the interval
+    clipped to the metric's domain: ``mean [low, high]`` where it was; "(1 seed)" where one seed gave it);
+    ``rates``: the offered req/s per (run, load) (:func:`offered_by_run`)."""
     from shepherd.experiments.confidence import fmt_interval, mean_ci
 
     merged = None
@@ -169,7 +190,7 @@ def _table(data: pl.DataFrame, by: list[str], metrics: list[str], rates: dict[fl
         part = mean_ci(data.drop_nulls(metric), by, metric)
         if part.height == 0:
             continue
-        part = part.select(*by, pl.struct("mean", "half_width").alias(metric))
+        part = part.select(*by, pl.struct("mean", "half_width", "n").alias(metric))
         merged = part if merged is None else merged.join(part, on=by, how="full", coalesce=True)
     if merged is None:
         return "no finished cells"
@@ -178,11 +199,12 @@ def _table(data: pl.DataFrame, by: list[str], metrics: list[str], rates: dict[fl
     head = "| " + " | ".join(by + rate_col + [METRICS[m] for m in metrics]) + " |"
     lines = [head, "|" + "---|" * (len(by) + len(rate_col) + len(metrics))]
     for row in merged.iter_rows(named=True):
-        cells = [f"{row[b]:g}" if isinstance(row[b], float) else str(row[b]) for b in by]
+        cells = [f"{row[b]:g}" if isinstance(row[b], float) else str(row[b]) for b in by]  # never None: compare.explicit
         if rate_col:
-            cells.append(f"{rates[float(row['load'])]:,.0f}")
+            rate = rates.get((str(row.get("run", "")), float(row["load"])))
+            cells.append("—" if rate is None else f"{rate:,.0f}")
         for m in metrics:
             v = row.get(m)
-            cells.append("—" if not v else fmt_interval(v["mean"], v["half_width"], m))
+            cells.append("—" if not v else fmt_interval(v["mean"], v["half_width"], m, n=v["n"]))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

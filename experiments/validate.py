@@ -49,6 +49,7 @@ import polars as pl
 
 from shepherd.core.errors import UserError
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.judge import Rule
 from shepherd.experiments.confidence import half_width
 from shepherd.experiments.registry import register
 
@@ -196,16 +197,15 @@ class Validate(Experiment):
             where = f"{row['policy']} {row['model']} at {row['load']:g}× capacity"
             quiet = row["core_wait_max"] <= CORE_WAIT_LIMIT
             why = "" if quiet else f" — not judged: the worker waited for its core {row['core_wait_max']:.0%} of batch time"
-            heads.append(Headline(
-                f"{where}: attainment error sim − live (points; per seed {_seeds(row['att_err_pts_seeds'])}; "
-                f"execution {row['att_exec_pts']:+.1f}, scheduling {row['att_sched_pts']:+.1f}; "
-                f"{row['sens_att']:+.2f} pts per 1 % batch time), goal ±{GOAL_ATTAINMENT_PTS:g} (issue 40){why}",
-                0.0, row["att_err_pts"], row["att_err_pts_hw"], "pts", tolerance=GOAL_ATTAINMENT_PTS if quiet else None))
+            heads.append(Headline.of_seeds(
+                f"{where}: attainment error sim − live (points; execution {row['att_exec_pts']:+.1f}, "
+                f"scheduling {row['att_sched_pts']:+.1f}; {row['sens_att']:+.2f} pts per 1 % batch time), "
+                f"goal ±{GOAL_ATTAINMENT_PTS:g} (issue 40){why}",
+                0.0, row["att_err_pts_seeds"], "pts", rule=Rule.near(0.0, GOAL_ATTAINMENT_PTS, "pts") if quiet else None))
             if row["load"] < 1:
-                heads.append(Headline(
-                    f"{where}: p99 error (sim − live)/live (%; per seed {_seeds(row['p99_err_pct_seeds'])}), "
-                    f"goal ±{GOAL_P99_PCT:g} % below capacity (issue 40){why}",
-                    0.0, row["p99_err_pct"], row["p99_err_pct_hw"], "%", tolerance=GOAL_P99_PCT if quiet else None))
+                heads.append(Headline.of_seeds(
+                    f"{where}: p99 error (sim − live)/live (%), goal ±{GOAL_P99_PCT:g} % below capacity (issue 40){why}",
+                    0.0, row["p99_err_pct_seeds"], "%", rule=Rule.near(0.0, GOAL_P99_PCT, "%") if quiet else None))
             beyond.append(Headline(f"{where}: attainment error before calibration's execution model (points)",
                                    None, row["att_err_before_pts"], 0.0, "pts"))
         below = results.filter(pl.col("metric") == "slo_attainment", pl.col("load") < 1)
@@ -231,10 +231,6 @@ class Validate(Experiment):
                          f"{', '.join(f'{x:+.1f}' for x in d['mean_change_pct'])} %; decision delay "
                          f"{d['delay_change_ms']:+.3f} ms; core wait {d['core_wait'][0]:.3f} / {d['core_wait'][1]:.3f}.")
         return Section(self.title, figures, headlines=heads, claims=claims, notes=notes, beyond=beyond)
-
-
-def _seeds(values: list[float]) -> str:
-    return " / ".join(f"{v:+.1f}" for v in values) if len(values) <= 5 else f"{len(values)} seeds"
 
 
 def _cell_name(p: dict) -> str:

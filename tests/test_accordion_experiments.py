@@ -12,6 +12,7 @@ from shepherd.core.errors import UserError
 from shepherd.experiments.accordion import common as c
 from shepherd.experiments.accordion import fig01_motivation as f1
 from shepherd.experiments.accordion import measured as m
+from shepherd.experiments.accordion import stream_rows as rows_mod
 from shepherd.experiments.accordion.fig03_predictor import EXPERIMENT as FIG3
 from shepherd.experiments.base import Headline, Scale, Section
 from shepherd.experiments.report import render
@@ -51,15 +52,27 @@ def test_fig3_per_stream_share():
     assert per["share"][0] == pytest.approx(1 / 3) and per["compared"][0] == 3
 
 
-def test_tolerance_column_and_holds():
+def test_tolerance_column_and_verdict():
     assert c.tolerance(4.0, "×") == pytest.approx(1.0) and c.tolerance(70.0, "%") == pytest.approx(17.5)
     assert c.tolerance(0.9, "%") == 2.0
     near = Headline("a", 4.0, 4.9, unit="×", tolerance=1.0)
     far = Headline("b", 4.0, 5.1, unit="×", tolerance=1.0)
-    assert near.holds is True and far.holds is False and Headline("c", None, 1.0).holds is None
+    assert near.verdict.state == "holds" and far.verdict.state == "fails"
+    assert Headline("c", None, 1.0).verdict.state == "not judged"
     text = render([Section("s", headlines=[near, far])], pytest.importorskip("pathlib").Path("."))
-    assert "| what | paper | ours | tolerance | holds |" in text
-    assert "| b | 4 × | 5.1 × | ± 1 × | **no** |" in text
+    assert "| what | paper | ours | per seed | tolerance | verdict |" in text
+    assert "| b | 4 × | 5.1 × | — | ± 1 × | **fails** (5.1 above [3, 5]) |" in text
+
+
+def test_accordion_ratio_rows_are_effect_based_and_only_2_percent_is_one_sided():
+    rows = {what: rule for what, _, _, _, rule in rows_mod.paper_rows()}
+    mod = next(r for w, r in rows.items() if "4.2×" in w and "late only" in w)
+    assert mod.low == pytest.approx(1 + 3.2 * 0.75) and mod.high == pytest.approx(1 + 3.2 * 1.25)
+    only = [r for w, r in rows.items() if "approximately only 2%" in w]
+    assert only and all(r.low == float("-inf") for r in only)
+    assert any("stream 1" in w and "perform well" in w for w in rows)
+    # the issue's seeds for the Moderate late-only row: 7.92 / ∞ / 2.22 is not a pass
+    assert Headline.of_seeds("m", 4.2, [7.92, float("inf"), 2.22], "×", rule=mod).verdict.state == "inconclusive"
 
 
 @pytest.mark.parametrize("policy", list(f1.SYSTEMS))
@@ -131,7 +144,7 @@ def test_reproduce_and_report_fig1_on_a_cached_measured_profile(tmp_path, cli):
     r = cli("reproduce", "accordion-fig1-measured", "--quick", "-j", "1", "-o", tmp_path)
     assert r.code == 0, r.err
     report = (tmp_path / "REPORT.md").read_text()
-    assert "measured on Test CPU 9000" in report and "| tolerance | holds |" in report
+    assert "measured on Test CPU 9000" in report and "| tolerance | verdict |" in report
     assert (tmp_path / "figures" / "accordion-fig1-measured.png").exists()
 
 
@@ -155,8 +168,9 @@ def test_fig1_reads_table1_both_ways():
 
 def test_every_judged_stream_row_quotes_its_section():
     from shepherd.experiments.accordion import stream_rows as sr
-    for what, paper, unit, _ in sr.paper_rows():
+    for what, paper, unit, _, rule in sr.paper_rows():
         assert what.startswith(("§", "abstract")) and "'" in what and paper is not None, what
+        assert rule is not None and rule.low <= paper <= rule.high, what
 
 
 def test_per_seed_rows_are_mean_and_half_width_over_seeds():
@@ -222,3 +236,15 @@ def test_occupancy_map_cells_vary_load_and_shape_only():
     cells = maps.MapOccupancy().cells(Scale(quick=True, seeds=1))
     assert len(cells) == 2 * 2 * len(maps.LOADS) * len(maps.FLOORS) * 3
     assert {cl.params["target"] for cl in cells} == {"moderate"} and {cl.params["stream"] for cl in cells} == {3, 6}
+
+
+def test_fig3_map_runs_and_notes_every_target():
+    from shepherd.experiments.accordion import maps
+    cells = maps.MapFig3().cells(Scale(quick=True, seeds=1))
+    assert {cl.params["target"] for cl in cells} == {"moderate", "strict", "relaxed"}
+    low = pl.DataFrame({"window": [0.1, 1.0], "share": [60.0, 40.0], "dropped": [20.0, 1.0]})
+    high = pl.DataFrame({"window": [0.1, 1.0], "share": [83.5, 40.0], "dropped": [49.0, 1.0]})
+    assert "no window in the map reaches" in maps.fig3_note("moderate", low) and "moderate target" in \
+        maps.fig3_note("moderate", low)
+    note = maps.fig3_note("strict", high)  # the issue's Strict: 83.5 % at 0.1 × SLO, 49 % dropped
+    assert "reached near window" in note and "strict target" in note and "83.5 %" in note

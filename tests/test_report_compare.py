@@ -91,9 +91,9 @@ def test_intervals_never_leave_the_metrics_domain(metric, data):
     text = ci.fmt_interval(mean, ci.half_width(values), metric)
     if "[" in text:
         low_s, high_s = text.split("[")[1].rstrip("]").split(", ")
-        assert lo <= float(low_s) and float(high_s) <= hi
+        assert lo <= float(low_s.replace(",", "")) and float(high_s.replace(",", "")) <= hi
     else:
-        m, hw = (float(t) for t in text.split(" ± "))  # printed to 4 and 2 digits: allow their rounding
+        m, hw = (float(t.replace(",", "")) for t in text.split(" ± "))  # printed to 4 and 2 digits: allow their rounding
         slack = 0.05 * hw + 1e-3 * abs(m)
         assert m - hw >= lo - slack and m + hw <= hi + slack
     # the figure's band: the errorbar seaborn is given
@@ -133,12 +133,13 @@ def test_two_sweeps_compared_with_paired_ratios(cli, tmp_path):
     for fig in ("a-vs-b-comparison", "a-vs-b-vs-clockwork"):
         assert (out / "figures" / f"{fig}.png").stat().st_size > 10_000 and f"figures/{fig}.png" in report
     # the comparison table: a row per policy and load, offered req/s beside the load
-    assert "| flex | 1 | 40 |" in report and "| flex | 4 | 162 |" in report and "| nexus | 4 |" in report and "offered (req/s)" in report
+    assert "| a | flex | 1 | 40 |" in report and "| a | flex | 4 | 162 |" in report and "| b | nexus | 4 |" in report \
+        and "offered (req/s)" in report
     # paired ratios: flex ÷ clockwork is 1.5 at every load and seed (the seeds' spread cancels), nexus (from the
     # other run, paired with a's clockwork: b has none) is 0.8
     assert "## Paired ratios to clockwork" in report
-    assert "| flex | 2 | 1.5 ± " in report and "| nexus | 4 | 0.8 ± " in report
-    assert "| flex | 9↑ 0↓ of 9 | 9↑ 0↓ of 9 |" in report and "| nexus | 0↑ 9↓ of 9 | 0↑ 9↓ of 9 |" in report
+    assert "| a | flex | 2 | 1.5 ± " in report and "| b | nexus | 4 | 0.8 ± " in report
+    assert "| a | flex | 9↑ 0↓ of 9 | 9↑ 0↓ of 9 |" in report and "| b | nexus | 0↑ 9↓ of 9 | 0↑ 9↓ of 9 |" in report
     # a latency band with a wide spread is clipped at 0, never negative
     assert " [0, " in report and "± -" not in report
     # the same inputs give the same bytes
@@ -154,8 +155,8 @@ def test_a_policy_in_both_runs_is_told_apart_and_paired_within_its_run(cli, tmp_
     r = cli("report", a, b, "--baseline", "clockwork", "-o", tmp_path / "res")
     assert r.code == 0, r.err
     report = (tmp_path / "res" / "comparisons" / "a-vs-b" / "REPORT.md").read_text()
-    assert "| a · flex | 1 |" in report and "| b · clockwork | 1 |" in report
-    assert "| a · flex | 9↑ 0↓ of 9 |" in report and "| b · flex | 9↑ 0↓ of 9 |" in report
+    assert "| a | a · flex | 1 |" in report and "| b | b · clockwork | 1 |" in report
+    assert "| a | a · flex | 9↑ 0↓ of 9 |" in report and "| b | b · flex | 9↑ 0↓ of 9 |" in report
 
 
 def test_one_sweep_keeps_its_report_and_gains_the_ratio_section(cli, tmp_path):
@@ -262,7 +263,8 @@ def test_two_simulate_outputs_compared(cli, tmp_path):
     r = cli("report", *folders, "--baseline", "clockwork", "-o", tmp_path / "res")
     assert r.code == 0, r.err
     report = (tmp_path / "res" / "comparisons" / "flex-vs-clockwork" / "REPORT.md").read_text()
-    assert "| flex | 1.5 ± 0 | 1.5 ± 0 |" in report and "| flex | 1↑ 0↓ of 1 | 1↑ 0↓ of 1 |" in report
+    assert "| flex | 1.5 (1 seed) | 1.5 (1 seed) |" in report and "| flex | 1↑ 0↓ of 1 | 1↑ 0↓ of 1 |" in report
+    assert "± 0" not in report
 
 
 def test_a_policy_option_axis_labels_its_lines_and_pairs_with_the_baseline(tmp_path):
@@ -291,3 +293,71 @@ def test_paper_headlines_clip_a_ratio_interval_at_zero(tmp_path):
     text = render([sec], tmp_path)
     assert "| 0.4 [0, 1.3] ×" in text  # a ratio is never below 0
     assert "| 1 ± 5 %" in text and "| 900 ± 50 req/s" in text  # a change may be negative; a band inside: ±
+
+
+# --------------------------------------------------------------------------- issue 41: comparisons never silently wrong
+
+def test_two_sweeps_differing_only_by_slo_are_one_row_per_run_policy_and_point(cli, tmp_path):
+    from shepherd.experiments.compare import combine, load_run
+
+    two = ["slo_attainment", "goodput_rps"]
+    a = write_sweep(tmp_path / "a", "a", ["flex", "clockwork"], metrics=two)                    # the trace's SLOs
+    b = write_sweep(tmp_path / "b", "b", ["flex", "clockwork"], metrics=two, extra={"slo_ms": 80.0})
+    r = cli("report", a, b, "--baseline", "clockwork", "-o", tmp_path / "res")
+    assert r.code == 0, r.err
+    out = tmp_path / "res" / "comparisons" / "a-vs-b"
+    report = (out / "REPORT.md").read_text()
+    assert "None" not in report
+    table = report.split("## Paired ratios")[0]
+    rows = [line for line in table.splitlines() if line.startswith(("| a |", "| b |"))]
+    assert len(rows) == 2 * 2 * 3 and len(set(r.split("|")[1:5].__repr__() for r in rows)) == 12  # run·policy·load
+    assert "| a | flex | 1 | trace's own | 40 | 0.018 ± " in report and "| b | flex | 1 | 80 | 40 | 0.018 ± " in report
+    # every row has both metrics (a row is never split into one row per metric)
+    assert not any("| — |" in r for r in rows)
+    # ratios are computed for both runs, not "—" for the run that kept the trace's SLO
+    assert "| a | flex | 1 | trace's own | 1.5 ± 0 | 1.5 ± 0 |" in report and "| b | flex | 4 | 80 | 1.5 ± 0" in report
+    assert "| a | flex | 9↑ 0↓ of 9 |" in report and "| b | flex | 9↑ 0↓ of 9 |" in report
+    assert "**Inputs differ — SLO:** a: trace's own; b: 80 ms." in report
+    # both runs in the figure: the style axis is the SLO and no drawn row lacks it
+    comb = combine([load_run(a), load_run(b)])
+    assert comb.style == "slo_ms" and comb.frame["slo_ms"].null_count() == 0
+    assert sorted(set(comb.frame["slo_ms"])) == ["80", "trace's own"]
+
+
+def test_runs_on_different_traces_get_their_own_offered_rate_and_a_notice(cli, tmp_path):
+    a = write_sweep(tmp_path / "a", "a", ["flex"], metrics=["goodput_rps"], rate=987.8)
+    b = write_sweep(tmp_path / "b", "b", ["clockwork"], metrics=["goodput_rps"], rate=39.1,
+                    extra={"trace": "maf2019-sample", "cluster": "4 GPUs", "gpus": 4})
+    r = cli("report", a, b, "-o", tmp_path / "res")
+    assert r.code == 0, r.err
+    report = (tmp_path / "res" / "comparisons" / "a-vs-b" / "REPORT.md").read_text()
+    assert "| a | flex | 1 | 2 | 998 |" in report and "| b | clockwork | 1 | 4 | 39 |" in report  # never their mean
+    assert "**Inputs differ — trace:** a: maf-synthetic; b: maf2019-sample." in report
+    assert "**Inputs differ — cluster:** a: 2 GPUs; b: 4 GPUs." in report
+    assert "Inputs differ — SLO" not in report and "Inputs differ — profile" not in report
+
+
+def test_shared_tick_rates_only_where_every_run_offers_the_same():
+    from shepherd.experiments.sweep_report import offered_by_run, offered_rates
+
+    frame = pl.DataFrame({"run": ["a", "a", "b", "b"], "load": [1.0, 2.0, 1.0, 2.0], "seed": [0, 0, 1, 1],
+                          "requests": [59_268, 118_536, 2_346, 4_692], "duration_s": [60.0] * 4})
+    assert offered_rates(frame, "load") is None
+    assert offered_by_run(frame, "load") == {("a", 1.0): 987.8, ("a", 2.0): 1975.6, ("b", 1.0): 39.1, ("b", 2.0): 78.2}
+
+
+def test_numbers_for_people_and_one_seed():
+    assert ci.fmt_interval(1138.0, 120.4) == "1,138 ± 120"
+    assert ci.fmt_interval(480.0, 201.0) == "480 ± 200"
+    assert ci.fmt_interval(1.0, 0.0, n=1) == "1 (1 seed)"
+    assert ci.fmt_interval(1.5, 3.9e-16) == "1.5 ± 0"
+
+
+def test_an_integer_axis_has_integer_ticks():
+    from shepherd.experiments import plotting
+
+    fig, axes = plotting.figure()
+    data = pl.DataFrame({"gpus": [1, 2, 1, 2], "goodput_rps": [1.0, 2.0, 1.5, 2.5], "policy": ["a"] * 4})
+    plotting.lines(axes[0][0], data, x="gpus", y="goodput_rps", hue="policy")
+    ticks = [t for t in axes[0][0].get_xticks() if axes[0][0].get_xlim()[0] <= t <= axes[0][0].get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)

@@ -81,7 +81,8 @@ def test_target_batch_rule_at_the_eq_2_3_batch():
     _state(probe, 0, 1000.0)
     avg, std = probe.meter[0].get(NOW)  # the meter's view of that history (its buckets start at time 0)
     target = rules.target_batch(LAT, 30_000, 0.0, avg, std, 16)
-    assert 10 <= target <= 12  # mean ≈ 950 r/s plus 2 std of a partial bucket: at least the steady 10
+    # sized for the mean alone (≈ 950 r/s over the partial bucket): ℓ(b) + b/r ≤ 30 ms → 9 or 10, std unused
+    assert 9 <= target <= 10 and target == rules.target_batch(LAT, 30_000, 0.0, avg, 0.0, 16)
     for n, ok in ((target - 1, False), (target, True)):
         pol = _stub("target-batch")
         _state(pol, n, 1000.0, slo_us=30_000)
@@ -91,9 +92,15 @@ def test_target_batch_rule_at_the_eq_2_3_batch():
 def test_target_batch_below_one_gpu_uses_nexus_rule_and_std():
     # 10 r/s: n = 10·ℓ(b)/b < 1 → largest b with ℓ(b) + b/r ≤ budget: b/10 s alone exceeds 60 ms for b ≥ 1 → 1
     assert rules.target_batch(LAT, 60_000, 0.0, 10.0, 0.0, 16) == 1
-    # the rate it is sized for is mean + 2·std: a noisier stream gets a larger target at the same mean
-    assert rules.target_batch(LAT, 60_000, 0.0, 100.0, 200.0, 16) > rules.target_batch(LAT, 60_000, 0.0, 100.0,
-                                                                                          0.0, 16)
+    # the authors size it for the mean alone (BatchSizeEstimator(1.0, 0.0)): a noisier stream, same target
+    assert rules.target_batch(LAT, 60_000, 0.0, 100.0, 200.0, 16) == rules.target_batch(LAT, 60_000, 0.0, 100.0,
+                                                                                           0.0, 16)
+
+
+def test_the_estimators_multipliers_are_the_authors():
+    # every ModelThread / scheduler of abcdabcd987/nexuslb (src/nexus/dispatcher/) constructs bse_(1.0, 0.0):
+    # r = 1.0 × rps + 0.0 × std (BatchSizeEstimator(rps_multiplier, std_multiplier))
+    assert (rules.XRPS, rules.XSTD) == (1.0, 0.0)
 
 
 def test_beta_lambda_authors_secant_intercept():

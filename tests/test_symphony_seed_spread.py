@@ -39,6 +39,14 @@ def test_fig4_one_seed_has_no_spread(tmp_path):
     assert not any("per seed" in n for n in section.notes)
 
 
+def test_fig6_a_seed_with_no_baseline_goodput_is_infinite_not_dropped():
+    rows = [{"hardware": "A100", "set": "all", "system": sy, "seed": seed, "models": 3,
+             "goodput_rps": g if seed == 0 or sy == "symphony" else 0.0}
+            for seed in (0, 1) for sy, g in (("symphony", 300.0), ("clockwork", 200.0), ("nexus", 100.0),
+                                             ("nexus-8fe", 80.0))]
+    assert fig6.seed_ratios(pl.DataFrame(rows), "A100", "all") == [1.5, float("inf")]
+
+
 def test_fig6_ratio_per_seed_over_the_best_baseline(tmp_path):
     rows = []
     for seed, sym in enumerate((300.0, 400.0)):
@@ -49,6 +57,10 @@ def test_fig6_ratio_per_seed_over_the_best_baseline(tmp_path):
     res = pl.DataFrame(rows)
     assert fig6.seed_ratios(res, "A100", "all") == [1.5, 2.0]
     section = fig6.EXPERIMENT.report(res, tmp_path)
-    head = next(h for h in section.headlines if h.what.startswith("A100 all"))
+    head = next(h for h in section.headlines if h.what.startswith("§5.1 A100 all"))
     assert head.ours == pytest.approx(1.75) and head.half_width > 0
-    assert "1.50, 2.00" in head.what
+    assert head.seeds == (1.5, 2.0)
+    # "2x to 2.4x": the stated range is the region; [1.5, 2.0] → the interval straddles 2 → inconclusive
+    assert (head.rule.low, head.rule.high) == (2.0, 2.4) and head.verdict.state == "inconclusive"
+    lt2 = next(h for h in section.headlines if h.what.startswith("§5.1 1080Ti lt2"))
+    assert lt2.rule.low == pytest.approx(1 + 0.23 * 0.75)  # "23 % higher" judged on the effect

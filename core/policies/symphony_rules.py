@@ -33,8 +33,9 @@ from shepherd.core.rules import symphony as numbers
 #: the rules, default first; a second name is accepted for one of them
 RULES = ("text", "frontrun", "target-batch", "beta-lambda-authors")
 ALIASES = {"sched_at": "frontrun"}
-#: the authors' ``BatchSizeEstimator(1.0, 2.0)``: the rate the batch is sized for is mean + 2 × std
-XRPS, XSTD = 1.0, 2.0
+#: the authors' ``BatchSizeEstimator(1.0, 0.0)`` (``bse_(1.0, 0.0)`` in every ModelThread / scheduler of
+#: abcdabcd987/nexuslb): the rate the batch is sized for is the bucketed mean, no std added
+XRPS, XSTD = 1.0, 0.0
 #: the authors' ``RpsMeter``: 100 buckets of 50 ms (λ over 5 s)
 METER_SPAN_US, METER_BUCKETS = 50_000, 100
 

@@ -15,8 +15,8 @@ time share with every EP held (until the stream completes), the most
 queries running at once, shrinks, instances.
 
 A cell may carry a measured profile (``layers``, ``cpu``: :mod:`.measured`)
-instead of the built-in one; each headline row has a fixed tolerance
-(:func:`tolerance`).
+instead of the built-in one; each headline row has a fixed rule
+(:func:`tolerance`, :data:`EFFECT_SHARE`; shepherd/experiments/judge.py decides).
 """
 
 from __future__ import annotations
@@ -81,9 +81,13 @@ def headline_seeds(scale) -> int:  # noqa: ANN001 - a Scale
     return max(scale.seeds, 3 if scale.quick else 5)
 
 
+#: a ratio row ("4.2× fewer") holds when ours − 1 is within ±25 % of the paper's effect (paper − 1): judge.Rule.effect
+EFFECT_SHARE = 0.25
+
+
 def tolerance(paper: float, unit: str) -> float:
-    """The one tolerance rule of every Accordion row, fixed before any run: ±25 % of the paper's value,
-    and at least ±2 points for a share in %."""
+    """The tolerance of every Accordion row that is not a ratio, fixed before any run: ±25 % of the paper's
+    value, and at least ±2 points for a share in %. Ratio rows are judged on the effect (:data:`EFFECT_SHARE`)."""
     return max(0.25 * abs(paper), 2.0) if unit == "%" else 0.25 * abs(paper)
 
 

@@ -28,6 +28,7 @@ import polars as pl
 
 from shepherd.experiments.accordion import common as c
 from shepherd.experiments.base import Claim, Headline
+from shepherd.experiments.judge import Rule, judge_claim
 from shepherd.experiments.confidence import half_width
 
 HEAVY = (2, 3, 5, 6)
@@ -54,62 +55,96 @@ def slo_ratio(runs: pl.DataFrame, policy: str, target: str) -> float:
     return float((sub["latency_s"] / sub["slo_s"]).mean()) if sub.height else float("nan")
 
 
-#: (what, paper value, unit, function of one seed's (runs, norm)) — judged rows, the paper's wording
-def paper_rows() -> list[tuple[str, float, str, Callable]]:
+def _ratio(paper: float) -> Rule:
+    return Rule.effect(paper, c.EFFECT_SHARE)
+
+
+def _share(paper: float) -> Rule:
+    return Rule.near(paper, c.tolerance(paper, "%"), "%")
+
+
+#: (what, paper value, unit, function of one seed's (runs, norm), rule) — judged rows, the paper's wording.
+#: Ratios are judged on the effect (ours − 1 against paper − 1), "only" one-sided (judge.Rule).
+def paper_rows() -> list[tuple[str, float, str, Callable, Rule]]:
     rows = []
     for t, paper, where in (("strict", 1.13, "§4.4.3 'on average 1.13× fewer SLO violations compared to the "
                                             "baselines under strict SLO targets'"),
                             ("moderate", 4.2, "§4.4.3 'on average 4.2× fewer SLO violations under moderate SLO "
-                                              "targets' (abstract: 4.2× fewer than baselines)"),
+                                              "targets' (abstract: '4.2 × less SLO violations')"),
                             ("relaxed", 1.7, "§4.4.3 '1.7× fewer violations compared to the baseline techniques' "
                                              "(relaxed)")):
         for metric, how in COUNTS.items():
             rows.append((f"{where}: baselines / Accordion, {how}", paper, "×",
-                         lambda r, n, t=t, m=metric: viol_ratio(r, t, m)))
+                         lambda r, n, t=t, m=metric: viol_ratio(r, t, m), _ratio(paper)))
     for metric, how in COUNTS.items():
         rows.append((f"§4.4.3 'approximately only 2% of SLO violations across all query streams under relaxed "
-                     f"SLO targets', {how}", 2.0, "%",
-                     lambda r, n, m=metric: 100 * mean(r, m, policy="accordion", target="relaxed")))
+                     f"SLO targets', {how} (an upper bound: judged one-sided)", 2.0, "%",
+                     lambda r, n, m=metric: 100 * mean(r, m, policy="accordion", target="relaxed"),
+                     Rule.at_most(2.0, c.tolerance(2.0, "%"), "%")))
     rows += [
         ("§4.4.1 'it is 1.3× faster on average compared to Fastest, BBS and SLO-Conforming' (stream completion)",
-         1.3, "×", lambda r, n: mean(r, "finish_s", policy=c.BASELINES) / mean(r, "finish_s", policy="accordion")),
+         1.3, "×", lambda r, n: mean(r, "finish_s", policy=c.BASELINES) / mean(r, "finish_s", policy="accordion"),
+         _ratio(1.3)),
         ("§4.4.1 '2.2× faster than the 1-Stage baseline' (stream completion)", 2.2, "×",
-         lambda r, n: mean(r, "finish_s", policy="one-stage") / mean(r, "finish_s", policy="accordion")),
-        ("abstract 'an average improvement of 1.6× in the end-to-end latency compared to baseline methods'", 1.6,
-         "×", lambda r, n: mean(r, "latency_s", policy=ALL_BASELINES) / mean(r, "latency_s", policy="accordion")),
-        ("abstract '1.4× more queries on average compared to baselines' (running queries)", 1.4, "×",
-         lambda r, n: mean(r, "mean_active", policy="accordion") / mean(r, "mean_active", policy=c.BASELINES)),
+         lambda r, n: mean(r, "finish_s", policy="one-stage") / mean(r, "finish_s", policy="accordion"), _ratio(2.2)),
+        ("§1 'an average improvement of 1.6× in the end-to-end latency compared to baseline methods' (abstract: "
+         "'an average reduction of 1.6× in the end-to-end latency')", 1.6,
+         "×", lambda r, n: mean(r, "latency_s", policy=ALL_BASELINES) / mean(r, "latency_s", policy="accordion"),
+         _ratio(1.6)),
+        ("§1 'achieving 1.4× more queries on average compared to baselines' (running queries; abstract: "
+         "'accommodates 1.4× more queries')", 1.4, "×",
+         lambda r, n: mean(r, "mean_active", policy="accordion") / mean(r, "mean_active", policy=c.BASELINES),
+         _ratio(1.4)),
     ]
     for p, paper in (("slo-conforming", 1.3), ("fastest", 1.6), ("bbs", 1.5)):
         rows.append((f"§4.4.4 'Accordion processes 1.3, 1.6, and 1.5× more queries compared to SLO-Conforming, "
                      f"Fastest, and BBS': {c.LABELS[p]}", paper, "×",
-                     lambda r, n, p=p: mean(r, "mean_active", policy="accordion") / mean(r, "mean_active", policy=p)))
+                     lambda r, n, p=p: mean(r, "mean_active", policy="accordion") / mean(r, "mean_active", policy=p),
+                     _ratio(paper)))
     for paper, reading in ((3.0, "read as 3× the time"), (2.0, "read as 2× the time")):
         rows.append((f"§4.4.4 'for query streams 2, 3, 4, and 6, 1-Stage is ~200% slower than Accordion on "
                      f"average' (completion, {reading})", paper, "×",
                      lambda r, n: mean(r, "finish_s", policy="one-stage", stream=(2, 3, 4, 6))
-                     / mean(r, "finish_s", policy="accordion", stream=(2, 3, 4, 6))))
+                     / mean(r, "finish_s", policy="accordion", stream=(2, 3, 4, 6)), _ratio(paper)))
     rows += [
         ("§4.4.4 '1-Stage processes the highest number of queries (equal to the maximum number of EPs in the "
          "system, i.e 64)'", 64.0, "queries",
-         lambda r, n: float(r.filter(pl.col("policy") == "one-stage")["max_active"].max())),
+         lambda r, n: float(r.filter(pl.col("policy") == "one-stage")["max_active"].max()),
+         Rule.near(64.0, c.tolerance(64.0, "queries"), "queries")),
         ("§4.4.4 'For query streams 5 and 6, Accordion achieves 2× higher throughput normalized to the minimum "
-         "(1-Stage)'", 2.0, "×", lambda r, n: mean(n, "norm_qps", policy="accordion", stream=(5, 6))),
+         "(1-Stage)'", 2.0, "×", lambda r, n: mean(n, "norm_qps", policy="accordion", stream=(5, 6)), _ratio(2.0)),
         ("§4.4.4 'offering 1.2× higher throughput than the baselines across all query streams'", 1.2, "×",
-         lambda r, n: mean(n, "norm_qps", policy="accordion") / mean(n, "norm_qps", policy=c.BASELINES)),
-        ("abstract '1.6× higher system throughput in terms of queries per second on average' (vs baselines)", 1.6,
-         "×", lambda r, n: mean(r, "qps", policy="accordion") / mean(r, "qps", policy=ALL_BASELINES)),
+         lambda r, n: mean(n, "norm_qps", policy="accordion") / mean(n, "norm_qps", policy=c.BASELINES), _ratio(1.2)),
+        ("abstract and §1 '1.6× higher system throughput in terms of queries per second on average' (vs baselines)",
+         1.6, "×", lambda r, n: mean(r, "qps", policy="accordion") / mean(r, "qps", policy=ALL_BASELINES),
+         _ratio(1.6)),
         ("§4.4.5 'for query streams 2, 3, 5, and 6, Accordion consistently maintains the system occupancy at "
          "100% for ≈70% of the time'", 70.0, "%",
-         lambda r, n: 100 * mean(r, "full_share", policy="accordion", stream=HEAVY)),
+         lambda r, n: 100 * mean(r, "full_share", policy="accordion", stream=HEAVY), _share(70.0)),
         ("§4.4.5 'the Fastest technique also sustains the system at full capacity for ~82% of the time' "
-         "(streams 2, 3, 5, 6)", 82.0, "%", lambda r, n: 100 * mean(r, "full_share", policy="fastest", stream=HEAVY)),
-        ("§4.4.5 Fastest 'takes 1.6× longer time on average to finish the whole query stream'", 1.6, "×",
-         lambda r, n: mean(r, "finish_s", policy="fastest") / mean(r, "finish_s", policy="accordion")),
+         "(streams 2, 3, 5, 6)", 82.0, "%", lambda r, n: 100 * mean(r, "full_share", policy="fastest", stream=HEAVY),
+         _share(82.0)),
+        ("§4.4.5 Fastest 'takes 1.6× longer time on average to finish the whole query stream' (streams 2, 3, 5, 6, "
+         "the paragraph's streams, as its 82 % sibling)", 1.6, "×",
+         lambda r, n: mean(r, "finish_s", policy="fastest", stream=HEAVY)
+         / mean(r, "finish_s", policy="accordion", stream=HEAVY), _ratio(1.6)),
         ("§3.3 'the maximum frequency of readjustments is only 0.9% of the total number of inference passes "
-         "within a query stream'", 0.9, "%", lambda r, n: 100 * _max_shrinks(r)),
+         "within a query stream' (an upper bound: one-sided; the maximum over streams 1–6)", 0.9, "%",
+         lambda r, n: 100 * _max_shrinks(r), Rule.at_most(0.9, c.tolerance(0.9, "%"), "%")),
+        (f"§4.4.2 'Query stream 1 … all schedulers perform well with this type of workload' (and §4.4.4: no "
+         f"significant difference on streams 1 and 4 except 1-Stage): the most SLO violations of Accordion, "
+         f"SLO-Conforming, Fastest and BBS on stream 1, Moderate target, late + dropped (read as ≤ "
+         f"{STREAM1_WELL:g} %: one-sided)", STREAM1_WELL, "%",
+         lambda r, n: 100 * max(mean(r, "violations", policy=p, target="moderate", stream=1)
+                                for p in ("accordion",) + c.BASELINES),
+         Rule.at_most(STREAM1_WELL, unit="%")),
     ]
     return rows
+
+
+#: "perform well" read as at most this share of violations (%), fixed before any run: the relaxed target's
+#: own "approximately only 2 %" widened fivefold
+STREAM1_WELL = 10.0
 
 
 def _max_shrinks(runs: pl.DataFrame, streams: tuple[int, ...] | None = None) -> float:
@@ -127,6 +162,9 @@ def beyond_rows() -> list[tuple[str, str, Callable]]:
             for p in c.POLICIES:
                 rows.append((f"{t}: {c.LABELS[p]} SLO violations, {how}", "%",
                              lambda r, n, s, t=t, m=metric, p=p: 100 * mean(r, m, policy=p, target=t)))
+    for p in c.POLICIES:
+        rows.append((f"stream 1, moderate: {c.LABELS[p]} SLO violations, late + dropped", "%",
+                     lambda r, n, s, p=p: 100 * mean(r, "violations", policy=p, target="moderate", stream=1)))
     for p in ("accordion", "slo-conforming", "fastest"):
         rows.append((f"EPs per running query (time-weighted): {c.LABELS[p]}", "EPs",
                      lambda r, n, s, p=p: _eps_per_query(s, p)))
@@ -150,21 +188,24 @@ def _eps_per_query(series: pl.DataFrame | None, policy: str) -> float:
     return 64 * float(sub["occupancy"].sum()) / max(float(sub["active"].sum()), 1e-12)
 
 
-def per_seed(fn: Callable, *frames: pl.DataFrame | None) -> tuple[float, float]:
-    """Mean ± 95 % half-width over seeds of ``fn`` applied to each seed's slice of every frame."""
+def seed_values(fn: Callable, *frames: pl.DataFrame | None) -> list[float]:
+    """``fn`` applied to each seed's slice of every frame, in seed order (non-finite values kept: the judge
+    calls a row with one inconclusive)."""
     seeds = sorted(frames[0]["seed"].unique().to_list())
-    vals = [fn(*(None if f is None else f.filter(pl.col("seed") == s) for f in frames)) for s in seeds]
-    vals = [v for v in vals if np.isfinite(v)]
+    return [float(fn(*(None if f is None else f.filter(pl.col("seed") == s) for f in frames))) for s in seeds]
+
+
+def per_seed(fn: Callable, *frames: pl.DataFrame | None) -> tuple[float, float]:
+    """Mean ± 95 % half-width over the seeds whose value is finite (beyond-the-paper rows)."""
+    vals = [v for v in seed_values(fn, *frames) if np.isfinite(v)]
     return (float(np.mean(vals)), half_width(vals)) if vals else (float("nan"), 0.0)
 
 
 def headlines(runs: pl.DataFrame, norm: pl.DataFrame, series: pl.DataFrame | None
               ) -> tuple[list[Headline], list[Claim], list[Headline]]:
     """(judged rows, the paper's qualitative claims, beyond-the-paper rows)."""
-    h = []
-    for what, paper, unit, fn in paper_rows():
-        m, hw = per_seed(fn, runs, norm)
-        h.append(Headline(what, paper, m, half_width=hw, unit=unit, tolerance=c.tolerance(paper, unit)))
+    h = [Headline.of_seeds(what, paper, seed_values(fn, runs, norm), unit, rule=rule)
+         for what, paper, unit, fn, rule in paper_rows()]
     beyond = []
     for what, unit, fn in beyond_rows():
         m, hw = per_seed(fn, runs, norm, series)
@@ -178,18 +219,27 @@ def claims(runs: pl.DataFrame) -> list[Claim]:
         for metric, how in COUNTS.items():
             a = mean(runs, metric, policy="accordion", target=t)
             o = mean(runs, metric, policy=ALL_BASELINES, target=t)
-            out.append(Claim(f"§4.4.3 Accordion has fewer SLO violations than the baselines on average at the {t} "
-                             f"target ({how})", a < o, f"Accordion {100 * a:.1f} %, baselines {100 * o:.1f} %"))
+            diff = seed_values(lambda r, t=t, m=metric: 100 * (mean(r, m, policy=ALL_BASELINES, target=t)
+                                                                - mean(r, m, policy="accordion", target=t)), runs)
+            out.append(judge_claim(f"§4.4.3 Accordion has fewer SLO violations than the baselines on average at the "
+                                   f"{t} target ({how}; judged on baselines − Accordion, points, per seed: > 0)",
+                                   Rule.at_least(0.0), diff, f"Accordion {100 * a:.1f} %, baselines {100 * o:.1f} %"))
     ratios = {p: slo_ratio(runs, p, "strict") for p in c.POLICIES}
     out.append(Claim("§4.4.2 'only Accordion is able to achieve the Strict (10%) end-to-end latency target on "
                      "average' (mean over streams of mean latency / SLO ≤ 1, and > 1 for every baseline)",
                      ratios["accordion"] <= 1 and all(ratios[p] > 1 for p in ALL_BASELINES),
                      ", ".join(f"{c.LABELS[p]} {v:.2f}" for p, v in ratios.items())))
-    mod = runs.filter((pl.col("policy") == "accordion") & (pl.col("target") == "moderate"))
-    met = mod.filter(pl.col("latency_s") <= pl.col("slo_s"))
-    out.append(Claim("§4.4.2 Accordion is 'always sustaining the Moderate (25%) SLO targets' (mean latency ≤ SLO "
-                     "on every stream and seed)", mod.height > 0 and met.height == mod.height,
-                     f"{met.height} of {mod.height} runs"))
+    met = {}
+    for p in c.POLICIES:
+        mod = runs.filter((pl.col("policy") == p) & (pl.col("target") == "moderate"))
+        met[p] = (mod.filter(pl.col("latency_s") <= pl.col("slo_s")).height, mod.height)
+    alone = [p for p in ALL_BASELINES if met[p][1] and met[p][0] == met[p][1]]
+    out.append(Claim("§4.4.2 'only Accordion … while always sustaining the Moderate (25%) SLO targets, compared to "
+                     "the other baselines' (Accordion's mean latency ≤ SLO on every stream and seed, and every "
+                     "baseline's above it on at least one)",
+                     met["accordion"][1] > 0 and met["accordion"][0] == met["accordion"][1] and not alone,
+                     ", ".join(f"{c.LABELS[p]} {k} of {n} runs" for p, (k, n) in met.items())
+                     + (f"; also always within it: {', '.join(c.LABELS[p] for p in alone)}" if alone else "")))
     fin = {p: mean(runs, "finish_s", policy=p, stream=HEAVY) for p in ("accordion", "fastest", "one-stage")}
     out.append(Claim("§4.4.5 Accordion 'completes execution earlier than the Fastest and 1-Stage schedulers' "
                      "(streams 2, 3, 5, 6)",

@@ -6,6 +6,12 @@ solver times (Gurobi on their hardware). Network and model-loading latencies
 of Table 5 are properties of the testbed and are not modelled. Solve time is
 a measurement, so these cells are the one place where results differ run to
 run; the plan itself (objective, groups) is deterministic.
+
+No wall-clock time decides a claim (issue 41: 95 s at load 20, 9 s at load
+2.6 for one solve): the planning claim is judged on the solver's CPU seconds
+(``time.process_time`` over the solve, every thread of this process), which a
+busy machine inflates far less than wall-clock; the wall seconds are shown,
+never judged.
 """
 
 from __future__ import annotations
@@ -17,10 +23,15 @@ import numpy as np
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.judge import NOT_JUDGED, Rule, judge_claim
 from shepherd.experiments.registry import register
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.herd import HerdConfig, solve_herd, verify
 from shepherd.solvers.instances import TABLE5, table5_instance
+
+
+#: "far below tens of minutes" read as at most one minute of solver CPU, fixed before any run
+PERIOD_CPU_S = 60.0
 
 
 class Table5(Experiment):
@@ -35,10 +46,10 @@ class Table5(Experiment):
     def run_cell(self, p):
         inst, agg_s = table5_instance(p["streams"], p["models"], p["workers"], np.random.default_rng(p["seed"]))
         cfg = HerdConfig(gpus=p["workers"], group_limit=12)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         plan = solve_herd(inst, cfg, SolverConfig("highs", 120.0, 0.01))
-        solve_s = time.perf_counter() - start
-        return pl.DataFrame({"solve_s": [solve_s], "aggregate_s": [agg_s], "status": [plan.result.status],
+        solve_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+        return pl.DataFrame({"solve_s": [solve_s], "cpu_s": [cpu_s], "aggregate_s": [agg_s], "status": [plan.result.status],
                              "gap": [plan.result.gap if plan.result.gap is not None else float("nan")],
                              "objective": [plan.objective], "groups": [len(plan.groups)],
                              "valid": [not verify(inst, cfg, plan.groups)]})
@@ -57,16 +68,22 @@ class Table5(Experiment):
         sns.barplot(data=long.to_pandas(), x="streams", y="seconds", hue="who", ax=axes[0][0])
         axes[0][0].set_title("Herd solver latency")
         figures = save_figure(fig, figures_dir, "shepherd-table5")
-        slowest = results.sort("solve_s").row(-1, named=True)
-        headlines = [Headline(f"{r['streams']:,} streams: solver seconds", r["paper_s"], r["solve_s"], unit="s")
+        headlines = [Headline(f"{r['streams']:,} streams: solver seconds (wall-clock, paper: Gurobi on their "
+                              f"hardware; not judged)", r["paper_s"], r["solve_s"], unit="s")
                      for r in results.sort("streams").iter_rows(named=True)]
         claims = [Claim("every size solved to a proven gap ≤ 1 % with a valid plan",
-                        bool(((results["gap"] <= 0.01) & results["valid"]).all())),
-                  Claim("planning stays far below Herd's period (tens of minutes)", slowest["solve_s"] < 60,
-                        f"max {slowest['solve_s']:.2f} s at {slowest['streams']:,} streams"
-                        + ("" if slowest["solve_s"] < 60 else
-                           " — the open-source HiGHS backend on a shared 2-core machine (paper: Gurobi); "
-                           "still minutes, not tens of minutes"))]
+                        bool(((results["gap"] <= 0.01) & results["valid"]).all()))]
+        what = ("§7 Table 5: planning stays far below Herd's period (tens of minutes): the slowest solve's CPU "
+                f"seconds ≤ {PERIOD_CPU_S:g} (judged on CPU time, never wall-clock)")
+        if "cpu_s" in results.columns and results["cpu_s"].null_count() == 0:
+            slowest = results.sort("cpu_s").row(-1, named=True)
+            claims.append(judge_claim(what, Rule.at_most(PERIOD_CPU_S, unit="s"), [slowest["cpu_s"]],
+                                      f"max {slowest['cpu_s']:.1f} CPU-s at {slowest['streams']:,} streams "
+                                      f"(wall {slowest['solve_s']:.1f} s, not judged)"))
+        else:
+            claims.append(Claim(what, False, "not judged: these cells predate the CPU-time column; re-run "
+                                "`shepherd reproduce shepherd-table5` (wall-clock does not decide a claim)",
+                                state=NOT_JUDGED))
         return Section(self.title, figures, headlines, claims)
 
 
