@@ -139,8 +139,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not isinstance(code, int):
         code = 0
     if argv is None:
-        sys.exit(code)
+        exit_now(code)
     return code
+
+
+def exit_now(code: int) -> None:
+    """End the ``shepherd`` process with ``code``, skipping the interpreter's teardown where that is safe.
+
+    Tearing down a process that loaded numba (LLVM's objects freed one by one), polars and pyarrow costs
+    0.2–0.5 CPU-s — a third of a small run (issue 43; ``benchmarks/phase_timer.py``, phase ``exit``). By the
+    time a command returns, every output it wrote is closed and fsynced (``core/outputs.py``: each file goes
+    through ``atomic_path``, which fsyncs before the rename; logs are closed by their ``with`` blocks), so
+    what is left is: the ``atexit`` handlers (run here, as a normal exit runs them: logging, Ray,
+    multiprocessing, temporary folders), stdout and stderr (flushed here, and fsynced when redirected to a
+    regular file), then ``os._exit(code)`` — the same exit code. A normal ``sys.exit`` instead when a
+    non-daemon thread is still running (a normal exit would wait for it), under pytest, when flushing fails
+    (its error then shows as Python shows it), or with ``SHEPHERD_FULL_EXIT=1`` (profilers, coverage tools
+    that read the heap at teardown). Only the CLI entry calls this: :func:`main` with an ``argv`` (the tests,
+    the API) returns the code instead.
+    """
+    import os
+
+    threading = sys.modules.get("threading")
+    busy = threading is not None and any(
+        t.is_alive() and not t.daemon and t is not threading.main_thread() for t in threading.enumerate())
+    if busy or "pytest" in sys.modules or os.environ.get("SHEPHERD_FULL_EXIT"):
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()  # noqa: SLF001 - what a normal exit runs first (they are cleared once run)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is None:
+                continue
+            stream.flush()
+            try:
+                if _regular(stream.fileno()):
+                    os.fsync(stream.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass  # a tty, a pipe or a stream without a file descriptor: nothing to sync
+    except (OSError, ValueError):
+        sys.exit(code)  # e.g. a closed pipe: let Python report it as it would
+    os._exit(code & 0xFF)  # what sys.exit(code) gives the shell
+
+
+def _regular(fd: int) -> bool:
+    """Whether ``fd`` is a regular file (stdout redirected to one)."""
+    import os
+    import stat
+
+    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 if __name__ == "__main__":  # pragma: no cover

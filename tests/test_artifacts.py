@@ -145,6 +145,25 @@ def test_compact_trace_read_has_the_same_values(tmp_path):
     assert compact.provenance == whole.provenance
 
 
+def test_compact_trace_read_finds_a_model_its_first_rows_do_not_name(tmp_path):
+    """The Enum's categories come from the first rows when they name every model (one pass); a model that
+    first occurs later sends the read to the distinct models of the whole column (issue 43)."""
+    from shepherd.core.artifacts import MODEL_PROBE_ROWS, read_trace_compact
+    from shepherd.traces.synthetic import assemble
+
+    n = MODEL_PROBE_ROWS + 500
+    early = np.arange(n, dtype=np.int64) * 10
+    late = np.array([n * 10 + 5, n * 10 + 15], np.int64)  # after every early row
+    path = tmp_path / "late.parquet"
+    write_artifact(assemble([early, late], ["ResNet50", "AlexNet"], [50_000, 50_000]), path, "trace",
+                   make_provenance())
+    whole = read_artifact(path, "trace")
+    compact = read_trace_compact(path)
+    assert compact is not None
+    assert list(compact.frame["model"].dtype.categories) == ["AlexNet", "ResNet50"]
+    assert compact.frame.with_columns(pl.col("model").cast(pl.String)).equals(whole.frame)
+
+
 @pytest.mark.parametrize("spoil, needle", [
     (lambda f: f.with_columns(arrival_us=pl.col("arrival_us") - 10_000_000,
                               deadline_us=pl.col("deadline_us") - 10_000_000), "negative arrival"),

@@ -8,6 +8,7 @@ cache is real; the refreshed one recompiles.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -102,7 +103,49 @@ def test_a_first_compile_is_announced_once_and_done_by_one_of_two_processes(tmp_
     assert all(p.returncode == 0 for p in runs), outs
     misses = sorted(int(out.split("misses")[1]) for out, _ in outs)
     assert misses == [0, 1]  # one compiled, the other loaded what it cached
-    said = [err.strip() for _, err in outs if err.strip()]
-    assert said == ["compiling the family kernel, once per machine, ~1 min"]
+    said = [err.strip().splitlines() for _, err in outs if err.strip()]
+    assert len(said) == 1 and len(said[0]) == 2, said  # one process: a start line and a done line
+    start, done = said[0]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ compiling the family kernel \(once per machine, "
+                        r"then cached on disk\) …", start), start
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ compiled the family kernel in \d+\.\d s", done), done
     out, err = _spawn(tmp_path).communicate(timeout=300)
     assert "misses 0" in out and err.strip() == ""
+
+
+OTHER = textwrap.dedent("""
+    from numba import njit
+
+    @njit(cache=True)
+    def helper_kernel(x):
+        return x * 2
+
+    from shepherd.core.engine.fast import jitcache
+    jitcache.refresh(__name__)
+""")
+
+IN_RUN = ("import pkgx.family as m, pkgx.other as o\n"
+          "from shepherd.core.engine.fast import jitcache\n"
+          "with jitcache.kernel_run('pkgx.family'):\n"
+          "    print(m.kernel(1) + o.helper_kernel(1))\n"
+          "print(sorted(jitcache.COMPILED_S))")
+
+
+def test_compiles_inside_a_kernel_run_are_announced_once_as_the_run_s_family(tmp_path):
+    """What compiles during a kernel's run — its own functions and another module's (common.py's helpers) —
+    is one family's compile: one start line, one done line, named after the run's kernel (issue 43)."""
+    pkg = tmp_path / "pkgx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "dep.py").write_text(DEP.format(inc=1))
+    (pkg / "family.py").write_text(ANNOUNCED)
+    (pkg / "other.py").write_text(OTHER)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "SHEPHERD_QUIET_COMPILE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(Path(shepherd.__file__).parent.parent)])
+    run = subprocess.run([sys.executable, "-c", IN_RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["4", "['family']"]
+    lines = run.stderr.strip().splitlines()
+    assert [line.split(" ", 1)[1].split(" in ")[0] for line in lines] == [
+        "compiling the family kernel (once per machine, then cached on disk) …", "compiled the family kernel"], lines

@@ -23,6 +23,7 @@ import hashlib
 import os
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -33,11 +34,16 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX
     fcntl = None  # type: ignore[assignment]
 
-#: the announcement, per family (the short name of its module)
-MESSAGE = "compiling the {family} kernel, once per machine, ~1 min"
+#: the announcement, per family (the short name of its module), and its end
+MESSAGE = "compiling the {family} kernel (once per machine, then cached on disk) …"
+DONE = "compiled the {family} kernel in {seconds:.1f} s"
+#: seconds (wall) this process spent compiling, per family (cache loads not counted)
+COMPILED_S: dict[str, float] = {}
 
 _GUARDED: dict[int, str] = {}  # id(dispatcher) → family
 _ANNOUNCED: set[str] = set()
+_OPEN: set[str] = set()  # families announced whose end is not said yet
+_RUN = threading.local()  # .family: the kernel family of the run in progress on this thread
 _HELD: dict[str, list] = {}  # family → [depth, open lock file]
 _THREAD_LOCKS: dict[str, threading.RLock] = {}
 _STATE = threading.Lock()
@@ -128,23 +134,58 @@ def _listen() -> None:
         def on_start(self, ev: Any) -> None:
             depth = getattr(_COMPILING, "depth", 0)
             _COMPILING.depth = depth + 1
-            family = _GUARDED.get(id((ev.data or {}).get("dispatcher")))
-            if depth == 0 and family is not None and family not in _ANNOUNCED:
+            if depth:
+                return
+            family = getattr(_RUN, "family", None) or _GUARDED.get(id((ev.data or {}).get("dispatcher")))
+            _COMPILING.family, _COMPILING.t0 = family, time.perf_counter()
+            if family is not None and family not in _ANNOUNCED:
                 _ANNOUNCED.add(family)
+                _OPEN.add(family)
                 announce(family)
 
         def on_end(self, ev: Any) -> None:
-            _COMPILING.depth = max(0, getattr(_COMPILING, "depth", 1) - 1)
+            depth = max(0, getattr(_COMPILING, "depth", 1) - 1)
+            _COMPILING.depth = depth
+            family = getattr(_COMPILING, "family", None)
+            if depth or family is None:
+                return
+            _COMPILING.family = None
+            COMPILED_S[family] = COMPILED_S.get(family, 0.0) + time.perf_counter() - _COMPILING.t0
+            if getattr(_RUN, "family", None) is None:  # no kernel run around it: this compile is the whole
+                _finish(family)
 
     event.register("numba:compile", Announce())
     _LISTENING = True
 
 
-def announce(family: str) -> None:
-    """One line on stderr (``SHEPHERD_QUIET_COMPILE=1`` silences it)."""
+@contextmanager
+def kernel_run(module_name: str) -> Iterator[None]:
+    """Run a kernel of module ``module_name`` (what the fast wing does): every compile meanwhile is that
+    family's, announced once when it starts and said done, with the seconds it took, when the run ends."""
+    family = family_of(module_name)
+    outer = getattr(_RUN, "family", None)
+    _RUN.family = outer or family
+    try:
+        yield
+    finally:
+        _RUN.family = outer
+        if outer is None:
+            _finish(family)
+
+
+def _finish(family: str) -> None:
+    """Say ``family``'s compile is done, if it was announced and not said done yet."""
+    if family in _OPEN:
+        _OPEN.discard(family)
+        announce(family, DONE.format(family=family, seconds=COMPILED_S.get(family, 0.0)))
+
+
+def announce(family: str, text: str | None = None) -> None:
+    """One timestamped line on stderr, ``MESSAGE`` by default (``SHEPHERD_QUIET_COMPILE=1`` silences it)."""
     if os.environ.get("SHEPHERD_QUIET_COMPILE"):
         return
-    sys.stderr.write(MESSAGE.format(family=family) + "\n")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    sys.stderr.write(f"{stamp} {text or MESSAGE.format(family=family)}\n")
     sys.stderr.flush()
 
 

@@ -166,6 +166,16 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
     return (part.to_physical() if part.dtype == pl.Enum else part).to_numpy()
 
 
+def _read_only(col: np.ndarray) -> np.ndarray:
+    """A read-only view of a trace column (no copy). numba compiles a function once per argument type, and a
+    read-only array is a type apart: a trace read from a file hands read-only columns, a chunked window
+    writable ones — without this, one kernel compiled twice (issue 43: Flex's second compile, ~25–40 s cold,
+    for ``--record all`` after ``--record summary``). The kernels only read these columns."""
+    view = col.view()
+    view.flags.writeable = False
+    return view
+
+
 def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int,
             on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
@@ -198,11 +208,11 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
         fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
         direct = out is not None and pos == 0 and hi == n and isinstance(t_all, np.ndarray)
         if direct:
-            win = Window(*fresh, *out)
+            win = Window(*map(_read_only, fresh), *out)
         else:
-            win = Window(*(np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, WINDOW_FILL[j],
-                                                                                       col.dtype)))
-                           for j, col in enumerate(win)))
+            win = Window(*(_read_only(c) if j < 3 else c for j, c in enumerate(
+                np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, WINDOW_FILL[j], col.dtype)))
+                for j, col in enumerate(win))))
         st[ST_LAST] = hi == n
         blog = kernel.run(kernel.pol, kernel.sc, q, blog, w, s, st, win)
         nbl = st[ST_NB] - st[ST_BOFF]
