@@ -260,17 +260,8 @@ def list_traces() -> None:
     from shepherd.traces import fetch as tfetch, registry
 
     reg = tfetch.read_registry()
-    rows = []
-    for name, entry in registry.TRACES.items():
-        if entry.dataset is None:
-            status = "built in (synthetic)"
-        elif entry.dataset in reg and Path(reg[entry.dataset]["path"]).exists():
-            status = f"{reg[entry.dataset]['how']}: {reg[entry.dataset]['path']}"
-            if reg[entry.dataset].get("subset"):
-                status += f" (subset: {reg[entry.dataset]['subset']})"
-        else:
-            status = f"missing — shepherd traces fetch {entry.dataset}"
-        rows.append({"name": name, "what": entry.doc, "data": status})
+    rows = [{"name": name, "kind": entry.kind, "what": entry.doc, "data": entry.data_status(reg)}
+            for name, entry in registry.TRACES.items()]
     frame_table("named traces (use with --trace NAME)", pl.DataFrame(rows))
     ds_rows = []
     for name, ds in tfetch.DATASETS.items():
