@@ -270,7 +270,7 @@ def plan_import(
 ) -> None:
     """Import a published PPipe plan (the authors' JSON) as a pipeline_plan artifact for simulate.
 
-    Example: shepherd plan-import data/plans/maf19/…_v4.json -o pp.parquet && shepherd simulate --plan pp.parquet --policy ppipe --rules artifact …
+    Example: shepherd plan-import data/plans/maf19/…_v4.json -o pp.parquet && shepherd simulate --plan pp.parquet --profiles blocks.parquet --trace t.parquet --policy ppipe --rules artifact
     """
     from shepherd.core.pipelines import blocks
     from shepherd.core.pipelines import plan as pplan

@@ -25,7 +25,7 @@ app = typer.Typer(
         "Request traces: real MAF workloads (fetch, import, build), synthetic ones, statistics.\n\n"
         "Examples:\n\n"
         "  shepherd traces list\n\n"
-        "  shepherd traces maf maf-synthetic --duration-min 5 --load 3000 -o trace.parquet\n\n"
+        "  shepherd traces maf maf-synthetic --duration-min 5 --rate 3000 -o trace.parquet\n\n"
         "  shepherd traces fetch maf2019\n\n"
         "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration-s 60 -o trace.parquet\n\n"
         "  shepherd traces stats maf-synthetic --cv -o cv.parquet"
