@@ -67,6 +67,7 @@ def reproduce(
     prepared = [line for e in chosen if (line := e.prepare(results, scale))]  # inputs a grid needs (measured profiles)
     grids = runner.validate_grid(chosen, scale, results)  # the whole grid and every output, before any cell
     totals = {"cells": 0, "skipped": 0, "ran": 0, "recomputed": 0}
+    reused = Reused()
     grand = sum(len(cells) for cells in grids.values())
     done = 0
     with run_log(results / runner.LOG_NAME) as log, _bar(not log.echo) as bar, _log_failure(log):
@@ -77,6 +78,7 @@ def reproduce(
         for exp in chosen:
             cells = grids[exp.name]
             finished = len(cells) - len(runner.pending(cells, results))
+            shared_here = reused.shared_by(exp.name, cells, results)
             done += finished
             task = bar.add_task(exp.name, total=len(cells)) if bar else None
             if bar:
@@ -90,6 +92,7 @@ def reproduce(
                     bar.advance(task)
                 how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
+                reused.computed(cell, exp.name, results)
 
             stats = runner.run_cells(cells, results, executor=executor, jobs=1 if exp.exclusive else workers,
                                      address=address, on_done=on_done, log=log)
@@ -100,17 +103,65 @@ def reproduce(
                                      make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
                                                      seed=None, argv=["shepherd", "reproduce", exp.name]),
                                      extra={"synthetic": synthetic})
-            log(f"{exp.name}: {stats.ran} ran ({stats.recomputed} recomputed), {stats.skipped} cached → {written}")
+            reused.add(stats, shared_here)
+            log(f"{exp.name}: {stats.ran} ran ({stats.recomputed} recomputed), {stats.skipped} cached"
+                f"{reused.why(stats.skipped, stats.shared, shared_here, results)} → {written}")
             totals["cells"] += stats.total
             totals["skipped"] += stats.skipped
             totals["ran"] += stats.ran
             totals["recomputed"] += stats.recomputed
         rows = {"experiments": ", ".join(e.name for e in chosen), **totals, "results": results}
+        rows["skipped"] = f"{totals['skipped']}{reused.why(totals['skipped'], reused.concurrent, reused.here, results)}"
         if report:
             path, _ = build_report(chosen, results)
             rows["report"] = path
             log(f"report written to {path}")
     summary_table("reproduce", rows)
+
+
+class Reused:
+    """Why cells were skipped: finished results reused, and whose (the summary says it, not just a count).
+
+    A cell is skipped when its result file is already there: computed earlier in this run by another
+    experiment that shares the cell (Fig. 8 reads Fig. 7's cells), by an earlier run into the same folder,
+    or by another run on the folder at the same time.
+    """
+
+    def __init__(self) -> None:
+        self.by: dict[Path, str] = {}  # cell file → the experiment of this run that computed it
+        self.here: dict[str, int] = {}  # experiment that computed cells → how many others reused
+        self.concurrent = 0
+
+    def computed(self, cell, experiment: str, results: Path) -> None:  # noqa: ANN001 - a Cell
+        self.by.setdefault(cell.path(results), experiment)
+
+    def shared_by(self, experiment: str, cells, results: Path) -> dict[str, int]:  # noqa: ANN001
+        """Of ``cells``, those another experiment computed earlier in this run: {that experiment: count}."""
+        out: dict[str, int] = {}
+        for cell in cells:
+            who = self.by.get(cell.path(results))
+            if who is not None and who != experiment:
+                out[who] = out.get(who, 0) + 1
+        return out
+
+    def add(self, stats, shared_here: dict[str, int]) -> None:  # noqa: ANN001 - a RunStats
+        self.concurrent += stats.shared
+        for who, n in shared_here.items():
+            self.here[who] = self.here.get(who, 0) + n
+
+    @staticmethod
+    def why(skipped: int, concurrent: int, shared_here: dict[str, int], results: Path) -> str:
+        """`` (finished results reused: 6 shared with shepherd-fig7, computed earlier in this run)``, or ''."""
+        if not skipped:
+            return ""
+        here = sum(shared_here.values())
+        parts = [f"{n} shared with {who}, computed earlier in this run" for who, n in sorted(shared_here.items())]
+        if concurrent:
+            parts.append(f"{concurrent} computed meanwhile by another run on {results}")
+        earlier = skipped - here - concurrent
+        if earlier > 0:
+            parts.append(f"{earlier} from an earlier run into {results}")
+        return f" (finished results reused: {'; '.join(parts)})"
 
 
 @contextmanager
