@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, ray_address
 from shepherd.cli.log import run_log
 from shepherd.cli.seeds import replica_count
@@ -21,7 +22,7 @@ RESULTS = Path("results")
 
 
 def reproduce(
-    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
+    experiments: Annotated[Optional[List[str]], typer.Argument(autocompletion=complete.experiment_names, help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Shrink durations and scale (minutes, not hours).")] = False,
     replicas: Annotated[Optional[int], typer.Option("--replicas", help="Replicas per cell, seeds 0 … N−1 (default 3, or 1 with --quick).")] = None,
     seeds: Annotated[Optional[str], typer.Option("--seeds", help="The seeds as a list, 0,1,…,N−1 (= --replicas N); a bare N is the deprecated count.")] = None,
@@ -193,7 +194,7 @@ def _bar(show: bool) -> Iterator[Progress | None]:
 
 
 def report_cmd(
-    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or papers (default: all with results), or one sweep's results folder.")] = None,
+    experiments: Annotated[Optional[List[str]], typer.Argument(autocompletion=complete.report_targets, help="Experiments or papers (default: all with results), or one sweep's results folder.")] = None,
     results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="With run folders: paired per-seed ratios of every policy to this one.")] = None,
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli.deprecated import renamed
 from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs
 from shepherd.core import bounds, defaults
@@ -79,7 +80,7 @@ def _policy_names(incomplete: str) -> list[str]:
 
 
 def simulate(
-    trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace.")],
+    trace: Annotated[str, typer.Option("--trace", autocompletion=complete.trace_names, help="Trace artifact path or a named trace.")],
     policy: Annotated[str, typer.Option("--policy", metavar="[" + "|".join(POLICY_NAMES) + "]", autocompletion=_policy_names, help="Online policy (see the README's policy table); a plug-in's name works too.")] = "flex",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help=f"Profiles artifact (default: built-in {DEFAULT_PROFILES}, Shepherd Table 4).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_WORKERS, help="Number of identical workers, all in one serving group.")] = None,
@@ -87,7 +88,7 @@ def simulate(
     load: Annotated[float, typer.Option("--load", help="Rescale the trace's rate by X: arrivals time-compressed by X, SLOs kept.")] = 1.0,
     slo: Annotated[Optional[float], typer.Option("--slo-ms", help="Override every request's SLO, ms.")] = None,
     slo_old: Annotated[Optional[float], typer.Option("--slo", hidden=True, help="Deprecated spelling of --slo-ms.")] = None,
-    record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", help="Which tables to write (each adds to the previous).")] = "requests",
+    record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", autocompletion=complete.fixed(RECORD_LEVELS), help="Which tables to write (each adds to the previous).")] = "requests",
     rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="PPipe data plane: the paper's rules or the authors' artifact's (uplink-aware GPU choice, head drop, per-slot receive links, per-stage servers); --set overrides single switches.")] = "paper",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
     overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,

@@ -14,6 +14,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli.deprecated import renamed
 from shepherd.core.errors import UserError
 from shepherd.traces import checks
@@ -132,7 +133,7 @@ def generate(
 
 @app.command()
 def stats(
-    trace: Annotated[str, typer.Argument(help="A trace artifact, or a named trace (see `shepherd traces list`; default options).")],
+    trace: Annotated[str, typer.Argument(autocompletion=complete.trace_names, help="A trace artifact, or a named trace (see `shepherd traces list`; default options).")],
     window_ms: Annotated[Optional[List[float]], typer.Option("--window-ms", help="Window size(s) τ for count CVs, ms (repeatable).")] = None,
     top: Annotated[int, typer.Option("--top", help="Show the N busiest streams.")] = 20,
     cv: Annotated[bool, typer.Option("--cv", help="Predictability analysis: mean CV of window counts vs τ, per stream and per random group (Shepherd Figs. 2, 5).")] = False,
@@ -318,7 +319,7 @@ def import_cmd(
 
 @app.command("maf")
 def maf_cmd(
-    name: Annotated[str, typer.Argument(help="maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic | maf-synthetic-bursty")],
+    name: Annotated[str, typer.Argument(autocompletion=complete.named_traces, help="maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic | maf-synthetic-bursty")],
     day: Annotated[Optional[int], typer.Option("--day", help="Day of the trace, 1–14 (default: day 1, or the one day a single file holds).")] = None,
     start_minute: Annotated[Optional[int], typer.Option("--start-minute", help="First minute of the day, 1–1440 (default: first in the file).")] = None,
     duration_min: Annotated[int, typer.Option("--duration-min", help="Window length, minutes.")] = 5,
