@@ -57,3 +57,10 @@ def experiment_names(incomplete: str) -> list[str]:
 def report_targets(incomplete: str) -> list[str]:
     """``report``: experiments and papers, then run folders (a sweep's, a capacity grid's, a simulate's)."""
     return experiment_names(incomplete) + _paths(incomplete)
+
+
+def slo_tables(incomplete: str) -> list[str]:
+    """``--slo-from``: the built-in tables with per-model SLOs, then profiles files."""
+    from shepherd.traces.slos import tables_with_slos
+
+    return [t for t in tables_with_slos() if t.startswith(incomplete)] + _paths(incomplete, (".parquet",))

@@ -88,6 +88,7 @@ def simulate(
     load: Annotated[float, typer.Option("--load", help="Rescale the trace's rate by X: arrivals time-compressed by X, SLOs kept.")] = 1.0,
     slo: Annotated[Optional[float], typer.Option("--slo-ms", help="Override every request's SLO, ms.")] = None,
     slo_old: Annotated[Optional[float], typer.Option("--slo", hidden=True, help="Deprecated spelling of --slo-ms.")] = None,
+    slo_from: Annotated[Optional[str], typer.Option("--slo-from", metavar="TABLE", autocompletion=complete.slo_tables, help="Give each request its model's SLO from this profile table (symphony-1080ti, symphony-a100: Symphony Tables 5, 6; or a profiles file with slo_ms), as the paper's experiments do; not with --slo-ms.")] = None,
     record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", autocompletion=complete.fixed(RECORD_LEVELS), help="Which tables to write (each adds to the previous).")] = "requests",
     rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="PPipe data plane: the paper's rules or the authors' artifact's (uplink-aware GPU choice, head drop, per-slot receive links, per-stage servers); --set overrides single switches.")] = "paper",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
@@ -134,6 +135,8 @@ def simulate(
     number("--load", load, low=0, low_open=True, high=1e6)
     if slo is not None:
         number("--slo-ms", slo, low=0, low_open=True, high=1e9)
+    if slo is not None and slo_from is not None:
+        raise UserError("give --slo-ms (one SLO for every request) or --slo-from TABLE (each model's), not both")
     config = registry.make_config(policy, rule_options(policy, rules) | parse_options(policy, options or []))
     if hasattr(config, "validate"):
         config.validate()
@@ -141,12 +144,12 @@ def simulate(
     if overhead is not None:
         ovh = dataclasses.replace(ovh, mode=overhead)
         ovh.validate()
-    loaded = load_trace(trace, seed=seed, compact=record == "summary")
+    loaded = load_trace(trace, seed=seed, compact=record == "summary", slo_from=slo_from)
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
     pipeline = plan is not None and artifact_kind(plan) == "pipeline_plan"
-    if pipeline and (load != 1.0 or slo is not None):
-        raise UserError("--load and --slo-ms do not apply to pipeline plans (their SLOs come from the profiles); "
+    if pipeline and (load != 1.0 or slo is not None or slo_from is not None):
+        raise UserError("--load, --slo-ms and --slo-from do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
     prof_obj, plan_obj, extra = read_simulation_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     span_s = max(1, math.ceil(int(loaded.frame["arrival_us"].max()) / load / 1e6))
@@ -159,11 +162,11 @@ def simulate(
         )
         bar.update(task, completed=span_s)
     _write_outputs(result, out, record, policy, loaded, profiles, plan, gpus, load, slo, max_batch, hardware,
-                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh))
+                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh), slo_from=slo_from)
 
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
-                   max_batch, hardware, seed: int, config: dict, overhead: dict | None) -> None:
+                   max_batch, hardware, seed: int, config: dict, overhead: dict | None, slo_from: str | None = None) -> None:
     from shepherd.cli.common import frame_table, summary_table
     from shepherd.core.artifacts import artifact_dir, make_provenance, write_artifact
     from shepherd.core.metrics import batch_size_distribution
@@ -178,7 +181,7 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         policy=policy, policy_config=config, overhead=overhead,
         trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
         gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
-        max_batch=max_batch, hardware=hardware,
+        max_batch=max_batch, hardware=hardware, **({"slo_from": slo_from} if slo_from else {}),
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
     with artifact_dir(out) as tmp:  # the folder is replaced whole: never a mix of two runs
         written = [write_artifact(summary, tmp / "summary.parquet", "summary", provenance),
