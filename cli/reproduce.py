@@ -96,7 +96,7 @@ def reproduce(
                 reused.computed(cell, exp.name, results)
 
             stats = runner.run_cells(cells, results, executor=executor, jobs=1 if exp.exclusive else workers,
-                                     address=address, on_done=on_done, log=log)
+                                     address=address, on_done=on_done, log=log, log_file=log.file)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)
             written = write_artifact(frame, runner.results_path(results, exp.name), "results",
