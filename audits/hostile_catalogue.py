@@ -1,12 +1,18 @@
 """Hostile and careless input, command by command (issue 33): run every case, classify, print the counts.
 
-Each case runs ``shepherd ARGS`` in a fresh temporary folder (with the files the case writes first) under
+Each case runs ``shepherd ARGS`` in a fresh working folder (with the files the case writes first) under
 a memory and time cap, and is classified:
 
 * **ok** — exit 2 with exactly one ``error:`` line, nothing written outside the folder, no partial
   artifact (a ``*.parquet`` that was not there before and is not the case's intended output);
 * **weak** — exit 0 where the input deserved a refusal or a notice (the case names what it expects);
 * **bad** — exit 1 (an internal error), a traceback, a kill by the caps, or a write outside the folder.
+
+"Outside" is checked over a snapshot of the *parent* folders: the working folder sits ``DEPTH`` folders deep
+in the case's own folder, inside one folder the audit owns, and everything below that folder is listed (path,
+size, mtime) before and after, so a write to ``../x``, ``../../x``, … up to ``DEPTH + 1`` levels up is seen;
+an absolute path the case names (in its arguments or files) is checked too. The path cases run for real, not
+with ``--dry-run``, so a refusal that only a dry run makes would not pass.
 
 Usage::
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -32,6 +39,7 @@ from pathlib import Path
 
 SWEEP = ('name = "{name}"\npolicies = ["flex"]\n[trace]\nname = "maf-synthetic"\nduration_min = 1\n'
          'synthetic_rate = 40.0\nfunctions = 10\n[cluster]\ngpus = 2\n')
+DEPTH = 3  #: folders between the case's folder and its working folder (see the module doc)
 MEMORY_CAP = 3 << 30  # a case that wants more is 'bad': the caps must refuse it first
 TIME_CAP_S = 120
 
@@ -62,11 +70,11 @@ def _plan_json(**over) -> str:
 
 CASES = [
     # 1. names that become paths
-    Case("sweep name traversal", ["sweep", "s.toml", "--dry-run"], {"s.toml": SWEEP.format(name="../../escaped")}),
-    Case("sweep name absolute", ["sweep", "s.toml", "--dry-run"], {"s.toml": SWEEP.format(name="/tmp/abs-x")}),
-    Case("sweep --set name traversal", ["sweep", "s.toml", "--set", "name=../up", "--dry-run"],
+    Case("sweep name traversal", ["sweep", "s.toml", "-j", "1"], {"s.toml": SWEEP.format(name="../../escaped")}),
+    Case("sweep name absolute", ["sweep", "s.toml", "-j", "1"], {"s.toml": SWEEP.format(name="/tmp/abs-x")}),
+    Case("sweep --set name traversal", ["sweep", "s.toml", "--set", "name=../up", "-j", "1"],
          {"s.toml": SWEEP.format(name="ok")}),
-    Case("sweep trace /etc/hostname", ["sweep", "s.toml", "--set", 'trace={path = "/etc/hostname"}', "--dry-run"],
+    Case("sweep trace /etc/hostname", ["sweep", "s.toml", "--set", 'trace={path = "/etc/hostname"}', "-j", "1"],
          {"s.toml": SWEEP.format(name="ok")}),
     Case("capacity -o into a file", ["capacity", "--policy", "flex", "--trace", "maf-synthetic", "--gpus", "2",
                                      "-o", "f.txt"], {"f.txt": "x"}),
@@ -121,14 +129,44 @@ CASES = [
 ]
 
 
+ABSOLUTE = re.compile(r"(?<![\w.~-])/(?:[\w.-]+/)*[\w.-]+")
+
+
+def _snapshot(folder: Path) -> dict[Path, tuple[int, int]]:
+    """Every path below ``folder``: (size, mtime in ns) — a write, a new file or folder, or a change shows."""
+    out = {}
+    for path in folder.rglob("*"):
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            continue
+        out[path] = (st.st_size, st.st_mtime_ns) if path.is_file() else (0, 0)
+    return out
+
+
+def _named_absolute(case: Case) -> list[Path]:
+    """Absolute paths a case names (its arguments, its files' text): each is checked for a write too."""
+    texts = list(case.args) + [t if isinstance(t, str) else t.decode(errors="replace") for t in case.files.values()]
+    return sorted({Path(m) for t in texts for m in ABSOLUTE.findall(t) if not m.startswith(("/dev/", "/proc/"))})
+
+
+def working_folder(root: Path) -> Path:
+    """The folder a case runs in: ``DEPTH`` folders below its own folder ``root``."""
+    return root.joinpath(*[f"up{i}" for i in range(DEPTH, 0, -1)], "work")
+
+
 def _run(case: Case, root: Path) -> tuple[str, str]:
-    work = root / "work"
-    work.mkdir()
+    """Run ``case`` in a working folder below ``root``, a fresh folder inside a folder the audit owns
+    (``root.parent``: its snapshot is the outside-write check, so nothing else may write there)."""
+    work = working_folder(root)
+    work.mkdir(parents=True)
     for name, text in case.files.items():
         path = work / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    before = {p for p in root.rglob("*")}
+    scope = root.parent
+    before = _snapshot(scope)
+    named = {p: p.exists() for p in _named_absolute(case) if scope not in p.parents}
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
@@ -142,7 +180,10 @@ def _run(case: Case, root: Path) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         return "bad", f"timed out after {TIME_CAP_S} s"
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    outside = [p for p in root.rglob("*") if p not in before and work not in p.parents and p != work]
+    after = _snapshot(scope)
+    outside = sorted(p for p, sig in after.items()
+                     if before.get(p) != sig and p != work and work not in p.parents and p not in work.parents)
+    outside += sorted(p for p, existed in named.items() if not existed and p.exists())
     new_parquet = [p for p in work.rglob("*.parquet") if p not in before]
     first = (errors or r.stderr.strip().splitlines() or [""])[-1][:110]
     if outside:
@@ -161,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = {"ok": 0, "weak": 0, "bad": 0}
     for case in [c for c in CASES if args.k in c.id]:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(prefix="hostile-") as owned:  # the audit's own: nothing else writes here
             start = time.perf_counter()
-            verdict, why = _run(case, Path(tmp))
+            verdict, why = _run(case, Path(owned) / "case")
         counts[verdict] += 1
         print(f"{verdict:5} {time.perf_counter() - start:6.1f}s  {case.id:38}  {why}", flush=True)
     print(" ".join(f"{k}={v}" for k, v in counts.items()))

@@ -8,6 +8,7 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli import seeds as seed_opts
 from shepherd.cli.common import frame_table, summary_table
 from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, dry_run_table, ray_address, run_grid, warn
@@ -22,7 +23,7 @@ FLAG_PANEL = "Without CONFIG (or overriding it)"
 
 def capacity(
     config: Annotated[Optional[Path], typer.Argument(help="A sweep config with a \\[capacity] table (see examples/own-study.toml); or give --trace and --policy.")] = None,
-    trace: Annotated[Optional[str], typer.Option("--trace", help="Trace artifact path or a named trace (rebuilt per seed; options with --set trace.KEY=V).", rich_help_panel=FLAG_PANEL)] = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", autocompletion=complete.trace_names, help="Trace artifact path or a named trace (rebuilt per seed; options with --set trace.KEY=V).", rich_help_panel=FLAG_PANEL)] = None,
     policy: Annotated[Optional[List[str]], typer.Option("--policy", help="Online policy; repeatable or comma-separated (a line per policy).", rich_help_panel=FLAG_PANEL)] = None,
     target: Annotated[Optional[List[str]], typer.Option("--target", help=TARGET_HELP)] = None,
     profiles: Annotated[Optional[str], typer.Option("--profiles", help="Profiles artifact or built-in table (default: shepherd-v100).", rich_help_panel=FLAG_PANEL)] = None,

@@ -29,7 +29,10 @@ def fetch_cmd(
     and the tests find it. The download is cached and resumes when run again; the extracted files must match the
     pinned content SHA-256, else nothing is installed. The authors state no licence: the data is theirs, not ours
     to redistribute.
-    Example: shepherd data fetch ppipe   (offline: shepherd data fetch ppipe --from PPipe-03cd8df….tar.gz)
+
+    Example: shepherd data fetch ppipe
+
+    Example (offline, an archive downloaded elsewhere): shepherd data fetch ppipe --from PPipe-03cd8df….tar.gz
     """
     from shepherd.core import ppipe_data
     from shepherd.core.download import check_url

@@ -19,7 +19,8 @@ import typer
 
 from shepherd.cli.log import run_log
 
-ADDRESS_HELP = "Ray cluster address host:port (with --executor ray; default: start a local Ray)."
+ADDRESS_HELP = ("Ray cluster address host:port (with --executor ray; default: $RAY_ADDRESS if set, else a private "
+                "local Ray of --jobs CPUs started for this run, never a cluster Ray last recorded on this machine).")
 #: one --jobs default in every command: every core — cells (and serving groups run apart) are independent
 #: processes, so a machine's cores are what bounds the wall time; pass -j N to leave cores to other work
 JOBS_HELP = "Parallel local processes (default: every core, os.cpu_count(): the work is independent processes; " \
@@ -69,7 +70,8 @@ def run_grid(kind: str, name: str, grid: list, out: Path, meta: dict, table: Cal
             how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
             log(f"[{done}/{len(grid)}] cell {runner.describe(short(cell))} {how}")
 
-        stats = runner.run_cells(grid, out, executor=executor, jobs=jobs, address=address, on_done=on_done, log=log)
+        stats = runner.run_cells(grid, out, executor=executor, jobs=jobs, address=address, on_done=on_done, log=log,
+                                 log_file=log.file)
         frame = table()
         prov = make_provenance({"experiment": kind, kind: resolved}, seed=None, argv=argv)
         written = write_artifact(frame, out / "results.parquet", "results", prov,

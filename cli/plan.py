@@ -8,6 +8,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.core import bounds
 from shepherd.core.errors import UserError
 
@@ -23,7 +24,7 @@ SOLVER_NAMES = ("highs", "cbc", "gurobi")
 def plan(
     ctx: typer.Context,
     show: Annotated[Optional[List[str]], typer.Argument(metavar="[show PLAN]", show_default=False, help="`shepherd plan show PLAN`: print a plan artifact (groups, solver, status, objective and its meaning) instead of planning.")] = None,
-    trace: Annotated[Optional[str], typer.Option("--trace", help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).", rich_help_panel="Inputs and output")] = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", autocompletion=complete.trace_names, help="Trace artifact path or a named trace (maf2019, maf-synthetic, …).", rich_help_panel="Inputs and output")] = None,
     planner: Annotated[str, typer.Option("--planner", metavar="[" + "|".join(PLANNER_NAMES) + "]", autocompletion=lambda incomplete: [p for p in _planners() if p.startswith(incomplete)], help="Herd (Shepherd §4), Nexus, single-group, offline-optimal (Eq. 3); PPipe's ppipe, np, dart-r; Symphony App. A symphony-partition.", rich_help_panel="Inputs and output")] = "herd",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Profiles artifact (default: built-in shepherd-v100).", rich_help_panel="Inputs and output")] = None,
     gpus: Annotated[int, typer.Option("--gpus", help="Cluster size N (GPUs).", rich_help_panel="Inputs and output")] = 36,
@@ -270,7 +271,7 @@ def plan_import(
 ) -> None:
     """Import a published PPipe plan (the authors' JSON) as a pipeline_plan artifact for simulate.
 
-    Example: shepherd plan-import data/plans/maf19/…_v4.json -o pp.parquet && shepherd simulate --plan pp.parquet --policy ppipe --rules artifact …
+    Example: shepherd plan-import data/plans/maf19/…_v4.json -o pp.parquet && shepherd simulate --plan pp.parquet --profiles blocks.parquet --trace t.parquet --policy ppipe --rules artifact
     """
     from shepherd.core.pipelines import blocks
     from shepherd.core.pipelines import plan as pplan

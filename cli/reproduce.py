@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs, ray_address
 from shepherd.cli.log import run_log
 from shepherd.cli.seeds import replica_count
@@ -21,7 +22,7 @@ RESULTS = Path("results")
 
 
 def reproduce(
-    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
+    experiments: Annotated[Optional[List[str]], typer.Argument(autocompletion=complete.experiment_names, help="Experiments or paper names (e.g. shepherd, shepherd-fig7).")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Shrink durations and scale (minutes, not hours).")] = False,
     replicas: Annotated[Optional[int], typer.Option("--replicas", help="Replicas per cell, seeds 0 … N−1 (default 3, or 1 with --quick).")] = None,
     seeds: Annotated[Optional[str], typer.Option("--seeds", help="The seeds as a list, 0,1,…,N−1 (= --replicas N); a bare N is the deprecated count.")] = None,
@@ -67,6 +68,7 @@ def reproduce(
     prepared = [line for e in chosen if (line := e.prepare(results, scale))]  # inputs a grid needs (measured profiles)
     grids = runner.validate_grid(chosen, scale, results)  # the whole grid and every output, before any cell
     totals = {"cells": 0, "skipped": 0, "ran": 0, "recomputed": 0}
+    reused = Reused()
     grand = sum(len(cells) for cells in grids.values())
     done = 0
     with run_log(results / runner.LOG_NAME) as log, _bar(not log.echo) as bar, _log_failure(log):
@@ -77,6 +79,7 @@ def reproduce(
         for exp in chosen:
             cells = grids[exp.name]
             finished = len(cells) - len(runner.pending(cells, results))
+            shared_here = reused.shared_by(exp.name, cells, results)
             done += finished
             task = bar.add_task(exp.name, total=len(cells)) if bar else None
             if bar:
@@ -90,9 +93,10 @@ def reproduce(
                     bar.advance(task)
                 how = "done by another run" if seconds is None else f"done in {seconds:.1f} s"
                 log(f"[{done}/{grand}] cell {runner.describe(cell)} {how}")
+                reused.computed(cell, exp.name, results)
 
             stats = runner.run_cells(cells, results, executor=executor, jobs=1 if exp.exclusive else workers,
-                                     address=address, on_done=on_done, log=log)
+                                     address=address, on_done=on_done, log=log, log_file=log.file)
             frame = runner.collect(cells, results)
             synthetic = is_synthetic(frame)
             written = write_artifact(frame, runner.results_path(results, exp.name), "results",
@@ -100,17 +104,65 @@ def reproduce(
                                      make_provenance({"experiment": exp.name, "quick": quick, "seeds": scale.seeds},
                                                      seed=None, argv=["shepherd", "reproduce", exp.name]),
                                      extra={"synthetic": synthetic})
-            log(f"{exp.name}: {stats.ran} ran ({stats.recomputed} recomputed), {stats.skipped} cached → {written}")
+            reused.add(stats, shared_here)
+            log(f"{exp.name}: {stats.ran} ran ({stats.recomputed} recomputed), {stats.skipped} cached"
+                f"{reused.why(stats.skipped, stats.shared, shared_here, results)} → {written}")
             totals["cells"] += stats.total
             totals["skipped"] += stats.skipped
             totals["ran"] += stats.ran
             totals["recomputed"] += stats.recomputed
         rows = {"experiments": ", ".join(e.name for e in chosen), **totals, "results": results}
+        rows["skipped"] = f"{totals['skipped']}{reused.why(totals['skipped'], reused.concurrent, reused.here, results)}"
         if report:
             path, _ = build_report(chosen, results)
             rows["report"] = path
             log(f"report written to {path}")
     summary_table("reproduce", rows)
+
+
+class Reused:
+    """Why cells were skipped: finished results reused, and whose (the summary says it, not just a count).
+
+    A cell is skipped when its result file is already there: computed earlier in this run by another
+    experiment that shares the cell (Fig. 8 reads Fig. 7's cells), by an earlier run into the same folder,
+    or by another run on the folder at the same time.
+    """
+
+    def __init__(self) -> None:
+        self.by: dict[Path, str] = {}  # cell file → the experiment of this run that computed it
+        self.here: dict[str, int] = {}  # experiment that computed cells → how many others reused
+        self.concurrent = 0
+
+    def computed(self, cell, experiment: str, results: Path) -> None:  # noqa: ANN001 - a Cell
+        self.by.setdefault(cell.path(results), experiment)
+
+    def shared_by(self, experiment: str, cells, results: Path) -> dict[str, int]:  # noqa: ANN001
+        """Of ``cells``, those another experiment computed earlier in this run: {that experiment: count}."""
+        out: dict[str, int] = {}
+        for cell in cells:
+            who = self.by.get(cell.path(results))
+            if who is not None and who != experiment:
+                out[who] = out.get(who, 0) + 1
+        return out
+
+    def add(self, stats, shared_here: dict[str, int]) -> None:  # noqa: ANN001 - a RunStats
+        self.concurrent += stats.shared
+        for who, n in shared_here.items():
+            self.here[who] = self.here.get(who, 0) + n
+
+    @staticmethod
+    def why(skipped: int, concurrent: int, shared_here: dict[str, int], results: Path) -> str:
+        """`` (finished results reused: 6 shared with shepherd-fig7, computed earlier in this run)``, or ''."""
+        if not skipped:
+            return ""
+        here = sum(shared_here.values())
+        parts = [f"{n} shared with {who}, computed earlier in this run" for who, n in sorted(shared_here.items())]
+        if concurrent:
+            parts.append(f"{concurrent} computed meanwhile by another run on {results}")
+        earlier = skipped - here - concurrent
+        if earlier > 0:
+            parts.append(f"{earlier} from an earlier run into {results}")
+        return f" (finished results reused: {'; '.join(parts)})"
 
 
 @contextmanager
@@ -142,7 +194,7 @@ def _bar(show: bool) -> Iterator[Progress | None]:
 
 
 def report_cmd(
-    experiments: Annotated[Optional[List[str]], typer.Argument(help="Experiments or papers (default: all with results), or one sweep's results folder.")] = None,
+    experiments: Annotated[Optional[List[str]], typer.Argument(autocompletion=complete.report_targets, help="Experiments or papers (default: all with results), or one sweep's results folder.")] = None,
     results: Annotated[Path, typer.Option("--results", "-o", "--out", help="Results directory.")] = RESULTS,
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="With run folders: paired per-seed ratios of every policy to this one.")] = None,
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli.deprecated import renamed
 from shepherd.cli.grid_run import ADDRESS_HELP, JOBS_HELP, default_jobs
 from shepherd.core import bounds, defaults
@@ -79,7 +80,7 @@ def _policy_names(incomplete: str) -> list[str]:
 
 
 def simulate(
-    trace: Annotated[str, typer.Option("--trace", help="Trace artifact path or a named trace.")],
+    trace: Annotated[str, typer.Option("--trace", autocompletion=complete.trace_names, help="Trace artifact path or a named trace.")],
     policy: Annotated[str, typer.Option("--policy", metavar="[" + "|".join(POLICY_NAMES) + "]", autocompletion=_policy_names, help="Online policy (see the README's policy table); a plug-in's name works too.")] = "flex",
     profiles: Annotated[Optional[Path], typer.Option("--profiles", help=f"Profiles artifact (default: built-in {DEFAULT_PROFILES}, Shepherd Table 4).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_WORKERS, help="Number of identical workers, all in one serving group.")] = None,
@@ -87,7 +88,8 @@ def simulate(
     load: Annotated[float, typer.Option("--load", help="Rescale the trace's rate by X: arrivals time-compressed by X, SLOs kept.")] = 1.0,
     slo: Annotated[Optional[float], typer.Option("--slo-ms", help="Override every request's SLO, ms.")] = None,
     slo_old: Annotated[Optional[float], typer.Option("--slo", hidden=True, help="Deprecated spelling of --slo-ms.")] = None,
-    record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", help="Which tables to write (each adds to the previous).")] = "requests",
+    slo_from: Annotated[Optional[str], typer.Option("--slo-from", metavar="TABLE", autocompletion=complete.slo_tables, help="Give each request its model's SLO from this profile table (symphony-1080ti, symphony-a100: Symphony Tables 5, 6; or a profiles file with slo_ms), as the paper's experiments do; not with --slo-ms.")] = None,
+    record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", autocompletion=complete.fixed(RECORD_LEVELS), help="Which tables to write (each adds to the previous).")] = "requests",
     rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="PPipe data plane: the paper's rules or the authors' artifact's (uplink-aware GPU choice, head drop, per-slot receive links, per-stage servers); --set overrides single switches.")] = "paper",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
     overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,
@@ -136,6 +138,8 @@ def simulate(
     number("--load", load, low=0, low_open=True, high=1e6)
     if slo is not None:
         number("--slo-ms", slo, low=0, low_open=True, high=1e9)
+    if slo is not None and slo_from is not None:
+        raise UserError("give --slo-ms (one SLO for every request) or --slo-from TABLE (each model's), not both")
     config = registry.make_config(policy, rule_options(policy, rules) | parse_options(policy, options or []))
     if hasattr(config, "validate"):
         config.validate()
@@ -143,12 +147,12 @@ def simulate(
     if overhead is not None:
         ovh = dataclasses.replace(ovh, mode=overhead)
         ovh.validate()
-    loaded = load_trace(trace, seed=seed, compact=record == "summary")
+    loaded = load_trace(trace, seed=seed, compact=record == "summary", slo_from=slo_from)
     if loaded.frame.height == 0:
         raise UserError(f"trace {loaded.name} has no requests")
     pipeline = plan is not None and artifact_kind(plan) == "pipeline_plan"
-    if pipeline and (load != 1.0 or slo is not None):
-        raise UserError("--load and --slo-ms do not apply to pipeline plans (their SLOs come from the profiles); "
+    if pipeline and (load != 1.0 or slo is not None or slo_from is not None):
+        raise UserError("--load, --slo-ms and --slo-from do not apply to pipeline plans (their SLOs come from the profiles); "
                         "rescale the trace itself")
     prof_obj, plan_obj, extra = read_simulation_inputs(profiles, plan, loaded.frame, "profiles" in spec.cls.requires)
     execution = None
@@ -168,11 +172,13 @@ def simulate(
         )
         bar.update(task, completed=span_s)
     _write_outputs(result, out, record, policy, loaded, profiles, plan, gpus, load, slo, max_batch, hardware,
-                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh), exec_time=exec_time)
+                   seed, config=dataclasses.asdict(config), overhead=dataclasses.asdict(ovh), exec_time=exec_time,
+                   slo_from=slo_from)
 
 
 def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles, plan, gpus, load, slo,
-                   max_batch, hardware, seed: int, config: dict, overhead: dict | None, exec_time: str = "mean") -> None:
+                   max_batch, hardware, seed: int, config: dict, overhead: dict | None, exec_time: str = "mean",
+                   slo_from: str | None = None) -> None:
     from shepherd.cli.common import frame_table, summary_table
     from shepherd.core.artifacts import artifact_dir, make_provenance, write_artifact
     from shepherd.core.metrics import batch_size_distribution
@@ -188,6 +194,7 @@ def _write_outputs(result, out: Path, record: str, policy: str, loaded, profiles
         trace=loaded.name, synthetic=loaded.synthetic, subset=loaded.subset, profiles=Path(profiles).name if profiles else DEFAULT_PROFILES,
         gpus=gpus, plan=Path(plan).name if plan else None, load=load, slo_ms=slo, record=record,
         max_batch=max_batch, hardware=hardware, **({"exec_time": exec_time} if exec_time != "mean" else {}),
+        **({"slo_from": slo_from} if slo_from else {}),
     ), seed, list(loaded.inputs) + ([profiles] if profiles else []) + ([plan] if plan else []))
     ran = {"engine": result.engine_ran}  # which engine ran and why: NAME.run.json (the tables are the same either way)
     with artifact_dir(out) as tmp:  # the folder is replaced whole: never a mix of two runs

@@ -14,6 +14,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from shepherd.cli import complete
 from shepherd.cli.deprecated import renamed
 from shepherd.core.errors import UserError
 from shepherd.traces import checks
@@ -25,7 +26,7 @@ app = typer.Typer(
         "Request traces: real MAF workloads (fetch, import, build), synthetic ones, statistics.\n\n"
         "Examples:\n\n"
         "  shepherd traces list\n\n"
-        "  shepherd traces maf maf-synthetic --duration-min 5 --load 3000 -o trace.parquet\n\n"
+        "  shepherd traces maf maf-synthetic --duration-min 5 --rate 3000 -o trace.parquet\n\n"
         "  shepherd traces fetch maf2019\n\n"
         "  shepherd traces generate --process gamma --cv 4 --rate 2000 --duration-s 60 -o trace.parquet\n\n"
         "  shepherd traces stats maf-synthetic --cv -o cv.parquet"
@@ -132,7 +133,7 @@ def generate(
 
 @app.command()
 def stats(
-    trace: Annotated[str, typer.Argument(help="A trace artifact, or a named trace (see `shepherd traces list`; default options).")],
+    trace: Annotated[str, typer.Argument(autocompletion=complete.trace_names, help="A trace artifact, or a named trace (see `shepherd traces list`; default options).")],
     window_ms: Annotated[Optional[List[float]], typer.Option("--window-ms", help="Window size(s) τ for count CVs, ms (repeatable).")] = None,
     top: Annotated[int, typer.Option("--top", help="Show the N busiest streams.")] = 20,
     cv: Annotated[bool, typer.Option("--cv", help="Predictability analysis: mean CV of window counts vs τ, per stream and per random group (Shepherd Figs. 2, 5).")] = False,
@@ -260,17 +261,8 @@ def list_traces() -> None:
     from shepherd.traces import fetch as tfetch, registry
 
     reg = tfetch.read_registry()
-    rows = []
-    for name, entry in registry.TRACES.items():
-        if entry.dataset is None:
-            status = "built in (synthetic)"
-        elif entry.dataset in reg and Path(reg[entry.dataset]["path"]).exists():
-            status = f"{reg[entry.dataset]['how']}: {reg[entry.dataset]['path']}"
-            if reg[entry.dataset].get("subset"):
-                status += f" (subset: {reg[entry.dataset]['subset']})"
-        else:
-            status = f"missing — shepherd traces fetch {entry.dataset}"
-        rows.append({"name": name, "what": entry.doc, "data": status})
+    rows = [{"name": name, "kind": entry.kind, "what": entry.doc, "data": entry.data_status(reg)}
+            for name, entry in registry.TRACES.items()]
     frame_table("named traces (use with --trace NAME)", pl.DataFrame(rows))
     ds_rows = []
     for name, ds in tfetch.DATASETS.items():
@@ -327,7 +319,8 @@ def import_cmd(
 
 @app.command("maf")
 def maf_cmd(
-    name: Annotated[str, typer.Argument(help="maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic | maf-synthetic-bursty")],
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(autocompletion=complete.named_traces, help="maf2019 | maf2019-stable | maf2019-bursty | maf2021 | maf-synthetic | maf-synthetic-bursty")],
     day: Annotated[Optional[int], typer.Option("--day", help="Day of the trace, 1–14 (default: day 1, or the one day a single file holds).")] = None,
     start_minute: Annotated[Optional[int], typer.Option("--start-minute", help="First minute of the day, 1–1440 (default: first in the file).")] = None,
     duration_min: Annotated[int, typer.Option("--duration-min", help="Window length, minutes.")] = 5,
@@ -336,6 +329,7 @@ def maf_cmd(
     rate: Annotated[Optional[float], typer.Option("--rate", help="Rescale to this aggregate rate, req/s (thinning / superposition; MAF 2021: --upscale).")] = None,
     load: Annotated[Optional[float], typer.Option("--load", hidden=True, help="Deprecated: the rate in req/s is --rate (--load is a multiplier everywhere else).")] = None,
     slo_ms: Annotated[float, typer.Option("--slo-ms", help="SLO of every stream, ms (Shepherd §7: 250).")] = 250.0,
+    slo_from: Annotated[Optional[str], typer.Option("--slo-from", metavar="TABLE", autocompletion=complete.slo_tables, help="Each request gets its model's SLO from this profile table (symphony-1080ti, symphony-a100: Symphony Tables 5, 6; or a profiles file with slo_ms) instead of --slo-ms.")] = None,
     models: Annotated[Optional[str], typer.Option("--models", help="Comma-separated models, assigned round-robin (default: Shepherd Table 4's 17).")] = None,
     process: Annotated[Optional[str], typer.Option("--process", help="stable (Poisson per minute) | bursty (MMPP per minute); default from the name.")] = None,
     mmpp_ratio: Annotated[float, typer.Option("--mmpp-ratio", help="Bursty: high/low MMPP rate ratio.")] = 10.0,
@@ -359,6 +353,8 @@ def maf_cmd(
     from shepherd.traces.resolve import load_trace
 
     load = renamed(rate, load, "--rate", "--load")
+    if slo_from is not None and getattr(ctx.get_parameter_source("slo_ms"), "name", "") == "COMMANDLINE":
+        raise UserError("give --slo-ms (one SLO for every stream) or --slo-from TABLE (each model's), not both")
     entry = registry.lookup(name)
     if entry is None:
         raise UserError(f"unknown trace '{name}' (known: {', '.join(registry.TRACES)})")
@@ -371,7 +367,7 @@ def maf_cmd(
                             sample=sample, load=load, slo_ms=slo_ms, models=model_list, process=process,
                             mmpp_ratio=mmpp_ratio, mmpp_dwell_low=mmpp_dwell_low, mmpp_dwell_high=mmpp_dwell_high,
                             functions=functions, synthetic_rate=synthetic_rate, upscale=upscale, path=path, model_map=model_map,
-                            seed=seed)
+                            seed=seed, slo_from=slo_from)
     frame = loaded.frame
     write_artifact(frame, out, "trace", make_provenance(loaded.config, seed, loaded.inputs))
     span_s = tstats.duration_us(frame, loaded.span_us) / 1e6

@@ -11,15 +11,16 @@ import typer
 
 from shepherd.core.bounds import MAX_LIVE_WORKERS, check_bound
 from shepherd.core.errors import UserError
+from shepherd.core.measure import TORCH_PIP_RICH
 
-HELP = """Run one trace LIVE and SIMULATED with the same policy objects and report the simulator's error.
+HELP = f"""Run one trace LIVE and SIMULATED with the same policy objects and report the simulator's error.
 
 Setup: the live engine replays a synthetic Poisson trace in real time (a sender process) and sends each
 batch the policy starts to a worker process — one per --workers, each pinned to one CPU core with one
 PyTorch thread — which runs the real model (--model, a zoo name such as ResNet18@64: ResNet18 on 64×64
 inputs) on a real input tensor of the batch's size. No GPU is needed (CPU only). The simulation of the
 same trace uses the same measured profile (--profiles from `shepherd profile --measure MODEL --threads 1`,
-or measured here when omitted). PyTorch is the optional extra: pip install 'shepherd[torch]'.
+or measured here when omitted). PyTorch is the optional extra: {TORCH_PIP_RICH}.
 
 Reported per policy: SLO attainment, goodput, p50/p90/p99 latency, mean batch size, utilisation, live vs
 simulated with the error in percent, err_pct = 100 · (sim − live)/live; the residual's measured causes

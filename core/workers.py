@@ -8,12 +8,15 @@ fork), and die with their driver.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from multiprocessing import get_context
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Sequence
 
 from shepherd.core.errors import UserError
 
@@ -54,41 +57,116 @@ def ray_module():
     return ray
 
 
+def ray_target(address: str | None) -> str:
+    """The Ray cluster a run uses: ``--ray-address``, else ``$RAY_ADDRESS`` (Ray's own convention), else
+    ``"local"`` — a private cluster started for this run. Never ``ray.init()``'s default, which joins whatever
+    cluster the machine last recorded (``$RAY_TMPDIR/ray/ray_current_cluster``), a crashed one's included."""
+    return address or os.environ.get("RAY_ADDRESS") or "local"
+
+
 def ray_init(jobs: int, address: str | None) -> bool:
-    """Connect to Ray (``address``) or start a local cluster of ``jobs`` CPUs unless one is up;
-    True when this call started it (the caller shuts it down)."""
+    """Connect to the named cluster (:func:`ray_target`) or start a private local one of ``jobs`` CPUs;
+    True when this call started Ray in this process (the caller shuts it down)."""
     ray = ray_module()
     if ray.is_initialized():
         return False
+    target = ray_target(address)
     try:
-        if address:
-            check_reachable(address)
-            ray.init(address=address, log_to_driver=False)
+        if target != "local":
+            check_reachable(target)
+            ray.init(address=target, log_to_driver=False)
         else:
             # A local cluster sees exactly the driver's import path, so
             # experiments defined outside the package resolve in workers too.
             path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False,
+            ray.init(address="local", num_cpus=jobs, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": path}})
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, …
-        where = address or "a local cluster"
+        where = "a private local cluster" if target == "local" else target
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot connect to Ray at {where}: {first}") from None
     return True
 
 
+@contextmanager
+def ray_session(jobs: int, address: str | None, log_file: Path | None = None) -> Iterator[Any]:
+    """Ray for one run: initialised (:func:`ray_init`), shut down after if started here, and its driver's
+    logging kept out of the run's own output.
+
+    With ``log_file`` (a sweep's or reproduce's log) everything Ray's driver says goes there: the ``ray``
+    Python logger, and whatever its C++ core worker writes to file descriptor 2 (``[state-dump]`` lines
+    after a node dies, among others) — while this process's own ``sys.stderr`` stays on the terminal.
+    Without one, Ray's logger prints warnings and errors only.
+    """
+    ray = ray_module()
+    logger = logging.getLogger("ray")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    with _stderr_into(log_file) as stream:
+        handler = logging.StreamHandler(stream)
+        handler.setLevel(logging.INFO if log_file is not None else logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(asctime)s ray %(levelname)s %(name)s: %(message)s"))
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+        started_here = False
+        try:
+            started_here = ray_init(jobs, address)
+            yield ray
+        finally:
+            try:
+                if started_here:
+                    ray.shutdown()
+            finally:
+                handler.flush()
+                logger.handlers[:], logger.level, logger.propagate = saved
+
+
+@contextmanager
+def _stderr_into(log_file: Path | None) -> Iterator[IO[str]]:
+    """Point file descriptor 2 at ``log_file`` (appending) while keeping ``sys.stderr`` where it was;
+    yield the stream Ray's logger writes to (the log file, or ``sys.stderr`` without one)."""
+    if log_file is None:
+        yield sys.stderr
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    stream = os.fdopen(os.dup(log_fd), "a", encoding="utf-8", buffering=1)
+    real_stderr = _is_fd2(sys.stderr)
+    for s in (sys.stderr, sys.__stderr__):
+        if s is not None:
+            s.flush()
+    kept = os.dup(2)
+    old_stderr = sys.stderr
+    try:
+        if real_stderr:  # Python's own stderr writes keep going to the terminal, through a copy of fd 2
+            sys.stderr = os.fdopen(os.dup(kept), "w", encoding=getattr(old_stderr, "encoding", None) or "utf-8",
+                                   errors="backslashreplace", buffering=1)
+        os.dup2(log_fd, 2)
+        yield stream
+    finally:
+        if real_stderr:
+            sys.stderr.flush()
+            sys.stderr.close()
+            sys.stderr = old_stderr
+        os.dup2(kept, 2)
+        os.close(kept)
+        os.close(log_fd)
+        stream.close()
+
+
+def _is_fd2(stream: Any) -> bool:
+    try:
+        return stream is not None and stream.fileno() == 2
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def map_ray(fn: Callable[[Any], Any], items: Sequence[Any], jobs: int, address: str | None = None) -> list[Any]:
     """``[fn(x) for x in items]`` computed as Ray tasks, in order (e.g. a plan's serving groups)."""
-    ray = ray_module()
-    started_here = ray_init(jobs, address)
-    try:
+    with ray_session(jobs, address) as ray:
         remote = ray.remote(fn)
         return ray.get([remote.remote(x) for x in items])
-    finally:
-        if started_here:
-            ray.shutdown()
 
 
 def check_reachable(address: str, timeout_s: float = 3.0) -> None:

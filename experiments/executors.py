@@ -12,12 +12,13 @@ from __future__ import annotations
 import importlib
 import time
 from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import polars as pl
 
 from shepherd.core.errors import UserError
-from shepherd.core.workers import check_reachable, process_pool, ray_init, ray_module
+from shepherd.core.workers import check_reachable, process_pool, ray_session, ray_target
 from shepherd.experiments import registry
 from shepherd.experiments.base import Cell
 
@@ -59,8 +60,8 @@ def check_executor(executor: str, address: str | None = None) -> None:
     """Fail fast on an unknown executor or an unreachable Ray address."""
     if executor not in EXECUTORS:
         raise UserError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
-    if executor == "ray" and address:
-        check_reachable(address)
+    if executor == "ray" and ray_target(address) != "local":  # --ray-address, or $RAY_ADDRESS
+        check_reachable(ray_target(address))
 
 
 Finish = Callable[[Cell, pl.DataFrame, float, list], None]
@@ -86,14 +87,15 @@ def run_processes(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int) -
             top_up()
 
 
-def run_ray(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int, address: str | None) -> None:
-    ray = ray_module()
-    started_here = ray_init(jobs, address)
-    try:
+def run_ray(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int, address: str | None,
+            log_file: Path | None = None) -> None:
+    """Cells as Ray tasks on :func:`~shepherd.core.workers.ray_target`'s cluster; Ray's driver logging goes to
+    ``log_file`` (the run's log), not the run's output (:func:`~shepherd.core.workers.ray_session`)."""
+    with ray_session(jobs, address, log_file) as ray:
         remote = ray.remote(compute_timed)
         queue = list(todo)
         refs: dict = {}
-        window = 2 * jobs if address is None else max(2 * jobs, 64)
+        window = 2 * jobs if ray_target(address) == "local" else max(2 * jobs, 64)
         while queue or refs:
             while queue and len(refs) < window:
                 c = queue.pop(0)
@@ -104,6 +106,3 @@ def run_ray(todo: Sequence[Cell], take: Take, finish: Finish, jobs: int, address
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
                 finish(refs.pop(ref), *ray.get(ref))
-    finally:
-        if started_here:
-            ray.shutdown()

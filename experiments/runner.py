@@ -131,12 +131,14 @@ def run_cells(
     address: str | None = None,
     on_done: OnDone | None = None,
     log: Callable[[str], None] | None = None,
+    log_file: Path | None = None,
 ) -> RunStats:
     """Compute every cell without a usable result file; return counts.
 
     ``on_done(cell, seconds)`` is called after each cell is written (seconds
     of compute; None for a cell another run computed); ``log`` receives a line
-    for every cell found unusable and recomputed.
+    for every cell found unusable and recomputed. ``log_file``: where Ray's driver logging goes with the
+    Ray executor (the run's log file; :func:`shepherd.core.workers.ray_session`).
     """
     if executor not in EXECUTORS:
         raise UserError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
@@ -154,7 +156,7 @@ def run_cells(
         return stats
 
     while todo:
-        theirs = _execute(todo, results_dir, executor, jobs, address, stats, on_done)
+        theirs = _execute(todo, results_dir, executor, jobs, address, stats, on_done, log_file)
         # Cells another run is computing: wait until it lets go (holding no lock ourselves, so two
         # runs never wait on each other), then take its result or compute what it left undone.
         for cell in theirs:
@@ -201,7 +203,7 @@ class _Claims:
 
 
 def _execute(todo: Sequence[Cell], results_dir: Path, executor: str, jobs: int, address: str | None,
-             stats: RunStats, on_done: OnDone | None) -> list[Cell]:
+             stats: RunStats, on_done: OnDone | None, log_file: Path | None = None) -> list[Cell]:
     """Compute the cells of ``todo`` that no other run holds, each under its lock; return the others."""
     claims = _Claims(results_dir, stats, on_done)
 
@@ -216,7 +218,7 @@ def _execute(todo: Sequence[Cell], results_dir: Path, executor: str, jobs: int, 
         if not todo:
             pass
         elif executor == "ray":
-            run_ray(todo, claims.take, finish, jobs, address)
+            run_ray(todo, claims.take, finish, jobs, address, log_file)
         elif jobs == 1 or len(todo) == 1:
             for cell in todo:
                 if claims.take(cell):

@@ -8,6 +8,7 @@ policies with their options, fixed run settings and a grid::
     name = "maf-synthetic"
     duration_min = 1
     models = "ResNet50,BERT"    # streams → models round-robin (a list, or one comma-separated string)
+    slo_from = "symphony-a100"  # optional: each model's SLO from this table (Symphony Table 6), any trace
     [cluster]
     gpus = 32                   # or plan = "plan.parquet"
     [[policies]]                # or policies = ["flex", "clockwork"]
@@ -99,6 +100,26 @@ def _file_param(spec: str | None, base_dir: Path, builtin: set[str] | None = Non
     raise UserError(f"{spec}: no such file" + (f" (nor a built-in table: {', '.join(sorted(builtin))})" if builtin else ""))
 
 
+def _named_options(trace_opts: dict) -> dict:
+    """A named trace's own options (:class:`~shepherd.traces.registry.TraceOptions`), without those
+    :func:`~shepherd.traces.resolve.load_trace` applies to any trace (``slo_from``)."""
+    return {k: v for k, v in trace_opts.items() if k != "slo_from"}
+
+
+def _check_slo_from(table: str, slo_ms: float | None) -> None:
+    """``trace.slo_from`` names a built-in table with per-model SLOs, and no uniform SLO overrides them."""
+    from shepherd.core import profiles as prof
+    from shepherd.traces.slos import table_slos, tables_with_slos
+
+    if table not in prof.table_names():
+        raise UserError(f"trace.slo_from = '{table}': not a built-in profile table (with per-model SLOs: "
+                        f"{', '.join(tables_with_slos())})")
+    table_slos(table)
+    if slo_ms is not None:
+        raise UserError(f"trace.slo_from = '{table}' gives each model its SLO; slo_ms = {slo_ms:g} would override "
+                        "them all: drop one")
+
+
 def cells(config: SweepConfig) -> list[Cell]:
     """The grid, expanded: one :class:`Cell` per combination, in the config's order."""
     from shepherd.core import profiles as prof
@@ -142,7 +163,7 @@ def cells(config: SweepConfig) -> list[Cell]:
                                     "named trace, already drawn afresh from each seed: drop the option")
                 key = repr(sorted(trace_opts.items()))
                 if key not in files:  # a bad trace option fails here, before any cell runs
-                    traces.TraceOptions.from_kwargs(**trace_opts).validate()
+                    traces.TraceOptions.from_kwargs(**_named_options(trace_opts)).validate()
                     files[key] = {}
             else:
                 trace = file_param("trace", trace_spec)
@@ -153,6 +174,8 @@ def cells(config: SweepConfig) -> list[Cell]:
             run = {"load": 1.0, "slo_ms": None, "seed": 0, "max_batch": None, "overhead": None, "hardware": None}
             run.update(config.run)
             run.update({k: v for k, v in point.items() if k in RUN_KEYS})
+            if trace_opts.get("slo_from") is not None:
+                _check_slo_from(trace_opts["slo_from"], run["slo_ms"])
             # A file enters by its contents (sha256); its name and path are locations (``_`` keys: not hashed).
             params = {
                 "policy": entry.label, "policy_name": entry.name, "options": options,

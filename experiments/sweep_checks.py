@@ -65,6 +65,9 @@ def check(grid: list[Cell]) -> None:
             key = f"models {p['_trace_path'] or p['_trace_name']} {p['trace_options']!r} {p['_profiles_name']}"
             if once(key):
                 _check_trace_models(p)
+        table = p["trace_options"].get("slo_from")
+        if table and once(f"slos {p['_trace_path'] or p['_trace_name']} {p['trace_options']!r}"):
+            _check_slo_models(p, table)
 
 
 def _check_requires(policy: str, requires: tuple[str, ...], given: set[str]) -> None:
@@ -113,6 +116,17 @@ def _check_trace_models(p: dict) -> None:
     check_models(trace_models, profiled, p["_profiles_name"])
 
 
+def _check_slo_models(p: dict, table: str) -> None:
+    """Every model of the trace has an SLO in ``trace.slo_from``'s table."""
+    from shepherd.traces.slos import table_slos
+
+    trace_models = _trace_models(p)
+    missing = sorted(set(trace_models or ()) - set(table_slos(table)))
+    if missing:
+        raise UserError(f"trace.slo_from = '{table}' has no SLO for model '{missing[0]}' ({len(missing)} model(s) "
+                        f"of the trace; give the trace the table's models: trace.models)")
+
+
 def _trace_models(p: dict) -> list[str] | None:
     """The models a cell's trace will carry, without building it (None when only building would tell)."""
     import polars as pl
@@ -125,7 +139,7 @@ def _trace_models(p: dict) -> list[str] | None:
                 from None
     from shepherd.traces.registry import TraceOptions
 
-    opts = {k: v for k, v in p["trace_options"].items() if k not in ("redraw_window_s",)}
+    opts = {k: v for k, v in p["trace_options"].items() if k not in ("redraw_window_s", "slo_from")}
     options = TraceOptions.from_kwargs(**opts)
     if options.model_map is not None:
         return None  # the map's models apply to the functions it lists: known once the trace is built

@@ -79,6 +79,9 @@ class _TraceBase(_Section):
                                                           "(a list, or one comma-separated string)")
     rate: Optional[float] = Field(None, gt=0, allow_inf_nan=False,
                                   description="the trace's rate in req/s (--rate of `traces maf`)")
+    slo_from: Optional[str] = Field(
+        None, description="a built-in profile table whose per-model SLOs every request gets (symphony-1080ti, "
+                          "symphony-a100: Symphony Tables 5, 6), as the paper's experiments do; not with slo_ms")
     redraw_window_s: Optional[float] = Field(
         None, gt=0, allow_inf_nan=False,
         description="trace FILE only: per seed, re-draw each request's arrival uniformly within its "

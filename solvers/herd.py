@@ -120,6 +120,27 @@ def min_burst_tolerance(inst: HerdInstance, groups: list[Group]) -> float:
     return best
 
 
+#: The burst tolerance Herd is meant for: bt(i) is the load increase a stream tolerates "relative to the
+#: average-load based assignment of GPUs" (Shepherd §4), so below 1 a model-stream's group cannot carry even
+#: its average load — every plan is overloaded, and maximising t only ranks degrees of overload.
+MIN_MEANT_TOLERANCE = 1.0
+
+
+def tolerance_warning(t: float, demand: np.ndarray, cfg: HerdConfig) -> str | None:
+    """A warning when the optimal min burst tolerance ``t`` is below :data:`MIN_MEANT_TOLERANCE`, else None."""
+    if not (math.isfinite(t) and t < MIN_MEANT_TOLERANCE):
+        return None
+    need = float(demand.sum())
+    widest = float(demand.max()) if demand.size else 0.0
+    fixes = [f"add GPUs (the trace's average load needs ≈ {math.ceil(need)}; the cluster has {cfg.gpus})"]
+    if widest > cfg.group_limit:
+        fixes.append(f"raise --group-limit (a model-stream needs {widest:.3g} GPUs; groups hold ≤ {cfg.group_limit})")
+    fixes.append("or lower the trace's load")
+    return (f"min burst tolerance {t:.4g} is below {MIN_MEANT_TOLERANCE:g}, outside the range Herd is meant for "
+            f"(Shepherd §4): some model-stream's group has {100 * t:.3g} % of the GPUs its average load needs, so "
+            f"it is overloaded under any plan; {', '.join(fixes)}")
+
+
 def _t_upper(inst: HerdInstance, cfg: HerdConfig) -> float:
     pos = inst.demand[inst.demand > 0]
     return cfg.group_limit / float(pos.min()) if pos.size else float(cfg.group_limit)

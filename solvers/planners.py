@@ -20,7 +20,7 @@ from shepherd.core.errors import UserError
 from shepherd.solvers.affinity import affinity_k, affinity_sets
 from shepherd.solvers.backend import SolveResult, SolverConfig
 from shepherd.solvers.demand import DEFAULT_MODEL_MB, model_streams
-from shepherd.solvers.herd import HerdConfig, HerdInstance, solve_herd, verify
+from shepherd.solvers.herd import HerdConfig, HerdInstance, solve_herd, tolerance_warning, verify
 from shepherd.solvers.nexus import plan_nexus
 from shepherd.solvers.offline_optimal import OfflineInstance, grid_step_us, solve_offline
 
@@ -106,6 +106,9 @@ def plan_herd(req: PlanRequest) -> PlanOutput:
         "groups": len(plan.groups), "gpus_used": sum(g.size for g in plan.groups), "gpus": req.gpus,
         "affinity_sets": len(sets), "group_k": ks, "shards_per_model": shards,
     }
+    warning = tolerance_warning(plan.objective, inst.demand, cfg)
+    if warning:
+        extra["warning"] = warning
     return PlanOutput(_rows(groups, req.hardware), extra)
 
 

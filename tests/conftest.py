@@ -49,6 +49,14 @@ def needs_maf_samples(subset: str = "") -> pytest.MarkDecorator:
                                      "and set SHEPHERD_SHARED")
 
 
+@pytest.fixture(autouse=True)
+def _no_ambient_ray_cluster(monkeypatch):
+    """Tests run Ray hermetically: a developer's ``$RAY_ADDRESS`` would send ``--executor ray`` to their cluster
+    (Ray's convention, which the toolkit follows); without it every Ray test starts a private local one. A
+    cluster Ray recorded in ``$RAY_TMPDIR`` is never joined (``tests/test_ray_hermetic.py``)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+
 @dataclass
 class CliResult:
     code: int

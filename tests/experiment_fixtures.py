@@ -44,3 +44,23 @@ class MeasuredRate(Experiment):
 
 
 EXPERIMENT = register(MeasuredRate())
+
+
+class SharedRate(Experiment):
+    """Reads some of MeasuredRate's cells (as Shepherd's Fig. 8 reads Fig. 7's): run with it, they are skipped."""
+
+    name = "test-shared-rate"
+    paper = "test-shared"
+    title = "the 100 req/s cells of test-measured-rate"
+
+    def cells(self, scale):
+        return [c for c in EXPERIMENT.cells(scale) if c.params["rate"] == 100]
+
+    def run_cell(self, params):  # pragma: no cover - its cells are MeasuredRate's (the runner runs that one's)
+        return EXPERIMENT.run_cell(params)
+
+    def report(self, results, figures_dir):
+        return Section(title=self.title, claims=[Claim("rows", results.height > 0)])
+
+
+SHARED = register(SharedRate())

@@ -132,7 +132,8 @@ def test_measured_experiment_cells_carry_the_profile_and_run_deterministically(t
 
 def test_measured_experiment_skips_with_a_line_without_torch(tmp_path, monkeypatch):
     def no_torch(*a, **k):
-        raise UserError("profile --measure needs PyTorch: pip install 'shepherd[torch]'")
+        from shepherd.core.measure import INSTALL_HINT
+        raise UserError(INSTALL_HINT)
     monkeypatch.setattr("shepherd.core.measure.artifact.measure", no_torch)
     exp = f1.Fig1Measured()
     line = exp.prepare(tmp_path, Scale(quick=True))

@@ -20,7 +20,8 @@ def mlp():
 def test_without_torch_one_line_install_hint(cli, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch → ImportError
     r = cli("profile", "--measure", "ResNet50", "-o", tmp_path / "p.parquet")
-    assert_user_error(r, "pip install 'shepherd[torch]'")
+    from shepherd.core.measure import TORCH_PIP
+    assert_user_error(r, TORCH_PIP)
 
 
 def test_cuda_without_gpu_is_one_line(cli, tmp_path):

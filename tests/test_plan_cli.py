@@ -157,3 +157,48 @@ def test_an_option_at_its_default_spelled_out_for_its_planner_is_fine(cli, small
     r = cli("plan", "--trace", small_trace, "--planner", "herd", "--gpus", "8", "--group-limit", "4",
             "--hardware", "V100", "-o", out)
     assert r.code == 0, r.err
+
+
+def _one_stream_trace(path, n):
+    """n ResNet50 requests over 2 s in one stream (its Herd demand n_i grows with n)."""
+    rng = np.random.default_rng(5)
+    arr = np.sort(rng.integers(0, 2_000_000, n)).astype(np.int64)
+    frame = pl.DataFrame({"arrival_us": arr, "stream": np.zeros(n, np.int32), "model": ["ResNet50"] * n,
+                          "slo_us": np.full(n, 100_000, np.int64)}).with_columns(
+        deadline_us=pl.col("arrival_us") + pl.col("slo_us"))
+    write_artifact(frame, path, "trace", make_provenance({}, 0))
+    return path
+
+
+def test_herd_warns_at_a_burst_tolerance_outside_its_range(cli, tmp_path):
+    # issue 44: 287 k requests in 2 s on 1 GPU — Herd's optimum is t ≈ 0.0078, an overloaded cluster: the plan is
+    # written (it is optimal) but the planner says the tolerance is outside the range it was meant for
+    out = tmp_path / "p.parquet"
+    r = cli("plan", "--trace", _one_stream_trace(tmp_path / "t.parquet", 287_000), "--gpus", "1", "-o", out)
+    assert r.code == 0, r.err
+    art = read_artifact(out, "plan")
+    t = art.extra["objective"]
+    assert round(t, 4) == 0.0078 and art.extra["status"] == "optimal"
+    warnings = [ln for ln in r.err.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1 and f"min burst tolerance {t:.4g} is below 1" in warnings[0], r.err
+    assert "add GPUs" in warnings[0] and "--group-limit" in warnings[0]  # n_i ≈ 128 GPUs > Ḡ = 12
+    assert art.extra["warning"] == warnings[0].removeprefix("warning: ")
+
+
+def test_herd_is_silent_inside_its_range(cli, tmp_path):
+    out = tmp_path / "p.parquet"
+    r = cli("plan", "--trace", _one_stream_trace(tmp_path / "t.parquet", 1000), "--gpus", "4", "-o", out)
+    assert r.code == 0, r.err
+    assert read_artifact(out, "plan").extra["objective"] >= 1
+    assert "warning" not in r.err and "warning" not in read_artifact(out, "plan").extra
+
+
+def test_tolerance_warning_bounds():
+    from shepherd.solvers.herd import HerdConfig, tolerance_warning
+
+    cfg = HerdConfig(gpus=4, group_limit=12)
+    assert tolerance_warning(1.0, np.array([2.0, 2.0]), cfg) is None
+    assert tolerance_warning(float("inf"), np.array([0.0]), cfg) is None
+    text = tolerance_warning(0.0078, np.array([200.0, 3.0]), cfg)
+    assert "0.0078 is below 1" in text and "≈ 203" in text and "--group-limit" in text
+    assert "--group-limit" not in tolerance_warning(0.5, np.array([8.0]), cfg)

@@ -124,3 +124,23 @@ def test_ray_executor_matches_local_executor(tmp_path, monkeypatch):
 def test_unreachable_ray_address(cli, tmp_path):
     assert_user_error(cli("reproduce", "test-paper", "--quick", "--executor", "ray",
                           "--ray-address", "127.0.0.1:9", "--results", tmp_path), "unreachable")
+
+
+def test_reproduce_says_what_it_skipped(tmp_path, cli, monkeypatch):
+    # issue 44: "skipped 6" on a fresh run was Fig. 8 reusing Fig. 7's cells; the summary says so
+    from shepherd.cli import common
+
+    monkeypatch.setattr(common.console, "width", 400)
+    res = tmp_path / "results"
+    args = ("reproduce", EXP.name, experiment_fixtures.SHARED.name, "--quick", "--jobs", "1", "--results", res,
+            "--no-report")
+    first = cli(*args)
+    assert first.code == 0, first.err
+    line = next(ln for ln in first.out.splitlines() if "skipped" in ln)
+    assert "1 (finished results reused: 1 shared with test-measured-rate, computed earlier in this run)" in line, line
+    assert "earlier run" not in line
+    again = cli(*args)
+    line = next(ln for ln in again.out.splitlines() if "skipped" in ln)
+    assert f"3 (finished results reused: 3 from an earlier run into {res})" in line, line
+    log = (res / runner.LOG_NAME).read_text()
+    assert "1 cached (finished results reused: 1 shared with test-measured-rate" in log

@@ -144,3 +144,23 @@ def test_per_minute_stats_default_to_the_minutes_a_file_holds(tmp_path, cli):
     config = read_artifact(out, "predictability").provenance["config"]
     assert config["duration_min"] == 480 and config["subset"].startswith("100 functions")
     assert pl.read_parquet(out)["windows"].max() == 480
+
+
+def test_traces_list_labels_come_from_the_registry(cli, monkeypatch):
+    # issue 44: the packaged maf2019-sample is real data, not "built in (synthetic)"
+    from shepherd.cli import common
+    from shepherd.traces import registry
+
+    monkeypatch.setattr(common.console, "width", 300)  # one line per row
+
+    listed = cli("traces", "list")
+    assert listed.code == 0, listed.err
+    named = listed.out.split("datasets (cache")[0]  # the first table; the datasets' table follows it
+    rows = {line.split("│")[1].strip(): line for line in named.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip()}
+    for name, entry in registry.TRACES.items():
+        kind = rows[name].split("│")[2].strip()
+        assert kind == ("synthetic" if entry.synthetic else "real"), (name, rows[name])
+    assert registry.TRACES["maf2019-sample"].kind == "real"
+    assert "synthetic" not in rows["maf2019-sample"].lower() and "no download" in rows["maf2019-sample"]
+    assert registry.TRACES["maf-synthetic"].kind == "synthetic" and "synthetic" in rows["maf-synthetic"]

@@ -125,8 +125,25 @@ class NamedTrace:
     name: str
     doc: str
     build: Callable[[TraceOptions], Built]
-    synthetic: bool = False
-    dataset: str | None = None
+    synthetic: bool = False  #: generated data, not a production trace
+    dataset: str | None = None  #: the downloaded dataset it reads (``shepherd traces fetch``); None: none needed
+    packaged: str | None = None  #: real data shipped with the package: which subset of the dataset it is
+
+    @property
+    def kind(self) -> str:
+        """``synthetic`` or ``real``: what every label of this trace says (``traces list``, reports)."""
+        return "synthetic" if self.synthetic else "real"
+
+    def data_status(self, registered: dict) -> str:
+        """Where this trace's data comes from, given the local data registry (``fetch.read_registry()``)."""
+        if self.synthetic:
+            return "built in (generated, no data needed)"
+        if self.packaged:
+            return f"no download needed: {self.packaged}"
+        entry = registered.get(self.dataset or "")
+        if entry and Path(entry["path"]).exists():
+            return f"{entry['how']}: {entry['path']}" + (f" (subset: {entry['subset']})" if entry.get("subset") else "")
+        return f"missing — shepherd traces fetch {self.dataset}"
 
 
 TRACES: dict[str, NamedTrace] = {}
@@ -395,9 +412,9 @@ def _sample(default_process: str) -> Callable[[TraceOptions], Built]:
 
 
 register(NamedTrace("maf2019-sample", "REAL MAF 2019 subset (packaged, 500 functions × 8 h, CC-BY 4.0), "
-                    "Poisson within each minute", _sample("stable")))
+                    "Poisson within each minute", _sample("stable"), packaged=SAMPLE_SUBSET))
 register(NamedTrace("maf2019-sample-bursty", "REAL MAF 2019 subset (packaged, 500 functions × 8 h, CC-BY 4.0), "
-                    "MMPP within each minute", _sample("bursty")))
+                    "MMPP within each minute", _sample("bursty"), packaged=SAMPLE_SUBSET))
 
 register(NamedTrace("maf-synthetic", "SYNTHETIC MAF-2019-like counts, Poisson within each minute (no data needed)",
                     _synthetic("stable"), synthetic=True))

@@ -66,8 +66,24 @@ def declared_span_us(config: dict) -> int | None:
     return None
 
 
-def load_trace(spec: str, *, seed: int = 0, compact: bool = False, **options: Any) -> LoadedTrace:
+def load_trace(spec: str, *, seed: int = 0, compact: bool = False, slo_from: str | None = None,
+               **options: Any) -> LoadedTrace:
     """Load ``spec``: a path to a trace artifact, or a named trace built with ``options``.
+
+    ``slo_from``: a profile table (built-in name or profiles file) whose per-model SLOs replace every
+    request's SLO and deadline (:mod:`shepherd.traces.slos`); recorded in the config as ``slo_from``.
+    """
+    loaded = _load(spec, seed=seed, compact=compact, **options)
+    if slo_from is not None:
+        from shepherd.traces.slos import apply_slos
+
+        loaded.frame = apply_slos(loaded.frame, str(slo_from))
+        loaded.config = {**loaded.config, "slo_from": str(slo_from)}
+    return loaded
+
+
+def _load(spec: str, *, seed: int = 0, compact: bool = False, **options: Any) -> LoadedTrace:
+    """:func:`load_trace` without ``slo_from``.
 
     ``compact``: a trace file in the plain layout is read batch by batch with its model column as an Enum
     (:func:`shepherd.core.artifacts.read_trace_compact`: same frame values, about half the memory).
