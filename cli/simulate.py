@@ -92,7 +92,7 @@ def simulate(
     record: Annotated[str, typer.Option("--record", metavar="[" + "|".join(RECORD_LEVELS) + "]", autocompletion=complete.fixed(RECORD_LEVELS), help="Which tables to write (each adds to the previous).")] = "requests",
     rules: Annotated[str, typer.Option("--rules", metavar="[paper|artifact]", help="PPipe data plane: the paper's rules or the authors' artifact's (uplink-aware GPU choice, head drop, per-slot receive links, per-stage servers); --set overrides single switches.")] = "paper",
     options: Annotated[Optional[List[str]], typer.Option("--set", help="Policy option key=value (repeatable), e.g. --set lam=3.03.")] = None,
-    overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time) or none.")] = None,
+    overhead: Annotated[Optional[str], typer.Option("--overhead", metavar="[model|emulation|none|calibrated]", help="Scheduler overhead: model (default, deterministic), emulation (measured CPU time), none, or calibrated — each decision takes effect the decision delay (dispatch + report hop) a calibrated profile measured later (--profiles from shepherd calibrate).")] = None,
     hardware: Annotated[Optional[str], typer.Option("--hardware", help="GPU type of the workers when the profiles cover several.")] = None,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=bounds.MAX_BATCH, help="Largest batch (Shepherd §5.2: 128).")] = defaults.DEFAULT_MAX_BATCH,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory for requests/batches/workers/summary.parquet.")] = Path("results/simulate"),
@@ -144,7 +144,11 @@ def simulate(
     if hasattr(config, "validate"):
         config.validate()
     ovh = spec.cls.default_overhead
-    if overhead is not None:
+    if overhead == "calibrated":
+        from shepherd.core.calibration import calibrated_overhead
+
+        ovh = calibrated_overhead(profiles)
+    elif overhead is not None:
         ovh = dataclasses.replace(ovh, mode=overhead)
         ovh.validate()
     loaded = load_trace(trace, seed=seed, compact=record == "summary", slo_from=slo_from)

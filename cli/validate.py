@@ -18,22 +18,32 @@ HELP = f"""Run one trace LIVE and SIMULATED with the same policy objects and rep
 Setup: the live engine replays a synthetic Poisson trace in real time (a sender process) and sends each
 batch the policy starts to a worker process — one per --workers, each pinned to one CPU core with one
 PyTorch thread — which runs the real model (--model, a zoo name such as ResNet18@64: ResNet18 on 64×64
-inputs) on a real input tensor of the batch's size. No GPU is needed (CPU only). The simulation of the
-same trace uses the same measured profile (--profiles from `shepherd profile --measure MODEL --threads 1`,
-or measured here when omitted). PyTorch is the optional extra: {TORCH_PIP_RICH}.
+inputs) on a real input tensor of the batch's size. No GPU is needed (CPU only). PyTorch is the optional
+extra: {TORCH_PIP_RICH}.
+
+What the simulation takes: a profile calibrated under serving conditions (--profiles from `shepherd
+calibrate`, or calibrated here first when omitted: the same worker harness, every batch size, its own
+trace and seed — never the validated run). By default each simulated batch's time is drawn (seeded) from
+the calibration's per-size samples while the policy plans on the profile (--exec-time measured), and
+each decision takes effect the calibration's measured decision delay (dispatch + report hop) later
+(--overhead calibrated). A plain profile (`shepherd profile --measure MODEL --threads 1`) works too: then
+its mean latency and no delay are used (--exec-time mean --overhead none), as before calibration existed.
+--overhead measured charges the validated run's OWN measured dispatch delay instead: a diagnostic
+counterfactual (it reads the run it is compared with), labelled as such, never the prediction.
 
 Reported per policy: SLO attainment, goodput, p50/p90/p99 latency, mean batch size, utilisation, live vs
 simulated with the error in percent, err_pct = 100 · (sim − live)/live; the residual's measured causes
 (dispatch overhead and frontend hop, execution CV per batch size, scheduler decision time, the share of
 batch time the worker waited for its core — a warning above 5 %); a per-request latency CDF figure.
---overhead measured re-simulates with the measured dispatch overhead and reports the error before/after.
 Timings depend on the machine and its load: run on an otherwise idle machine where you can. Live
 tables are wall-clock measurements, so two runs are never byte-identical (the simulated ones are).
+For the grid of cells with the error split into execution and scheduling, see
+`shepherd reproduce validate --quick` (docs/VALIDATION.md).
 
 The output folder also holds the inputs of the simulated half, profiles.parquet (the profile both halves
-used, measured here or copied from --profiles) and trace.parquet, so it can be re-run alone:
+used, calibrated here or copied from --profiles) and trace.parquet, so it can be re-run alone:
 shepherd simulate --trace DIR/trace.parquet --profiles DIR/profiles.parquet --policy P --gpus WORKERS
---max-batch B --seed S --overhead none --engine reference.
+--max-batch B --seed S --exec-time E --overhead O --engine reference (E, O: as the run's summary says).
 
 A live run that fails is an error, never a simulator error: a worker that cannot start or dies during the
 run (exit 2, nothing written), Ctrl-C (one line, every worker stopped). Policies that need pipelines or
@@ -41,24 +51,27 @@ per-layer profiles (ppipe, reactive, accordion and its baselines) have no live f
 
 Examples:
 
-  shepherd profile --measure ResNet18@64 --threads 1 --batch 1,2,4,8 -o r18.parquet
+  shepherd calibrate --model ResNet18@64 --max-batch 8 --seed 1 -o r18-cal.parquet
 
-  shepherd validate --policy flex,clockwork --model ResNet18@64 --profiles r18.parquet --rate 30 --duration-s 30 -o val/
+  shepherd validate --policy flex,clockwork --model ResNet18@64 --profiles r18-cal.parquet --utilization 0.9 --slo-ms 60 --duration-s 30 -o val/
 """
 
 
 def validate(
     policy: Annotated[str, typer.Option("--policy", help="Policies, comma-separated (flex, flex-np, clockwork, nexus, symphony, symphony-wc).")] = "flex,clockwork",
     model: Annotated[str, typer.Option("--model", help="Zoo model served (e.g. ResNet18@64, TinyCNN).")] = "ResNet18@64",
-    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Measured profiles (shepherd profile --measure); default: measure now, one thread.")] = None,
+    profiles: Annotated[Optional[Path], typer.Option("--profiles", help="Calibrated profiles (shepherd calibrate) or measured ones (shepherd profile --measure); default: calibrate now (--calibration-seed).")] = None,
     rate: Annotated[Optional[float], typer.Option("--rate", help="Requests/s of the Poisson trace (default: --utilization × the profile's capacity).")] = None,
     utilization: Annotated[float, typer.Option("--utilization", help="Offered load as a fraction of the profile's capacity, when --rate is not given.")] = 0.6,
     duration_s: Annotated[float, typer.Option("--duration-s", help="Trace length, s.")] = 30.0,
     slo_ms: Annotated[float, typer.Option("--slo-ms", help="Every request's SLO, ms.")] = 200.0,
     workers: Annotated[int, typer.Option("--workers", help=f"Worker processes (one core each; 1–{MAX_LIVE_WORKERS}).")] = 1,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, max=64, help="Largest batch.")] = 8,
-    overhead: Annotated[str, typer.Option("--overhead", help="none | measured: also simulate with the live run's measured dispatch overhead.")] = "none",
+    exec_time: Annotated[str, typer.Option("--exec-time", metavar="[auto|measured|mean]", help="Simulated batch times: measured — drawn from the calibration's samples; mean — the profile's latency; auto — measured for a calibrated profile, else mean.")] = "auto",
+    overhead: Annotated[str, typer.Option("--overhead", metavar="[auto|calibrated|none|measured]", help="Per-decision delay in the simulation: calibrated — the calibration's measured dispatch + hop; none; measured — ALSO simulate with the validated run's own dispatch delay (a diagnostic, not a prediction); auto — calibrated for a calibrated profile, else none.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", min=0, help="Trace seed.")] = 0,
+    calibration_seed: Annotated[int, typer.Option("--calibration-seed", min=0, help="Seed of the calibration run here when --profiles is omitted (its own trace stream: never the validated trace).")] = 1,
+    calibration_repeats: Annotated[int, typer.Option("--calibration-repeats", min=2, max=1000, help="Timings per batch size of that calibration.")] = 20,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output folder (live/ and sim/ tables, comparison, residuals, CDF figure; profiles.parquet and trace.parquet, the simulated half's inputs).")] = Path("validate"),
 ) -> None:
     from shepherd.cli.common import frame_table, summary_table
@@ -68,8 +81,10 @@ def validate(
     import polars as pl
 
     pols = [p for p in policy.split(",") if p]
-    if overhead not in ("none", "measured"):
-        raise UserError(f"--overhead must be none or measured, got '{overhead}'")
+    if overhead not in ("auto", "calibrated", "none", "measured"):
+        raise UserError(f"--overhead must be auto, calibrated, none or measured, got '{overhead}'")
+    if exec_time not in ("auto", "measured", "mean"):
+        raise UserError(f"--exec-time must be auto, measured or mean, got '{exec_time}'")
     if not pols:
         raise UserError("--policy names no policy")
     check_bound("live_workers", workers, "--workers")
@@ -79,21 +94,29 @@ def validate(
         raise UserError("--duration-s, --slo-ms, --rate and --utilization must be positive")
     _need_torch()
     check_output_dir(out, replaceable=_replaceable)
-    prof = read_artifact(profiles, "profiles").frame if profiles is not None else _measure(model, max_batch)
-    if model not in prof["model"].to_list():
-        raise UserError(f"the profiles have no model '{model}' (they have: {', '.join(sorted(set(prof['model'])))})")
+    if profiles is not None:
+        art = read_artifact(profiles, "profiles")
+        prof, meta = art.frame, art.extra.get("calibration")
+        if model not in prof["model"].to_list():
+            raise UserError(f"the profiles have no model '{model}' (they have: {', '.join(sorted(set(prof['model'])))})")
+    else:
+        prof, meta = _calibrate(model, max_batch, calibration_repeats, calibration_seed)
+    execution, decision, inputs = simulation_inputs(prof, meta, exec_time, overhead, seed)
     cap = val.capacity_rps(prof, model, workers, max_batch)
     rps = rate if rate is not None else utilization * cap
-    trace = make_trace(model, rps, duration_s, slo_ms, seed)
+    trace = val.validation_trace(model, rps, duration_s, slo_ms, seed)
     if trace.height == 0:
         raise UserError(f"the trace has no requests ({rps:.3g} req/s × {duration_s:g} s): raise --rate, "
                         "--utilization or --duration-s")
-    config = dict(model=model, rate=rps, slo_ms=slo_ms, duration_s=duration_s, workers=workers, max_batch=max_batch)
+    config = dict(model=model, rate=rps, slo_ms=slo_ms, duration_s=duration_s, workers=workers, max_batch=max_batch,
+                  sim_exec_time=inputs["exec_time"], sim_overhead=inputs["overhead"])
     results, cdf = [], {}
     with artifact_dir(out, replaceable=_replaceable) as tmp:
-        _write_inputs(tmp, prof, trace, profiles, config, seed)
+        _write_inputs(tmp, prof, meta, trace, profiles, config, seed)
         for p in pols:
-            pair = val.run_pair(trace, prof, p, workers=workers, max_batch=max_batch, seed=seed, overhead=overhead)
+            pair = val.run_pair(trace, prof, p, workers=workers, max_batch=max_batch, seed=seed,
+                                overhead="measured" if overhead == "measured" else "none", execution=execution,
+                                decision=decision)
             for engine in ("live", "sim") + (("sim_measured",) if overhead == "measured" else ()):
                 _write_tables(pair[engine], tmp / engine / p, p, engine, config, seed)
             for row in pair["rows"]:
@@ -121,16 +144,42 @@ def validate(
     frame_table(f"live vs simulated ({rps:.1f} req/s, capacity {cap:.1f} req/s; err_pct = 100·(sim − live)/live)",
                 table.with_columns([pl.col(c).round(4) for c in table.columns if table[c].dtype == pl.Float64]))
     summary_table("validate", {"trace": f"Poisson {rps:.1f} req/s × {duration_s:g} s, {trace.height} requests",
+                               "simulated with": f"--exec-time {inputs['exec_time']} --overhead {inputs['overhead']}",
                                "written": str(out)})
 
 
-def make_trace(model: str, rps: float, duration_s: float, slo_ms: float, seed: int):
-    """The validation trace: one Poisson stream of ``model``."""
-    import numpy as np
+def simulation_inputs(prof, meta: dict | None, exec_time: str, overhead: str, seed: int):
+    """What the simulated half takes from the profile: the execution model (``--exec-time``), the decision
+    delay (``--overhead``; ``measured`` adds the validated run's own as a diagnostic, the prediction itself
+    then uses none), and their names for the record. ``auto`` means calibrated where the profile is."""
+    from shepherd.core import calibration as cal
 
-    from shepherd.traces.synthetic import SyntheticSpec, generate
+    calibrated = meta is not None and "samples_ms" in prof.columns
+    if exec_time == "auto":
+        exec_time = "measured" if calibrated else "mean"
+    if overhead == "auto":
+        overhead = "calibrated" if calibrated else "none"
+    if exec_time == "measured" and "samples_ms" not in prof.columns:
+        raise UserError("--exec-time measured needs a calibrated profile (shepherd calibrate); these profiles "
+                        "have no measured samples: use --exec-time mean")
+    if overhead == "calibrated" and not meta:
+        raise UserError("--overhead calibrated needs a calibrated profile (shepherd calibrate); these profiles "
+                        "carry no measured decision delay: use --overhead none")
+    execution = cal.execution_model(prof, "measured", seed) if exec_time == "measured" else None
+    decision = cal.decision_overhead(meta) if overhead == "calibrated" else None
+    return execution, decision, {"exec_time": exec_time, "overhead": overhead}
 
-    return generate(SyntheticSpec("poisson", rps, duration_s, (model,), slo_ms=slo_ms), np.random.default_rng(seed))
+
+def _calibrate(model: str, max_batch: int, repeats: int, seed: int):
+    """Calibrate ``model`` now (``shepherd calibrate``'s harness, its own trace stream), with progress."""
+    from shepherd.cli.common import progress
+    from shepherd.core import calibration as cal
+
+    with progress() as bar:
+        task = bar.add_task(f"calibrating {model} (sizes 1–{max_batch} × {repeats})", total=max_batch * repeats)
+        frame, meta = cal.calibrate(model, max_batch, repeats, seed,
+                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
+    return frame, meta
 
 
 def _pct(rel_err: float | None) -> float | None:
@@ -173,22 +222,17 @@ def _need_torch() -> None:
         raise UserError(f"shepherd validate runs the real models and needs PyTorch: {hint}") from None
 
 
-def _write_inputs(folder: Path, prof, trace, profiles: Path | None, config: dict, seed: int) -> None:
-    """The simulated half's inputs beside its tables: profiles.parquet and trace.parquet (HELP says how to
-    re-run it)."""
+def _write_inputs(folder: Path, prof, meta: dict | None, trace, profiles: Path | None, config: dict,
+                  seed: int) -> None:
+    """The simulated half's inputs beside its tables: profiles.parquet (with its calibration, if any) and
+    trace.parquet (HELP says how to re-run it)."""
     from shepherd.core.artifacts import make_provenance, write_artifact
 
-    source = {"profiles_from": "--profiles" if profiles is not None else "measured by validate"}
+    source = {"profiles_from": "--profiles" if profiles is not None else "calibrated by validate"}
     write_artifact(prof, folder / "profiles.parquet", "profiles",
-                   make_provenance(dict(validate=config, **source), None, [profiles] if profiles else []))
+                   make_provenance(dict(validate=config, **source), None, [profiles] if profiles else []),
+                   extra={"calibration": meta} if meta else None)
     write_artifact(trace, folder / "trace.parquet", "trace", make_provenance(dict(validate=config), seed, []))
-
-
-def _measure(model: str, max_batch: int):
-    from shepherd.core.measure.artifact import measure
-
-    batches = sorted({1, 2, 4, max_batch} & set(range(1, max_batch + 1)) | {max_batch})
-    return measure([model], "cpu", False, 1, batches)[1]
 
 
 def _write_tables(result, folder: Path, policy: str, engine: str, config: dict, seed: int) -> None:

@@ -141,6 +141,24 @@ def decision_overhead(meta: dict[str, Any]):
     return OverheadConfig(mode="model", base_us=max(delay, 0.0) * 1000.0, per_worker_us=0.0, max_lag_us=math.inf)
 
 
+def calibration_of(path: Any) -> dict[str, Any] | None:
+    """The calibration metadata a profiles artifact written by ``shepherd calibrate`` carries (None for
+    another profile: a Table 4 or ``profile --measure`` one)."""
+    from shepherd.core.artifacts import read_artifact
+
+    return read_artifact(path, "profiles").extra.get("calibration") if path is not None else None
+
+
+def calibrated_overhead(path: Any):
+    """``--overhead calibrated``: the per-decision delay measured by the calibration of the profiles at
+    ``path`` (:func:`decision_overhead`); a one-line error for profiles without one."""
+    meta = calibration_of(path)
+    if not meta:
+        raise UserError("--overhead calibrated needs a calibrated profiles artifact (--profiles from shepherd "
+                        "calibrate): these profiles carry no measured decision delay")
+    return decision_overhead(meta)
+
+
 def drift(a: pl.DataFrame, b: pl.DataFrame, meta_a: dict[str, Any] | None = None,
           meta_b: dict[str, Any] | None = None) -> pl.DataFrame:
     """Per model × size: the second calibration's mean and CV against the first's (relative change, %)."""

@@ -135,3 +135,52 @@ def test_calibrate_bad_input_is_one_line(cli, tmp_path, args, needle):
     res = cli("calibrate", "--max-batch", "2", *args, "-o", out)
     assert_user_error(res, needle)
     assert not out.exists()
+
+
+def test_validate_simulates_a_calibrated_profile_with_its_samples_and_delay_and_reruns(cli, tmp_path):
+    """validate's defaults on a calibrated profile: drawn batch times and the calibrated decision delay; the
+    folder's profiles.parquet keeps the calibration, so simulate re-runs the simulated half to the same table."""
+    pytest.importorskip("torch")
+    cal_file, out = tmp_path / "cal.parquet", tmp_path / "v"
+    assert cli("calibrate", "--model", "TinyCNN", "--max-batch", "4", "--repeats", "3", "--seed", "1",
+               "-o", cal_file).code == 0
+    r = cli("validate", "--policy", "clockwork", "--model", "TinyCNN", "--profiles", cal_file, "--rate", "80",
+            "--duration-s", "2", "--seed", "5", "--max-batch", "4", "-o", out)
+    assert r.code == 0, r.err
+    assert "--exec-time measured --overhead calibrated" in " ".join(r.out.split())
+    from shepherd.core.artifacts import read_artifact
+
+    saved = read_artifact(out / "profiles.parquet", "profiles")
+    assert saved.extra["calibration"]["seed"] == 1 and "samples_ms" in saved.frame.columns
+    sim = pl.read_parquet(out / "sim" / "clockwork" / "requests.parquet")
+    args = ["simulate", "--trace", out / "trace.parquet", "--profiles", out / "profiles.parquet", "--policy",
+            "clockwork", "--gpus", "1", "--max-batch", "4", "--seed", "5", "--engine", "reference"]
+    again = cli(*args, "--exec-time", "measured", "--overhead", "calibrated", "-o", tmp_path / "re")
+    assert again.code == 0, again.err
+    assert pl.read_parquet(tmp_path / "re" / "requests.parquet").equals(sim)
+    plain = cli(*args, "--exec-time", "mean", "--overhead", "none", "-o", tmp_path / "plain")
+    assert plain.code == 0 and not pl.read_parquet(tmp_path / "plain" / "requests.parquet").equals(sim)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--exec-time", "measured"), "--exec-time mean"),
+    (("--overhead", "calibrated"), "--overhead none"),
+    (("--exec-time", "drawn"), "--exec-time"),
+])
+def test_validate_refuses_calibrated_inputs_a_plain_profile_lacks(cli, tmp_path, args, needle):
+    pytest.importorskip("torch")  # without it validate stops earlier, at "needs PyTorch"
+    from tests.test_live_failures import profile_file
+
+    out = tmp_path / "v"
+    r = cli("validate", "--model", "TinyCNN", "--profiles", profile_file(tmp_path), *args, "-o", out)
+    assert_user_error(r, needle)
+    assert not out.exists()
+
+
+def test_simulate_overhead_calibrated_needs_a_calibration(cli, tmp_path):
+    from tests.test_live_failures import profile_file
+
+    r = cli("simulate", "--trace", "maf2019-sample", "--gpus", "1", "--profiles", profile_file(tmp_path),
+            "--overhead", "calibrated", "-o", tmp_path / "s")
+    assert_user_error(r, "--overhead calibrated", "shepherd calibrate")
+    assert not (tmp_path / "s").exists()
