@@ -95,7 +95,8 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.clockwork import batch_for
+from shepherd.core.rules.clockwork import batch_for, expiry_cutoff
+from shepherd.core.rules.latency import monotone, prefix_min
 
 INF = 1 << 62
 
@@ -175,6 +176,10 @@ class Clockwork(Policy):
         self.lat = act.lat
         hws = sorted(set(self.hw_of))
         self.lat1 = [min(act.lat[h][m][1] for h in hws) for m in range(len(act.models))]
+        #: per hardware and model: whether ℓ is non-decreasing up to the largest batch, and its prefix minima
+        #: (the expiry cutoffs; :mod:`shepherd.core.rules.latency` — a measured CPU table may dip)
+        self.mono = [[monotone(t, self.maxb) for t in per_hw] for per_hw in act.lat]
+        self.floor = [[prefix_min(t, self.maxb) for t in per_hw] for per_hw in act.lat]
         self.idle = list(range(len(self.workers)))
         self.models = range(len(act.models))
         self.slack = config.urgency == "slack"
@@ -218,9 +223,12 @@ class Clockwork(Policy):
         for m in self.models:
             if q.h[m] >= len(q.d[m]):
                 continue
-            before = len(q.d[m]) - q.h[m]
-            dead = q.expire(m, start + self.lat[hw][m][1])
-            if dead:
+            floor = self.floor[hw][m]
+            while True:  # ends at once on a monotone table (the cutoff is start + ℓ(1) whatever is queued)
+                before = len(q.d[m]) - q.h[m]
+                dead = q.expire(m, expiry_cutoff(floor, start, self.maxb, before))
+                if not dead:
+                    break
                 self._removed(m, len(dead), before)
                 self.act.drop(dead, now)
             d = q.head_deadline(m)
@@ -231,7 +239,7 @@ class Clockwork(Policy):
                 best_m, best_d, best_key = m, d, key
         if best_m < 0:
             return -1, 0
-        return best_m, batch_for(self.lat[hw][best_m], best_d - start, self.maxb, q.length(best_m))
+        return best_m, batch_for(self.lat[hw][best_m], best_d - start, self.maxb, q.length(best_m), self.mono[hw][best_m])
 
     def _run(self, k: int, now: int) -> bool:
         m, b = self.pick(self.act.decision_time(now), self.hw_of[k])

@@ -47,6 +47,7 @@ from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
 from shepherd.core.rules.flex import exit_delay, preempt_need
+from shepherd.core.rules.latency import least, monotone
 
 INF = 1 << 62
 
@@ -128,8 +129,11 @@ class Flex(Policy):
         self.lat_by_hw = act.lat
         self.hw_of = act.hardware
         hws = sorted(set(self.hw_of))
-        #: smallest ℓ(1) per model over the group's hardware: the expiry cutoff
-        self.lat1 = [min(self.lat_by_hw[h][m][1] for h in hws) for m in range(len(act.models))]
+        #: per model the least time any batch takes over the group's hardware: the expiry cutoff (ℓ(1) on a
+        #: monotone table; a measured CPU table may dip, ℓ(2) < ℓ(1): :mod:`shepherd.core.rules.latency`)
+        self.lat1 = [min(least(self.lat_by_hw[h][m], self.maxb) for h in hws) for m in range(len(act.models))]
+        #: per hardware and model: ℓ non-decreasing up to the largest batch (BATCHGEN may bisect)
+        self.mono = [[monotone(t, self.maxb) for t in per_hw] for per_hw in self.lat_by_hw]
         self.exits = [config.exit_points or e or DEFAULT_EXIT_POINTS for e in act.exit_points]
         self.models = range(len(act.models))
         self.thresh = INF if not self.preemption else 0
@@ -139,7 +143,7 @@ class Flex(Policy):
     def batchgen(self, now: int, hw: int) -> tuple[int, int, int]:
         """(model, b, i0) of the largest feasible batch across all queues; b = 0 if none."""
         q = self.q
-        lat = self.lat_by_hw[hw]
+        lat, mono = self.lat_by_hw[hw], self.mono[hw]
         best_m, best_b, best_i, best_d = -1, 0, 0, INF
         qd_all, heads = q.d, q.h
         for m in self.models:
@@ -148,7 +152,7 @@ class Flex(Policy):
             dead = q.expire(m, now + self.lat1[m])
             if dead:
                 self.act.drop(dead, now)
-            b, i0 = q.largest_feasible(m, now, lat[m], self.maxb)
+            b, i0 = q.largest_feasible(m, now, lat[m], self.maxb, mono[m])
             if b > best_b or (b == best_b and b and qd_all[m][i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd_all[m][i0]
         return best_m, best_b, best_i
@@ -239,7 +243,7 @@ class Flex(Policy):
                 m, b, i0 = self.batchgen(t_eff, hw)
             else:
                 m = m_arrived
-                b, i0 = self.q.largest_feasible(m, t_eff, self.lat_by_hw[hw][m], self.maxb)
+                b, i0 = self.q.largest_feasible(m, t_eff, self.lat_by_hw[hw][m], self.maxb, self.mono[hw][m])
             if b < need:
                 self.thresh = need
                 return

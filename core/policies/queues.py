@@ -57,11 +57,15 @@ class DeadlineQueues:
         self._compact(m)
         return dead
 
-    def largest_feasible(self, m: int, now: int, lat: list[int], max_batch: int) -> tuple[int, int]:
+    def largest_feasible(self, m: int, now: int, lat: list[int], max_batch: int,
+                         mono: bool = True) -> tuple[int, int]:
         """Largest b ≤ max_batch such that b queued requests all have deadline ≥ now + ℓ(b).
 
         Returns (b, i0): the batch is the b earliest-deadline requests from
         list index ``i0`` (those with deadline ≥ now + ℓ(b)); b = 0 if none.
+        On a monotone table (``mono``) feasibility holds for every b up to the answer, so a bisection
+        finds it; otherwise the sizes are tried from the largest down (a dip, ℓ(2) < ℓ(1), can make
+        b = 2 feasible where b = 1 is not: :mod:`shepherd.core.rules.latency`).
         """
         qd = self.d[m]
         h = self.h[m]
@@ -71,6 +75,12 @@ class DeadlineQueues:
             return 0, h
         if top > max_batch:
             top = max_batch
+        if not mono:
+            for b in range(top, 0, -1):
+                i = bisect_left(qd, now + lat[b], h)
+                if n - i >= b:
+                    return b, i
+            return 0, h
         i = bisect_left(qd, now + lat[top], h)
         if n - i >= top:
             return top, i

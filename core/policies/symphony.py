@@ -94,6 +94,7 @@ from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
+from shepherd.core.rules.latency import largest_within, least, monotone
 
 INF = 1 << 62
 
@@ -214,6 +215,10 @@ class Symphony(Policy):
         top = self.maxb + 1
         #: ℓ(b) + delay(b), b = 0 … max batch (monotone: bisected for the largest feasible b)
         self.ld = [[self.lat[m][b] + self._delay(b) if b else 0 for b in range(top)] for m in range(n_models)]
+        #: both tables non-decreasing (the searches bisect) — a measured CPU table may dip
+        #: (:mod:`shepherd.core.rules.latency`); and the least ℓ(b) and ℓ(b) + delay(b), the expiry cutoff
+        self.mono = [monotone(self.lat[m], self.maxb) and monotone(self.ld[m], self.maxb) for m in range(n_models)]
+        self.least = [(least(self.lat[m], self.maxb), least(self.ld[m], self.maxb)) for m in range(n_models)]
         self.beta_s = [max(0.0, (2 * self.lat[m][1] - self.lat[m][2]) / 1e6) if top > 2 else self.lat[m][1] / 1e6
                        for m in range(n_models)]
         self.window = max(1, int(round(config.rate_window_ms * 1000)))
@@ -250,8 +255,15 @@ class Symphony(Policy):
         return len(rec) * 1e6 / span if span > 0 else 0.0
 
     def _fit(self, m: int, d: int, now: int, g: int, top: int) -> int:
-        """Largest b ≤ ``top`` whose batch, started at ``max(g, now + delay(b))``, ends by ``d``."""
-        return min(bisect_right(self.lat[m], d - g, 1, top + 1), bisect_right(self.ld[m], d - now, 1, top + 1)) - 1
+        """Largest b ≤ ``top`` whose batch, started at ``max(g, now + delay(b))``, ends by ``d`` (a bisection of
+        each table where both are monotone; else the sizes from ``top`` down)."""
+        if self.mono[m]:
+            return min(bisect_right(self.lat[m], d - g, 1, top + 1), bisect_right(self.ld[m], d - now, 1, top + 1)) - 1
+        lat, ld = self.lat[m], self.ld[m]
+        b = largest_within(lat, d - g, top, False)
+        while b > 0 and (lat[b] > d - g or ld[b] > d - now):
+            b -= 1
+        return b
 
     def candidate(self, m: int, now: int, g: int) -> Candidate | None:
         """Prune model ``m``'s queue for a GPU available at ``g`` and return its candidate (or None).
@@ -269,7 +281,7 @@ class Symphony(Policy):
         ld = self.ld[m]
         qd = q.d[m]
         # heads that cannot finish even alone are dropped
-        cutoff = max(g + self.lat[m][1], now + ld[1])
+        cutoff = max(g + self.least[m][0], now + self.least[m][1])  # ℓ(1), ℓ(1) + delay(1) on monotone tables
         dead = q.expire(m, cutoff)
         n = q.length(m)
         h = q.h[m]

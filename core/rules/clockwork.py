@@ -3,12 +3,22 @@ based on the deadline"): what :mod:`shepherd.core.policies.clockwork` calls and 
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from shepherd.core.rules.latency import largest_within
 
 
-def batch_for(lat, slack_us: int, max_batch: int, queued: int) -> int:
-    """The batch built for the most urgent request: the largest b ≤ ``max_batch`` with ℓ(b) = ``lat[b]`` ≤
-    ``slack_us`` (its deadline less the start; ``lat`` non-decreasing in b: a bisection over ``lat[1..]``),
-    at most the ``queued`` requests of its model; 0 when not even one fits."""
-    b = bisect_right(lat, slack_us, 1, max_batch + 1) - 1
-    return b if b < queued else queued
+def batch_for(lat, slack_us: int, max_batch: int, queued: int, mono: bool = True) -> int:
+    """The batch built for the most urgent request: the largest b ≤ min(``max_batch``, ``queued``) with
+    ℓ(b) = ``lat[b]`` ≤ ``slack_us`` (its deadline less the start); 0 when not even one fits. ``mono``: the
+    table is non-decreasing (a bisection); otherwise a scan, so a dip (ℓ(2) < ℓ(1)) is found
+    (:mod:`shepherd.core.rules.latency`)."""
+    top = max_batch if max_batch < queued else queued
+    return largest_within(lat, slack_us, top, mono)
+
+
+def expiry_cutoff(floor, start: int, max_batch: int, queued: int) -> int:
+    """Clockwork's ``expire``: a queued request whose deadline is below this cannot be served by any batch
+    that starts at ``start`` — ``start`` plus the least ℓ(b) over b ≤ min(``max_batch``, ``queued``)
+    (``floor``: :func:`~shepherd.core.rules.latency.prefix_min`; ℓ(1) on a monotone table, as Clockwork
+    OSDI '20 §5 drops what cannot meet its SLO)."""
+    top = max_batch if max_batch < queued else queued
+    return start + floor[top if top > 0 else 1]

@@ -23,17 +23,20 @@ from shepherd.core.engine.fast.common import (ARRIVAL, DONE, END, GROW, INF, SHE
                                               set_idle, start_batch, workers)
 from shepherd.core.engine.outcomes import DROPPED
 from shepherd.core.rules import clockwork as rules
+from shepherd.core.rules import latency
 
-#: the policy's own rule (:mod:`shepherd.core.rules.clockwork`), compiled here
+#: the policy's own rules (:mod:`shepherd.core.rules.clockwork`), compiled here
 _batch_for = njit(cache=True, inline='always')(rules.batch_for)
+_expiry_cutoff = njit(cache=True, inline='always')(rules.expiry_cutoff)
 
 #: Clockwork's tables: ``lat[hw, model, b]`` (one hardware type: ``w_hw[0]``'s), each worker's hardware, the
-#: largest batch
-Tables = namedtuple("Tables", "lat w_hw maxb")
+#: largest batch, and per hardware and model whether ℓ is non-decreasing (``mono``) and its prefix minima
+#: (``floor``) — computed by :mod:`shepherd.core.rules.latency`'s functions, as the policy computes them
+Tables = namedtuple("Tables", "lat w_hw maxb mono floor")
 
 
 @njit(cache=True, inline='always')
-def _pick(g, lat_h, ready):
+def _pick(g, lat_h, mono_h, floor_h, ready):
     """(model, b) of the batch built for the most urgent feasible head (``Clockwork.pick``); the scan visits
     only the non-empty queues (``nz``), lowest model first, as the reference's scan skips the empty ones."""
     q, nz = g.q, g.scr.nz
@@ -43,8 +46,10 @@ def _pick(g, lat_h, ready):
         while x != 0:
             mm = (wi << 6) + cttz(x)
             x &= x - 1
-            if q_expire(q.qh, q.qe, q.qd, q.qr, mm, ready + lat_h[mm, 1], g.win.outcome, DROPPED) \
-                    and q.qh[mm] == q.qe[mm]:
+            while q_expire(q.qh, q.qe, q.qd, q.qr, mm, _expiry_cutoff(floor_h[mm], ready, g.pol.maxb,
+                                                                     q.qe[mm] - q.qh[mm]), g.win.outcome, DROPPED):
+                pass  # ends at once on a monotone table, as the policy's loop
+            if q.qh[mm] == q.qe[mm]:
                 nz_clear(nz, mm)
                 continue
             h = q.qh[mm]
@@ -52,7 +57,8 @@ def _pick(g, lat_h, ready):
                 best_m, best_d = mm, q.qd[h]
     if best_m < 0:
         return -1, 0
-    return best_m, _batch_for(lat_h[best_m], best_d - ready, g.pol.maxb, q.qe[best_m] - q.qh[best_m])
+    return best_m, _batch_for(lat_h[best_m], best_d - ready, g.pol.maxb, q.qe[best_m] - q.qh[best_m],
+                              mono_h[best_m])
 
 
 def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
@@ -64,7 +70,9 @@ def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
     st[ST_NIDLE] = n_workers
     sc = Sched(sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
                sched.max_lag_ns, chunk)
-    return Kernel(run_clockwork, Tables(lat, w_hw, max_batch), sc, Queues(*queues(np.empty(0, np.int64), lat.shape[1])),
+    mono = np.array([[latency.monotone(t, max_batch) for t in per_hw] for per_hw in lat], np.bool_)
+    floor = np.array([[latency.prefix_min(t, max_batch) for t in per_hw] for per_hw in lat], np.int64)
+    return Kernel(run_clockwork, Tables(lat, w_hw, max_batch, mono, floor), sc, Queues(*queues(np.empty(0, np.int64), lat.shape[1])),
                   workers(n_workers, 1), np.zeros(4, np.int64), st, False)
 
 
@@ -118,12 +126,13 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
     """The decisions of an event: the freed ``worker`` (it idles if nothing is feasible), or on an arrival the
     idle workers lowest first. Returns (next batch id, running count, idle count)."""
     w, scr = g.w, g.scr
-    lat_h = g.pol.lat[g.pol.w_hw[0]]
+    hw = g.pol.w_hw[0]
+    lat_h, mono_h, floor_h = g.pol.lat[hw], g.pol.mono[hw], g.pol.floor[hw]
     while True:
         worker = decider(g, worker, arriving, n_idle)
         if worker < 0:
             break
-        best_m, b = _pick(g, lat_h, ready_at(g, i, now))
+        best_m, b = _pick(g, lat_h, mono_h, floor_h, ready_at(g, i, now))
         if b <= 0:
             if not arriving:
                 n_idle += set_idle(g, worker, True)

@@ -27,6 +27,7 @@ from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, 
                                               next_event, nz_clear, nz_set, queues, q_expire, q_push, ready_at, resume,
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
+from shepherd.core.rules import latency
 from shepherd.core.engine.outcomes import DROPPED
 from shepherd.core.rules import flex as rules
 
@@ -36,7 +37,7 @@ _exit_delay = njit(cache=True, inline='always')(rules.exit_delay)
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
 #: model's exit points, each model's smallest ℓ(1) over the group's hardware (the expiry cutoff)
-FlexTables = namedtuple("FlexTables", "lat w_hw maxb lam preemption exits lat1")
+FlexTables = namedtuple("FlexTables", "lat w_hw maxb lam preemption exits lat1 mono")
 
 
 @njit(cache=True, inline='always')
@@ -61,7 +62,7 @@ def _batchgen(g, now, hw, need):
                 continue
             if q.qe[m] - q.qh[m] < need:
                 continue
-            b, i0 = largest_feasible(q.qh, q.qe, q.qd, m, now, g.pol.lat, hw, g.pol.maxb)
+            b, i0 = largest_feasible(q.qh, q.qe, q.qd, m, now, g.pol.lat, hw, g.pol.maxb, g.pol.mono[hw, m])
             if b > best_b or (b == best_b and b > 0 and q.qd[i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, q.qd[i0]
     return best_m, best_b, best_i
@@ -74,12 +75,13 @@ def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
 
     lam, preemption, exits = params
     n_workers, n_models = len(w_hw), lat.shape[1]
-    lat1 = np.empty(n_models, np.int64)  # smallest ℓ(1) over the group's hardware: the expiry cutoff
+    lat1 = np.empty(n_models, np.int64)  # the least ℓ(b) over the group's hardware: the expiry cutoff (policy's)
     for m in range(n_models):
-        lat1[m] = min(int(lat[h, m, 1]) for h in set(w_hw.tolist())) if n_workers else INF
+        lat1[m] = min(int(latency.least(lat[h, m], max_batch)) for h in set(w_hw.tolist())) if n_workers else INF
+    mono = np.array([[latency.monotone(t, max_batch) for t in per_hw] for per_hw in lat], np.bool_)
     st = np.zeros(ST_LEN, np.int64)
     st[ST_THRESH], st[ST_NIDLE] = 0 if preemption else INF, n_workers
-    pol = FlexTables(lat, w_hw, max_batch, float(lam), bool(preemption), np.array(exits, np.int64), lat1)
+    pol = FlexTables(lat, w_hw, max_batch, float(lam), bool(preemption), np.array(exits, np.int64), lat1, mono)
     sc = Sched(sched.decision_ns, sched.per_request_ns, sched.arrival_ns, sched.active, sched.admit,
                sched.max_lag_ns, chunk)
     q = Queues(*queues(np.empty(0, np.int64), n_models))
@@ -220,7 +222,7 @@ def _preempt(g, kk, need, full, m_arr, now, i, nb, n_run):
         m, b, i0 = _batchgen(g, t_eff, hk, need)
     else:
         m = m_arr
-        b, i0 = largest_feasible(q.qh, q.qe, q.qd, m, t_eff, g.pol.lat, hk, g.pol.maxb)
+        b, i0 = largest_feasible(q.qh, q.qe, q.qd, m, t_eff, g.pol.lat, hk, g.pol.maxb, g.pol.mono[hk, m])
     if b < need:
         return nb, -1 - n_run
     # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste

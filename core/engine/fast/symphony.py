@@ -23,11 +23,12 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, bisect_right, chunk_end,
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, chunk_end,
                                               decide, finish, first_chunk_end, log_batch, next_completion, q_expire,
                                               q_push, q_take, queues, record, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
 from shepherd.core.rules import symphony as rules
+from shepherd.core.rules.latency import largest_within
 
 #: the policy's counters (``Symphony.counters``); the kernel's array has one more slot, the timer sequence
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
@@ -47,7 +48,7 @@ def model_dtype(max_batch: int, buckets: int) -> np.dtype:
     """Per model: ℓ(b) on the group's first worker, β (s), λ's arrivals (``[rate_lo, n_arrived)`` in the window),
     the SLO at the latest arrival, the live timer (−1: none) and its sequence, and the authors' rate meter
     (``BucketMeter``): its non-empty buckets, a ring of ``buckets`` slots, ``meter_n`` of them from ``meter_head``."""
-    scalars = "n_arrived rate_lo slo timer_at timer_seq meter_head meter_n meter_total meter_sumsq".split()
+    scalars = "n_arrived rate_lo slo timer_at timer_seq meter_head meter_n meter_total meter_sumsq mono least".split()
     return np.dtype([("lat", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
                     + [("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
 
@@ -58,9 +59,10 @@ WORKER = record("hw free start end bid busy")
 
 
 @njit(cache=True, inline='always')
-def _fit(lat_m, dd, top):
-    """Largest b ≤ ``top`` with ℓ(b) ≤ ``dd`` (``Symphony._fit`` with g = now and zero delays)."""
-    return bisect_right(lat_m, dd, 1, top + 1) - 1
+def _fit(lat_m, dd, top, mono):
+    """Largest b ≤ ``top`` with ℓ(b) ≤ ``dd`` (``Symphony._fit`` with g = now and zero delays: the rule of
+    :mod:`shepherd.core.rules.latency`, compiled; ``mono`` ≠ 0: the table is non-decreasing)."""
+    return largest_within(lat_m, dd, top, mono != 0)
 
 
 @njit(cache=True, inline='always')
@@ -103,22 +105,22 @@ def _early(p, q, mr, m, now, b):
 
 
 @njit(cache=True, inline='always')
-def _window_prune(q, lat_m, maxb, m, now, r_outcome):
+def _window_prune(q, lat_m, mono, maxb, m, now, r_outcome):
     """``prune="window"`` (``Symphony.candidate``) on ≥ 2 queued requests (one has only the head's window): drops
     the heads before the best window when the head's own batch is below ¾ of it; the head's batch, −1 after a cut."""
     h, e, qd = q.h[m], q.e[m], q.d
     lo, hi = h, e  # the first i with fit(d[i]) ≥ e − i (the best window starts there or just before)
     while lo < hi:
         mid = (lo + hi) >> 1
-        if _fit(lat_m, qd[mid] - now, maxb) >= e - mid:
+        if _fit(lat_m, qd[mid] - now, maxb, mono) >= e - mid:
             hi = mid
         else:
             lo = mid + 1
-    head_b = _fit(lat_m, qd[h] - now, min(e - h, maxb))
+    head_b = _fit(lat_m, qd[h] - now, min(e - h, maxb), mono)
     best_i, best_b = h, head_b
     for i in (lo - 1, lo):
         if h <= i < e:
-            b = _fit(lat_m, qd[i] - now, min(e - i, maxb))
+            b = _fit(lat_m, qd[i] - now, min(e - i, maxb), mono)
             if b > best_b:
                 best_i, best_b = i, b
     if best_i > h and 4 * head_b < 3 * best_b:
@@ -133,14 +135,15 @@ def _window_prune(q, lat_m, maxb, m, now, r_outcome):
 def _candidate(p, q, mr, m, now, r_outcome, counters):
     """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
     lat_m, n0 = mr.lat, q.e[m] - q.h[m]
-    q_expire(q.h, q.e, q.d, q.r, m, now + lat_m[1], r_outcome, DROPPED)
-    head_b = _window_prune(q, lat_m, p.maxb, m, now, r_outcome) if p.window_prune and q.e[m] - q.h[m] > 1 else -1
+    q_expire(q.h, q.e, q.d, q.r, m, now + mr.least, r_outcome, DROPPED)
+    head_b = _window_prune(q, lat_m, mr.mono, p.maxb, m, now, r_outcome) if p.window_prune and q.e[m] - q.h[m] > 1 \
+        else -1
     n = q.e[m] - q.h[m]
     counters[C_DROPPED] += n0 - n  # (the expiry and the prune take heads only)
     if n == 0:
         return False, 0, 0, False
     dl = q.d[q.h[m]]
-    b = head_b if head_b >= 0 else _fit(lat_m, dl - now, min(n, p.maxb))
+    b = head_b if head_b >= 0 else _fit(lat_m, dl - now, min(n, p.maxb), mr.mono)
     full = b >= p.maxb or b < n
     sched_at = dl - lat_m[b] if b >= p.maxb else dl - lat_m[b + 1]
     return True, b, sched_at, p.wc or full or now >= sched_at or _early(p, q, mr, m, now, b)
@@ -300,6 +303,7 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     req = Window(t, d, m, *out)  # the trace's columns and the request columns the kernel writes in place
     models = np.zeros(n_models, model_dtype(max_batch, buckets))
     models["lat"], models["beta"] = lat[w_hw[0], :, :max_batch + 1], pol.beta_s
+    models["mono"], models["least"] = pol.mono, [lt for lt, _ in pol.least]  # the policy's (zero delays: ℓ + 0)
     models["timer_at"] = -1
     workers = np.zeros(n_workers, WORKER)
     workers["hw"], workers["bid"] = w_hw, NONE
