@@ -137,7 +137,8 @@ def decision_overhead(meta: dict[str, Any]):
 
     delay = meta["decision_delay_ms"]["mean"]
     if not math.isfinite(delay):
-        raise UserError("the calibration measured no decision delay")
+        raise UserError("the calibration measured no decision delay (none of its batches ran back to back: "
+                        "calibrate again with more --repeats)")
     return OverheadConfig(mode="model", base_us=max(delay, 0.0) * 1000.0, per_worker_us=0.0, max_lag_us=math.inf)
 
 
