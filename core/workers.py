@@ -108,14 +108,24 @@ def _settle_ray_auth(local: bool) -> None:
 
     For a private local cluster an unset mode becomes ``token``: what Ray itself chooses for a new local
     cluster (and then warns about on stderr), chosen here explicitly. ``RAY_AUTH_MODE=disabled`` opts out, as
-    in Ray. A named cluster's mode is the user's environment's, untouched.
+    in Ray. A named cluster's mode is the user's environment's, untouched. :func:`ray_session` puts the
+    variable back as it was when its Ray is shut down.
     """
     if local and not os.environ.get(RAY_AUTH_MODE):
         os.environ[RAY_AUTH_MODE] = "token"
-    from ray._raylet import AuthenticationTokenLoader, Config
-
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:  # a Ray without token authentication (or that moved it): nothing cached to refresh
+        return
     Config.initialize("")  # re-reads RAY_* (the auth mode among them) from os.environ
     AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def ray_failure(exc: BaseException) -> str:
@@ -156,6 +166,7 @@ def ray_session(jobs: int, address: str | None, log_file: Path | None = None) ->
         logger.handlers[:] = [handler]
         logger.propagate = False
         started_here = False
+        auth_mode = os.environ.get(RAY_AUTH_MODE)
         try:
             started_here = ray_init(jobs, address)
             yield ray
@@ -164,6 +175,7 @@ def ray_session(jobs: int, address: str | None, log_file: Path | None = None) ->
                 if started_here:
                     ray.shutdown()
             finally:
+                _restore_env(RAY_AUTH_MODE, auth_mode)  # the mode a private Ray was given ends with it
                 handler.flush()
                 logger.handlers[:], logger.level, logger.propagate = saved
 

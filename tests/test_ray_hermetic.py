@@ -48,7 +48,9 @@ def test_the_target_follows_rays_convention(monkeypatch):
 
 
 @needs_ray
-def test_a_stale_cluster_record_is_not_joined_and_ray_logs_to_the_sweeps_log(cli, tmp_path, stale_ray_tmpdir):
+def test_a_stale_cluster_record_is_not_joined_and_ray_logs_to_the_sweeps_log(cli, tmp_path, stale_ray_tmpdir,
+                                                                             monkeypatch):
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # Ray's default: token authentication, and a warning
     (tmp_path / "s.toml").write_text(SWEEP.format(name="r"))
     assert cli("sweep", tmp_path / "s.toml", "-o", tmp_path / "local", "-j", "1").code == 0
     r = cli("sweep", tmp_path / "s.toml", "-o", tmp_path / "ray", "-j", "2", "--executor", "ray")
@@ -59,6 +61,8 @@ def test_a_stale_cluster_record_is_not_joined_and_ray_logs_to_the_sweeps_log(cli
     log = next((tmp_path / "ray").glob("*.log")).read_text()
     assert "Started a local Ray instance" in log  # Ray's driver said it into the sweep's log ...
     assert "Ray instance" not in r.err and "worker.py" not in r.err and "INFO" not in r.err  # ... not on stderr
+    assert "Token authentication" not in r.err and "Token authentication" not in log  # chosen, not defaulted
+    assert "RAY_AUTH_MODE" not in os.environ  # the mode given to the private Ray ended with it
     import ray
 
     assert not ray.is_initialized()
