@@ -32,7 +32,7 @@ Examples:
 
   shepherd calibrate --model ResNet50@48 --repeats 20 --seed 2 --against r50-cal.parquet -o r50-cal2.parquet
 
-  shepherd validate --profiles r18-cal.parquet --exec-time measured -o val/
+  shepherd simulate --trace trace.parquet --profiles r18-cal.parquet --gpus 1 --exec-time measured -o sim/
 """
 
 

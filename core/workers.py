@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -74,8 +75,10 @@ def ray_init(jobs: int, address: str | None) -> bool:
     try:
         if target != "local":
             check_reachable(target)
+            _settle_ray_auth(local=False)
             ray.init(address=target, log_to_driver=False)
         else:
+            _settle_ray_auth(local=True)
             # A local cluster sees exactly the driver's import path, so
             # experiments defined outside the package resolve in workers too.
             path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
@@ -85,9 +88,62 @@ def ray_init(jobs: int, address: str | None) -> bool:
         raise
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, …
         where = "a private local cluster" if target == "local" else target
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"cannot connect to Ray at {where}: {first}") from None
+        raise UserError(f"cannot connect to Ray at {where}: {ray_failure(exc)}") from None
     return True
+
+
+#: Ray's environment variable for its authentication mode (``token`` or ``disabled``), read by every Ray process
+RAY_AUTH_MODE = "RAY_AUTH_MODE"
+
+
+def _settle_ray_auth(local: bool) -> None:
+    """Make this driver and the Ray processes it starts agree on authentication, however often Ray starts here.
+
+    Every Ray process (the GCS a local ``ray.init`` spawns among them) reads ``$RAY_AUTH_MODE`` when it starts,
+    but the driver reads it into its in-process config only at the first ``ray.init`` (or when Ray itself
+    switches token mode on). Had the variable changed since — the same process started Ray before under another
+    mode — the new GCS asks for a token the driver does not send, and ``ray.init`` retries for 20 s and fails
+    with "Failed to start GCS" (Ray 2.60). So before each start the driver's config and token cache are re-read
+    from the environment as it is now.
+
+    For a private local cluster an unset mode becomes ``token``: what Ray itself chooses for a new local
+    cluster (and then warns about on stderr), chosen here explicitly. ``RAY_AUTH_MODE=disabled`` opts out, as
+    in Ray. A named cluster's mode is the user's environment's, untouched. :func:`ray_session` puts the
+    variable back as it was when its Ray is shut down.
+    """
+    if local and not os.environ.get(RAY_AUTH_MODE):
+        os.environ[RAY_AUTH_MODE] = "token"
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:  # a Ray without token authentication (or that moved it): nothing cached to refresh
+        return
+    Config.initialize("")  # re-reads RAY_* (the auth mode among them) from os.environ
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def ray_failure(exc: BaseException) -> str:
+    """One line for why Ray did not start: its message's first sentence, the error at the end of the
+    traceback Ray appends (the one that says what went wrong), and the log file Ray names."""
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head = lines[0].split(". ")[0].rstrip(".")
+    parts = [head]
+    last = lines[-1]
+    if len(lines) > 1 and last != lines[0] and not last.startswith(("File ", "^")):
+        parts.append(last if len(last) <= 240 else last[:237] + "...")
+    log = re.search(r"Please check (\S+) for details", text)
+    if log:
+        parts.append(f"Ray's log: {log.group(1)}")
+    return "; ".join(parts)
 
 
 @contextmanager
@@ -110,6 +166,7 @@ def ray_session(jobs: int, address: str | None, log_file: Path | None = None) ->
         logger.handlers[:] = [handler]
         logger.propagate = False
         started_here = False
+        auth_mode = os.environ.get(RAY_AUTH_MODE)
         try:
             started_here = ray_init(jobs, address)
             yield ray
@@ -118,6 +175,7 @@ def ray_session(jobs: int, address: str | None, log_file: Path | None = None) ->
                 if started_here:
                     ray.shutdown()
             finally:
+                _restore_env(RAY_AUTH_MODE, auth_mode)  # the mode a private Ray was given ends with it
                 handler.flush()
                 logger.handlers[:], logger.level, logger.propagate = saved
 

@@ -48,7 +48,9 @@ def test_the_target_follows_rays_convention(monkeypatch):
 
 
 @needs_ray
-def test_a_stale_cluster_record_is_not_joined_and_ray_logs_to_the_sweeps_log(cli, tmp_path, stale_ray_tmpdir):
+def test_a_stale_cluster_record_is_not_joined_and_ray_logs_to_the_sweeps_log(cli, tmp_path, stale_ray_tmpdir,
+                                                                             monkeypatch):
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # Ray's default: token authentication, and a warning
     (tmp_path / "s.toml").write_text(SWEEP.format(name="r"))
     assert cli("sweep", tmp_path / "s.toml", "-o", tmp_path / "local", "-j", "1").code == 0
     r = cli("sweep", tmp_path / "s.toml", "-o", tmp_path / "ray", "-j", "2", "--executor", "ray")
@@ -59,6 +61,8 @@ def test_a_stale_cluster_record_is_not_joined_and_ray_logs_to_the_sweeps_log(cli
     log = next((tmp_path / "ray").glob("*.log")).read_text()
     assert "Started a local Ray instance" in log  # Ray's driver said it into the sweep's log ...
     assert "Ray instance" not in r.err and "worker.py" not in r.err and "INFO" not in r.err  # ... not on stderr
+    assert "Token authentication" not in r.err and "Token authentication" not in log  # chosen, not defaulted
+    assert "RAY_AUTH_MODE" not in os.environ  # the mode given to the private Ray ended with it
     import ray
 
     assert not ray.is_initialized()
@@ -96,3 +100,47 @@ def test_in_a_real_process_python_stderr_keeps_the_terminal(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines() == ["our progress line", "after"]
     assert (tmp_path / "run.log").read_text() == "ray core worker line\n"
+
+
+def _negate(x: int) -> int:
+    return -x
+
+
+@needs_ray
+def test_ray_starts_again_in_one_process_after_the_auth_mode_changed(monkeypatch, capfd):
+    """CI's failure: one pytest process started Ray under ``RAY_AUTH_MODE=disabled`` (a test's setenv), then,
+    the variable back at ``token``, the next local Ray's GCS asked for a token the driver — its config still
+    read from the first start — never sent: "Failed to start GCS", exit 2. Each start now re-reads the mode."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert workers.map_ray(_negate, [1, 2], 1) == [-1, -2]
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    assert workers.map_ray(_negate, [3], 1) == [-3]
+    err = capfd.readouterr().err
+    assert "Token authentication" not in err and "Ray instance" not in err, err  # nothing of Ray's on stderr
+
+
+@needs_ray
+def test_a_private_cluster_takes_rays_default_auth_explicitly_and_a_named_one_the_users(monkeypatch):
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    workers._settle_ray_auth(local=False)
+    assert "RAY_AUTH_MODE" not in os.environ  # a named cluster: the user's environment decides
+    workers._settle_ray_auth(local=True)
+    assert os.environ["RAY_AUTH_MODE"] == "token"  # what Ray picks for a new local cluster, without its warning
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    workers._settle_ray_auth(local=True)
+    assert os.environ["RAY_AUTH_MODE"] == "disabled"  # Ray's opt-out is respected
+
+
+def test_why_ray_did_not_start_fits_one_line_and_says_what_went_wrong():
+    text = ("Failed to start GCS.  Last 0 lines of error files:\n\n.Please check /tmp/ray/session_x/logs/"
+            "gcs_server.out for details. Last connection error: Traceback (most recent call last):\n"
+            '  File "ray/_private/node.py", line 996, in _init_gcs_client\n    client = GcsClient(\n'
+            "             ^^^^^^^^^^\n"
+            "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing "
+            "or incorrect.\n")
+    line = workers.ray_failure(RuntimeError(text))
+    assert "\n" not in line
+    assert line.startswith("Failed to start GCS;") and "InvalidAuthToken" in line
+    assert "Ray's log: /tmp/ray/session_x/logs/gcs_server.out" in line
+    assert workers.ray_failure(ConnectionError("")) == "ConnectionError"
+    assert workers.ray_failure(RuntimeError("just this")) == "just this"
