@@ -12,8 +12,10 @@ fast path through the same ``shepherd.policies`` entry point; :mod:`.fast` names
 
 **What a kernel is trusted for** (DESIGN.md "Edit-safe by construction"). A kernel re-enacts its policy and
 the engine parts it mirrors. Its *verified source* is the policy's module, every module that module imports
-directly from its package or from ``shepherd`` (its rules, queues, planner), and every module its declaration
-``mirrors`` names (the clock, resources, admission, recorder … — :data:`ENGINE`). Each file counts by its
+directly from its package or from ``shepherd`` (its rules, queues, planner), every module its declaration
+``mirrors`` names (the clock, resources, admission, recorder … — :data:`ENGINE`), and the kernel itself: its
+module, what that imports (the fast wing's common parts, the rules it compiles) and what feeds it
+(:data:`DRIVERS`) — an edit to either side is trusted again only after a comparison. Each file counts by its
 meaning: the digest is over the code with comments, docstrings and layout removed (:func:`normalised`), so a
 comment changes nothing and any edit to code is caught.
 
@@ -51,8 +53,14 @@ from shepherd.core.errors import UserError
 #: the modes of :mod:`.fast`: how the kernel is fed (docs/ENGINE.md "The fast wing")
 MODES = ("chunked", "whole", "engine")
 #: imported for declarations only: not part of any policy's verified source
-NOT_BEHAVIOUR = ("shepherd.core.engine.fastpath", "shepherd.core.policies.registry", "shepherd.core.errors")
+NOT_BEHAVIOUR = ("shepherd.core.engine.fastpath", "shepherd.core.policies.registry", "shepherd.core.errors",
+                 "shepherd.core.engine.fast.jitcache")
+#: what feeds a kernel of each mode (part of what it was verified as, beside the kernel's module)
+DRIVERS = {"chunked": ("shepherd.core.engine.fast.stream",), "whole": ("shepherd.core.engine.fast.whole",),
+           "engine": ()}
 SUFFIX = ".verified.json"
+#: shepherd's package folder (the repository root: flat layout)
+_SHEPHERD = Path(__file__).resolve().parents[2]
 #: how a file is read for its digest (:func:`normalised`); a record of another form is stale
 FORM = "ast-unparse-without-docstrings/1"
 
@@ -223,6 +231,10 @@ def _imports_of(stamp: tuple, packages: tuple[str, ...]) -> tuple[str, ...]:
     for name in sorted(_parsed(stamp)[2]):
         if name.split(".")[0] not in packages or name in NOT_BEHAVIOUR or name in packages:
             continue
+        if name.startswith("shepherd."):  # by its path: finding a submodule's spec would import its parent
+            if _SHEPHERD.joinpath(*name.split(".")[1:]).with_suffix(".py").is_file():
+                out.append(name)
+            continue
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
@@ -231,6 +243,12 @@ def _imports_of(stamp: tuple, packages: tuple[str, ...]) -> tuple[str, ...]:
                 and not spec.origin.endswith("__init__.py"):  # a package's own module: its registrations
             out.append(name)
     return tuple(out)
+
+
+def imports_of(path: str | Path, package: str = "shepherd") -> tuple[str, ...]:
+    """The modules of ``package`` and shepherd that the Python file at ``path`` imports directly, anywhere in it
+    (:data:`NOT_BEHAVIOUR` and packages' ``__init__`` left out)."""
+    return _imports_of(_stamp(Path(path).resolve()), tuple(sorted({package, "shepherd"})))
 
 
 def _module_file(name: str) -> Path:
@@ -243,19 +261,33 @@ def _module_file(name: str) -> Path:
     return Path(file).resolve()
 
 
+def source_file(name: str) -> Path:
+    """The file of module ``name``, without importing it where it is one of shepherd's (a kernel's module loads
+    numba: a run that takes the reference engine does not)."""
+    if name.startswith("shepherd.") and name not in sys.modules:
+        f = _SHEPHERD.joinpath(*name.split(".")[1:]).with_suffix(".py")
+        if f.is_file():
+            return f
+    return _module_file(name)
+
+
 def files(cls: type) -> tuple[tuple[str, Path, str], ...]:
     """(module, file, path in the record) of everything ``cls``'s fast path is verified against (module
-    docstring), by path."""
+    docstring), by path: the policy's side and the kernel's — its module, what that imports from its package
+    or shepherd (the fast wing's common parts, the rules it compiles) and what feeds it (:data:`DRIVERS`)."""
     name = cls.__module__
     own = _module_file(name)
     root = _root(sys.modules[name])
     fp = getattr(cls, "fast_path", None)
-    names = {name, *_imports_of(_stamp(own), (name.split(".")[0], "shepherd")),
-             *(fp.mirrors if fp is not None else ())}
-    ours = Path(__file__).resolve().parents[2]  # a third party's policy: shepherd's files relative to shepherd
+    names = {name, *_imports_of(_stamp(own), (name.split(".")[0], "shepherd"))}
+    if fp is not None:
+        kernel = source_file(fp.module)
+        names |= {fp.module, *fp.mirrors, *DRIVERS[fp.mode],
+                  *_imports_of(_stamp(kernel), (fp.module.split(".")[0], "shepherd"))}
+    ours = _SHEPHERD  # a third party's policy: shepherd's files relative to shepherd
     found = {}
-    for n in names:
-        f = _module_file(n)
+    for n in sorted(names):
+        f = source_file(n)
         found[f] = (n, f, _rel(f, root) if f.is_relative_to(root) else _rel(f, ours))
     return tuple(found[f] for f in sorted(found))
 
@@ -389,6 +421,8 @@ def patched(name: str, cls: type) -> str | None:
                 return (f"{k.__qualname__}.{attr} is not defined in {k.__module__}'s source (set in this "
                         "process): the fast path of '" + name + "' does not cover it")
     for mod_name, f, rel in verified:
+        if mod_name not in sys.modules:  # not loaded (a kernel before its first run): nothing of it is changed
+            continue
         what = _patched_module(sys.modules[mod_name], f)
         if what is not None:
             return (f"{what} is not the one {rel} defines (changed in this process): the fast path of "

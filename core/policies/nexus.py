@@ -13,7 +13,7 @@ Symphony §2.2 / §4.2 describe it:
   (Shepherd §7 "provision for the peak demand in every 60-second window … to
   ensure it can sustain the provided load") — at the largest batch b with
   2·ℓ(b) ≤ SLO (Symphony Eq. 1), by
-  squishy bin packing: ``shepherd.solvers.nexus.plan_epoch`` (per-session
+  squishy bin packing: ``shepherd.core.policies.nexus_packing.plan_epoch`` (per-session
   batch sizes and duty cycles; the same provisioning the Nexus planner writes).
 * The peak's window (the paper names none; documented choice): by default
   the SLO (the tightest of the group; every Shepherd run has one). A plan
@@ -206,7 +206,7 @@ class Nexus(Policy):
                                 "hardware mix), overhead model|none",
                          covered=lambda cfg, shape: modelled(shape) and one_group(shape),
                          mirrors=ENGINE + ("shepherd.core.policies.nexus_schedule", "shepherd.core.policies.wrr",
-                                           "shepherd.solvers.nexus"))
+                                           "shepherd.core.policies.nexus_packing"))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: NexusConfig) -> Runtime:
@@ -214,7 +214,7 @@ class Nexus(Policy):
         that plan's groups are this policy's own per-epoch allocations, a session possibly split over
         several GPUs (Nexus §6.1), which no fixed stream → group routing can express. The policy owns the
         split: it runs on one group of the plan's peak worker count and re-plans each epoch with the
-        same squishy bin packing (:func:`shepherd.solvers.nexus.plan_epoch`)."""
+        same squishy bin packing (:func:`shepherd.core.policies.nexus_packing.plan_epoch`)."""
         plan = inputs.get("plan")
         if plan is None or inputs.cluster is not None or not is_nexus_plan(plan):
             return super().prepare(inputs, config)

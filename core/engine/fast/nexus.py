@@ -339,7 +339,6 @@ def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_
     return blog, wk["busy"].copy(), np.zeros(len(w_hw), np.int64), n_shed, {}
 
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
-from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, fast_common, timers, outcomes)
+jitcache.refresh(__name__)

@@ -310,7 +310,6 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     return blog, workers["busy"].copy(), np.zeros(n_workers, np.int64), clock.s[S_SHED], \
         dict(zip(COUNTERS, counters[:len(COUNTERS)].tolist()))
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py and the rules, keys this module's JIT cache)
-from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, fast_common, outcomes, rules)
+jitcache.refresh(__name__)
