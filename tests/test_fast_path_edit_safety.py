@@ -192,9 +192,9 @@ def test_a_monkeypatched_policy_method_runs_the_reference(copy, tmp_path):
     assert r.returncode == 0, r.stderr
     out = _lines(r.stdout)
     assert out[0] == "reference" and out[1] == "0", out  # the patch took effect: no preemption at all
-    assert out[2].startswith("refused: Flex._check_preempt is not the one core/policies/flex.py defines"), out
+    assert out[2].startswith("refused: Flex._check_preempt is not what core/policies/flex.py defines"), out
     notes = _lines(r.stderr)
-    assert len(notes) == 1 and notes[0].startswith("note: Flex._check_preempt is not the one"), notes
+    assert len(notes) == 1 and notes[0].startswith("note: Flex._check_preempt is not what"), notes
     assert _lines(_run(copy, code=CHOOSE).stdout)[0] == "fast"
 
 
@@ -214,10 +214,24 @@ def test_a_subclass_or_a_patched_engine_part_is_not_covered():
     original = resources.Resources.preempt
     try:
         resources.Resources.preempt = lambda self, worker, now, delay_us: original(self, worker, now, 0)
-        assert fastpath.patched("flex", cls).startswith("Resources.preempt is not the one core/engine/resources.py")
+        assert fastpath.patched("flex", cls).startswith("Resources.preempt is not what core/engine/resources.py")
     finally:
         resources.Resources.preempt = original
     assert fastpath.patched("flex", cls) is None
+
+
+def test_a_replaced_import_in_a_verified_module_is_caught(monkeypatch):
+    """A name a verified module imports and calls, replaced in that module (``ppipe.reserve``: the policy books
+    without reserving), is an in-process change too: the kernel never calls it, so the reference runs."""
+    import shepherd.core.policies.ppipe as ppipe_policy
+
+    cls = registry.get("ppipe").cls
+    assert fastpath.patched("ppipe", cls) is None
+    monkeypatch.setattr(ppipe_policy, "reserve", lambda res, resv, now: None)
+    assert fastpath.patched("ppipe", cls).startswith("shepherd.core.policies.ppipe.reserve is not what "
+                                                     "core/policies/ppipe.py defines or imports")
+    shape = fastpath.Shape(OverheadConfig(mode="none"), [0, 0], [[0, 1]], EngineConfig())
+    assert fastpath.choose("ppipe", cls, registry.make_config("ppipe"), shape, "auto").engine == "reference"
 
 
 # -------------------------------------------------------------------------------------------- who may stamp

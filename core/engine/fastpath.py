@@ -186,9 +186,10 @@ def _stamp(path: Path) -> tuple:
 
 
 @functools.lru_cache(maxsize=512)
-def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str]]:
+def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str], tuple]:
     """(digest of the normalised code, the functions each top-level class defines by name ('' : the module's
-    own functions and classes), the modules imported) of the file at ``stamp``."""
+    own functions and classes), the modules imported, the names its top level imports from modules:
+    (module, name, bound as)) of the file at ``stamp``."""
     tree = ast.parse(stamp[0].read_bytes())
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -207,6 +208,8 @@ def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str
             defs[node.name] = frozenset(n.name for n in node.body
                                         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     defs[""] = frozenset(top)
+    froms = tuple((node.module, a.name, a.asname or a.name) for node in tree.body
+                  if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 for a in node.names)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -214,7 +217,7 @@ def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names.update(f"{node.module}.{a.name}" for a in node.names)
-    return digest, defs, frozenset(names)
+    return digest, defs, frozenset(names), froms
 
 
 def normalised(path: Path) -> str:
@@ -383,10 +386,25 @@ def _foreign(obj: Any, file: Path, qualname: str) -> bool:
     return qn != qualname or _resolved(code.co_filename) != file
 
 
+_MISSING = object()
+
+
 def _patched_module(module: ModuleType, file: Path) -> str | None:
-    """The first top-level function or class method of ``module`` that is not its file's own, or None."""
-    _, defs, _ = _parsed(_stamp(file))
+    """The first top-level function or class method of ``module`` that is not its file's own, or name its top
+    level imports from shepherd (or its own package) that is no longer the object it imported (a policy's
+    ``reserve`` replaced in its module), or None."""
+    _, defs, _, froms = _parsed(_stamp(file))
     space = vars(module)
+    tops = ("shepherd", module.__name__.split(".")[0])
+    for src_name, name, bound in froms:
+        src = sys.modules.get(src_name)
+        if src is None or src_name.split(".")[0] not in tops or bound not in space:
+            continue
+        want = getattr(src, name, _MISSING)
+        if want is _MISSING:
+            want = sys.modules.get(f"{src_name}.{name}", _MISSING)
+        if want is not _MISSING and space[bound] is not want:
+            return f"{module.__name__}.{bound}"
     for top in sorted(defs[""]):
         obj = space.get(top)
         if obj is None:
@@ -413,7 +431,7 @@ def patched(name: str, cls: type) -> str | None:
         if file not in paths:
             return (f"policy '{name}' runs {class_name(cls)}, whose base {k.__qualname__} is not in its verified "
                     "source (a subclass): its fast path does not cover it")
-        _, defs, _ = _parsed(_stamp(file))
+        defs = _parsed(_stamp(file))[1]
         own = defs.get(k.__qualname__, frozenset())
         for attr, obj in vars(k).items():
             code, _qn = _code_of(obj)
@@ -425,7 +443,7 @@ def patched(name: str, cls: type) -> str | None:
             continue
         what = _patched_module(sys.modules[mod_name], f)
         if what is not None:
-            return (f"{what} is not the one {rel} defines (changed in this process): the fast path of "
+            return (f"{what} is not what {rel} defines or imports (changed in this process): the fast path of "
                     f"'{name}' was verified against the file's")
     return None
 
