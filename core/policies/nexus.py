@@ -99,6 +99,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
+from shepherd.core.rules.nexus import refill
 from shepherd.core.policies.nexus_schedule import Planner, draws, group_seed, make_schedule
 
 
@@ -390,8 +391,7 @@ class Nexus(Policy):
         """Session ``s``'s token bucket (rate s · peak, depth one peak window); an admitted
         request is queued on one of the session's allocations. False: refused."""
         b = self.bucket[s]
-        tokens = b[0] + (now - b[1]) * b[2]
-        b[0] = tokens if tokens < b[3] else b[3]
+        b[0] = refill(b[0], b[1], b[2], b[3], now)
         b[1] = now
         if b[0] < 1.0:
             return False
