@@ -215,7 +215,7 @@ class Capacity:
     @property
     def half_width(self) -> float:
         """95 % t half-width of the mean over seeds (0 with one seed)."""
-        from shepherd.experiments.confidence import half_width
+        from shepherd.core.confidence import half_width
 
         return half_width(list(self.per_seed.values()))
 

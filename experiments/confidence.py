@@ -13,7 +13,6 @@ Every band drawn or tabulated by the reports goes through them (issue 29).
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 INF = float("inf")
@@ -34,28 +33,7 @@ SUFFIX_DOMAINS = (("_ratio", NONNEG), ("_ms", NONNEG), ("_rps", NONNEG), ("_us",
 
 import polars as pl
 
-# Two-sided 97.5 % quantiles of Student's t for 1…30 degrees of freedom.
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)
-
-
-def t975(dof: int) -> float:
-    if dof <= 0:
-        return float("nan")
-    return _T975[dof - 1] if dof <= len(_T975) else 1.96
-
-
-def half_width(values: Sequence[float]) -> float:
-    """95 % half-width of the mean; 0 for a single value (no spread measurable)."""
-    n = len(values)
-    if n < 2:
-        return 0.0
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return t975(n - 1) * sd / math.sqrt(n)
+from shepherd.core.confidence import half_width, t975  # noqa: F401  (t975: re-exported)
 
 
 #: the paper reports' headline rows carry a unit, not a metric: the units whose values cannot be negative

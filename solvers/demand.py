@@ -31,6 +31,7 @@ import polars as pl
 
 from shepherd.core import profiles as prof
 from shepherd.core.errors import UserError
+from shepherd.core.policies.nexus_packing import sustainable_batch  # noqa: F401  (re-exported)
 
 DEFAULT_MODEL_MB = 250.0  # a mid-size CNN's weights+workspace when no table lists the model
 
@@ -58,14 +59,6 @@ def stream_rates(trace: pl.DataFrame) -> pl.DataFrame:
         .with_columns(rate_rps=pl.col("requests") / span)
         .sort("stream")
     )
-
-
-def sustainable_batch(lat_us: np.ndarray, slo_us: int) -> int:
-    """Largest b with 2·ℓ(b) ≤ SLO (b = 1 if only ℓ(1) ≤ SLO; 0 if nothing fits)."""
-    ok = np.flatnonzero(2 * lat_us[1:] <= slo_us)
-    if ok.size:
-        return int(ok[-1]) + 1
-    return 1 if lat_us[1] <= slo_us else 0
 
 
 def single_gpu_goodput(lat_us: np.ndarray, slo_us: int) -> tuple[int, float]:

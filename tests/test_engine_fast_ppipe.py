@@ -141,14 +141,23 @@ def _same(work, cfg, index):
 
 def test_fast_ppipe_refuses_what_it_does_not_cover():
     profs, plan, trace = _tiny()
-    for cfg, eng, ovh in (({}, EngineConfig(path="fast"), None),  # reserved="events"
-                          ({}, FAST, OverheadConfig(base_us=0.0, per_worker_us=0.0))):  # a (free) overhead model
+    free = OverheadConfig(base_us=0.0, per_worker_us=0.0)  # an overhead model (free): not covered
+    for reserved in ("events", "record"):
         with pytest.raises(UserError, match="fast path of 'ppipe' covers"):
-            simulate(trace, profs, "ppipe", cfg, plan=plan, engine=eng, overhead=ovh)
+            simulate(trace, profs, "ppipe", plan=plan, engine=EngineConfig(reserved=reserved, path="fast"),
+                     overhead=free)
         # auto: the reference engine, silently
-        res = simulate(trace, profs, "ppipe", cfg, plan=plan, overhead=ovh,
-                       engine=EngineConfig(reserved=eng.reserved))
+        res = simulate(trace, profs, "ppipe", plan=plan, overhead=free, engine=EngineConfig(reserved=reserved))
         assert len(res.engine.policies) == 1
+
+
+def test_fast_ppipe_covers_the_event_executed_reference():
+    """The API's default ``reserved="events"`` (each stage an event) and ``record`` are speed switches of the
+    reference with the same tables, so the kernel covers both (the API and the CLI take the same engine)."""
+    profs, plan, trace = _tiny()
+    events = simulate(trace, profs, "ppipe", plan=plan, engine=EngineConfig(reserved="events", path="reference"))
+    fast = simulate(trace, profs, "ppipe", plan=plan, engine=EngineConfig(reserved="events", path="fast"))
+    assert_same_ppipe(events, fast)
 
 
 def test_fast_ppipe_is_the_default_with_record_and_empty_trace():

@@ -84,7 +84,7 @@ def test_the_api_and_the_cli_choose_the_same_engine_for_ppipe():
 
 class OneFlexRun(Experiment):
     name = "test-one-flex-run"
-    paper = "test-paper"
+    paper = "test-provenance"  # not test-paper: test_runner.py reproduces and reports that paper's experiments
     title = "one flex run per cell"
 
     def cells(self, scale):

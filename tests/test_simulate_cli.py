@@ -41,7 +41,8 @@ def test_record_summary_writes_only_summary_and_workers(cli, trace_file, tmp_pat
     out = tmp_path / "run"
     r = cli("simulate", "--policy", "clockwork", "--trace", trace_file, "--gpus", "1", "--record", "summary", "-o", out)
     assert r.code == 0, r.err
-    assert sorted(p.name for p in out.iterdir()) == ["summary.parquet", "workers.parquet"]
+    names = sorted(p.name for p in out.iterdir())  # each table and its run record (which engine ran, and why)
+    assert names == ["summary.parquet", "summary.run.json", "workers.parquet", "workers.run.json"]
 
 
 @pytest.mark.parametrize("policy", ["flex", "clockwork", "nexus"])

@@ -12,8 +12,10 @@ fast path through the same ``shepherd.policies`` entry point; :mod:`.fast` names
 
 **What a kernel is trusted for** (DESIGN.md "Edit-safe by construction"). A kernel re-enacts its policy and
 the engine parts it mirrors. Its *verified source* is the policy's module, every module that module imports
-directly from its package or from ``shepherd`` (its rules, queues, planner), and every module its declaration
-``mirrors`` names (the clock, resources, admission, recorder … — :data:`ENGINE`). Each file counts by its
+directly from its package or from ``shepherd`` (its rules, queues, planner), every module its declaration
+``mirrors`` names (the clock, resources, admission, recorder … — :data:`ENGINE`), and the kernel itself: its
+module, what that imports (the fast wing's common parts, the rules it compiles) and what feeds it
+(:data:`DRIVERS`) — an edit to either side is trusted again only after a comparison. Each file counts by its
 meaning: the digest is over the code with comments, docstrings and layout removed (:func:`normalised`), so a
 comment changes nothing and any edit to code is caught.
 
@@ -51,8 +53,14 @@ from shepherd.core.errors import UserError
 #: the modes of :mod:`.fast`: how the kernel is fed (docs/ENGINE.md "The fast wing")
 MODES = ("chunked", "whole", "engine")
 #: imported for declarations only: not part of any policy's verified source
-NOT_BEHAVIOUR = ("shepherd.core.engine.fastpath", "shepherd.core.policies.registry", "shepherd.core.errors")
+NOT_BEHAVIOUR = ("shepherd.core.engine.fastpath", "shepherd.core.policies.registry", "shepherd.core.errors",
+                 "shepherd.core.engine.fast.jitcache")
+#: what feeds a kernel of each mode (part of what it was verified as, beside the kernel's module)
+DRIVERS = {"chunked": ("shepherd.core.engine.fast.stream",), "whole": ("shepherd.core.engine.fast.whole",),
+           "engine": ()}
 SUFFIX = ".verified.json"
+#: shepherd's package folder (the repository root: flat layout)
+_SHEPHERD = Path(__file__).resolve().parents[2]
 #: how a file is read for its digest (:func:`normalised`); a record of another form is stale
 FORM = "ast-unparse-without-docstrings/1"
 
@@ -178,9 +186,10 @@ def _stamp(path: Path) -> tuple:
 
 
 @functools.lru_cache(maxsize=512)
-def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str]]:
+def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str], tuple]:
     """(digest of the normalised code, the functions each top-level class defines by name ('' : the module's
-    own functions and classes), the modules imported) of the file at ``stamp``."""
+    own functions and classes), the modules imported, the names its top level imports from modules:
+    (module, name, bound as)) of the file at ``stamp``."""
     tree = ast.parse(stamp[0].read_bytes())
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -199,6 +208,8 @@ def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str
             defs[node.name] = frozenset(n.name for n in node.body
                                         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     defs[""] = frozenset(top)
+    froms = tuple((node.module, a.name, a.asname or a.name) for node in tree.body
+                  if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 for a in node.names)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -206,7 +217,7 @@ def _parsed(stamp: tuple) -> tuple[str, dict[str, frozenset[str]], frozenset[str
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names.update(f"{node.module}.{a.name}" for a in node.names)
-    return digest, defs, frozenset(names)
+    return digest, defs, frozenset(names), froms
 
 
 def normalised(path: Path) -> str:
@@ -223,6 +234,10 @@ def _imports_of(stamp: tuple, packages: tuple[str, ...]) -> tuple[str, ...]:
     for name in sorted(_parsed(stamp)[2]):
         if name.split(".")[0] not in packages or name in NOT_BEHAVIOUR or name in packages:
             continue
+        if name.startswith("shepherd."):  # by its path: finding a submodule's spec would import its parent
+            if _SHEPHERD.joinpath(*name.split(".")[1:]).with_suffix(".py").is_file():
+                out.append(name)
+            continue
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
@@ -231,6 +246,12 @@ def _imports_of(stamp: tuple, packages: tuple[str, ...]) -> tuple[str, ...]:
                 and not spec.origin.endswith("__init__.py"):  # a package's own module: its registrations
             out.append(name)
     return tuple(out)
+
+
+def imports_of(path: str | Path, package: str = "shepherd") -> tuple[str, ...]:
+    """The modules of ``package`` and shepherd that the Python file at ``path`` imports directly, anywhere in it
+    (:data:`NOT_BEHAVIOUR` and packages' ``__init__`` left out)."""
+    return _imports_of(_stamp(Path(path).resolve()), tuple(sorted({package, "shepherd"})))
 
 
 def _module_file(name: str) -> Path:
@@ -243,19 +264,33 @@ def _module_file(name: str) -> Path:
     return Path(file).resolve()
 
 
+def source_file(name: str) -> Path:
+    """The file of module ``name``, without importing it where it is one of shepherd's (a kernel's module loads
+    numba: a run that takes the reference engine does not)."""
+    if name.startswith("shepherd.") and name not in sys.modules:
+        f = _SHEPHERD.joinpath(*name.split(".")[1:]).with_suffix(".py")
+        if f.is_file():
+            return f
+    return _module_file(name)
+
+
 def files(cls: type) -> tuple[tuple[str, Path, str], ...]:
     """(module, file, path in the record) of everything ``cls``'s fast path is verified against (module
-    docstring), by path."""
+    docstring), by path: the policy's side and the kernel's — its module, what that imports from its package
+    or shepherd (the fast wing's common parts, the rules it compiles) and what feeds it (:data:`DRIVERS`)."""
     name = cls.__module__
     own = _module_file(name)
     root = _root(sys.modules[name])
     fp = getattr(cls, "fast_path", None)
-    names = {name, *_imports_of(_stamp(own), (name.split(".")[0], "shepherd")),
-             *(fp.mirrors if fp is not None else ())}
-    ours = Path(__file__).resolve().parents[2]  # a third party's policy: shepherd's files relative to shepherd
+    names = {name, *_imports_of(_stamp(own), (name.split(".")[0], "shepherd"))}
+    if fp is not None:
+        kernel = source_file(fp.module)
+        names |= {fp.module, *fp.mirrors, *DRIVERS[fp.mode],
+                  *_imports_of(_stamp(kernel), (fp.module.split(".")[0], "shepherd"))}
+    ours = _SHEPHERD  # a third party's policy: shepherd's files relative to shepherd
     found = {}
-    for n in names:
-        f = _module_file(n)
+    for n in sorted(names):
+        f = source_file(n)
         found[f] = (n, f, _rel(f, root) if f.is_relative_to(root) else _rel(f, ours))
     return tuple(found[f] for f in sorted(found))
 
@@ -351,10 +386,25 @@ def _foreign(obj: Any, file: Path, qualname: str) -> bool:
     return qn != qualname or _resolved(code.co_filename) != file
 
 
+_MISSING = object()
+
+
 def _patched_module(module: ModuleType, file: Path) -> str | None:
-    """The first top-level function or class method of ``module`` that is not its file's own, or None."""
-    _, defs, _ = _parsed(_stamp(file))
+    """The first top-level function or class method of ``module`` that is not its file's own, or name its top
+    level imports from shepherd (or its own package) that is no longer the object it imported (a policy's
+    ``reserve`` replaced in its module), or None."""
+    _, defs, _, froms = _parsed(_stamp(file))
     space = vars(module)
+    tops = ("shepherd", module.__name__.split(".")[0])
+    for src_name, name, bound in froms:
+        src = sys.modules.get(src_name)
+        if src is None or src_name.split(".")[0] not in tops or bound not in space:
+            continue
+        want = getattr(src, name, _MISSING)
+        if want is _MISSING:
+            want = sys.modules.get(f"{src_name}.{name}", _MISSING)
+        if want is not _MISSING and space[bound] is not want:
+            return f"{module.__name__}.{bound}"
     for top in sorted(defs[""]):
         obj = space.get(top)
         if obj is None:
@@ -381,7 +431,7 @@ def patched(name: str, cls: type) -> str | None:
         if file not in paths:
             return (f"policy '{name}' runs {class_name(cls)}, whose base {k.__qualname__} is not in its verified "
                     "source (a subclass): its fast path does not cover it")
-        _, defs, _ = _parsed(_stamp(file))
+        defs = _parsed(_stamp(file))[1]
         own = defs.get(k.__qualname__, frozenset())
         for attr, obj in vars(k).items():
             code, _qn = _code_of(obj)
@@ -389,9 +439,11 @@ def patched(name: str, cls: type) -> str | None:
                 return (f"{k.__qualname__}.{attr} is not defined in {k.__module__}'s source (set in this "
                         "process): the fast path of '" + name + "' does not cover it")
     for mod_name, f, rel in verified:
+        if mod_name not in sys.modules:  # not loaded (a kernel before its first run): nothing of it is changed
+            continue
         what = _patched_module(sys.modules[mod_name], f)
         if what is not None:
-            return (f"{what} is not the one {rel} defines (changed in this process): the fast path of "
+            return (f"{what} is not what {rel} defines or imports (changed in this process): the fast path of "
                     f"'{name}' was verified against the file's")
     return None
 

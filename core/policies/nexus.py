@@ -13,7 +13,7 @@ Symphony §2.2 / §4.2 describe it:
   (Shepherd §7 "provision for the peak demand in every 60-second window … to
   ensure it can sustain the provided load") — at the largest batch b with
   2·ℓ(b) ≤ SLO (Symphony Eq. 1), by
-  squishy bin packing: ``shepherd.solvers.nexus.plan_epoch`` (per-session
+  squishy bin packing: ``shepherd.core.policies.nexus_packing.plan_epoch`` (per-session
   batch sizes and duty cycles; the same provisioning the Nexus planner writes).
 * The peak's window (the paper names none; documented choice): by default
   the SLO (the tightest of the group; every Shepherd run has one). A plan
@@ -99,6 +99,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
+from shepherd.core.rules.nexus import refill
 from shepherd.core.policies.nexus_schedule import Planner, draws, group_seed, make_schedule
 
 
@@ -206,7 +207,7 @@ class Nexus(Policy):
                                 "hardware mix), overhead model|none",
                          covered=lambda cfg, shape: modelled(shape) and one_group(shape),
                          mirrors=ENGINE + ("shepherd.core.policies.nexus_schedule", "shepherd.core.policies.wrr",
-                                           "shepherd.solvers.nexus"))
+                                           "shepherd.core.policies.nexus_packing"))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: NexusConfig) -> Runtime:
@@ -214,7 +215,7 @@ class Nexus(Policy):
         that plan's groups are this policy's own per-epoch allocations, a session possibly split over
         several GPUs (Nexus §6.1), which no fixed stream → group routing can express. The policy owns the
         split: it runs on one group of the plan's peak worker count and re-plans each epoch with the
-        same squishy bin packing (:func:`shepherd.solvers.nexus.plan_epoch`)."""
+        same squishy bin packing (:func:`shepherd.core.policies.nexus_packing.plan_epoch`)."""
         plan = inputs.get("plan")
         if plan is None or inputs.cluster is not None or not is_nexus_plan(plan):
             return super().prepare(inputs, config)
@@ -390,8 +391,7 @@ class Nexus(Policy):
         """Session ``s``'s token bucket (rate s · peak, depth one peak window); an admitted
         request is queued on one of the session's allocations. False: refused."""
         b = self.bucket[s]
-        tokens = b[0] + (now - b[1]) * b[2]
-        b[0] = tokens if tokens < b[3] else b[3]
+        b[0] = refill(b[0], b[1], b[2], b[3], now)
         b[1] = now
         if b[0] < 1.0:
             return False

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from shepherd.solvers.nexus import plan_epoch
+from shepherd.core.policies.nexus_packing import plan_epoch
 
 #: ``spare="spread"``: the largest load factor tried when scaling a plan up to the cluster
 MAX_SPREAD = 1024.0

@@ -88,6 +88,13 @@ class PPipeDataPlaneConfig:
     transfer_round: bool = False
 
 
+def _verify_workload(seed: int) -> dict:
+    """``shepherd verify ppipe``'s workload ``seed`` (seeded synthetic plans and traces)."""
+    from shepherd.core.pipelines.synthetic import workload
+
+    return workload(seed)
+
+
 @register("ppipe", PPipeDataPlaneConfig)
 class PPipePolicy(Policy):
     """PPipe data plane: probe/reserve adaptive batching over pooled pipelines (§5.4)."""
@@ -101,7 +108,8 @@ class PPipePolicy(Policy):
         covered=lambda cfg, shape: shape.overhead.mode == "none" and one_group(shape),
         counters=("probes", "dispatched"),
         mirrors=ENGINE + ("shepherd.core.engine.paths", "shepherd.core.pipelines.reservations",
-                          "shepherd.core.pipelines.table", "shepherd.core.pipelines.runtime"))
+                          "shepherd.core.pipelines.table", "shepherd.core.pipelines.runtime"),
+        workloads=lambda seed: _verify_workload(seed))
 
     @classmethod
     def prepare(cls, inputs: Inputs, config: PPipeDataPlaneConfig) -> Runtime:

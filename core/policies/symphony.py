@@ -95,6 +95,7 @@ from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
 from shepherd.core.rules.latency import largest_within, least, monotone
+from shepherd.core.rules.symphony import window_rate
 
 INF = 1 << 62
 
@@ -251,8 +252,7 @@ class Symphony(Policy):
         lo = now - self.window
         while rec and rec[0] <= lo:
             rec.popleft()
-        span = min(self.window, now - self.first_arrival[m]) if self.first_arrival[m] >= 0 else 0
-        return len(rec) * 1e6 / span if span > 0 else 0.0
+        return window_rate(len(rec), self.window, now - self.first_arrival[m] if self.first_arrival[m] >= 0 else 0)
 
     def _fit(self, m: int, d: int, now: int, g: int, top: int) -> int:
         """Largest b ≤ ``top`` whose batch, started at ``max(g, now + delay(b))``, ends by ``d`` (a bisection of

@@ -49,3 +49,10 @@ def meter_rates(total: int, sumsq: int, k: int, span_us: int) -> tuple[float, fl
     var = (sumsq - k * avg * avg) / (k - 1) if k > 1 else 0.0
     per_s = 1e6 / span_us
     return avg * per_s, math.sqrt(max(0.0, var)) * per_s
+
+
+def window_rate(n: int, window_us: int, since_first_us: int) -> float:
+    """§4.3's λ (req/s): the ``n`` arrivals of the last ``window_us`` over min(window, the time since the model's
+    first arrival); 0 before any (``since_first_us`` 0)."""
+    span = min(window_us, since_first_us)
+    return n * 1e6 / span if span > 0 else 0.0

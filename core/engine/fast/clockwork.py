@@ -146,7 +146,6 @@ def _decide(g, worker, arriving, now, i, nb, n_run, n_idle):
             break
     return nb, n_run, n_idle
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
-from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, fast_common, outcomes, rules)
+jitcache.refresh(__name__)

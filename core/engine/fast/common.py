@@ -709,7 +709,6 @@ def save_loop(st, i, n_idle, nb):
     st[ST_NIDLE] = n_idle
     st[ST_NB] = nb
 
-from shepherd.core.engine import outcomes  # noqa: E402  (its digest keys this module's JIT cache)
-from shepherd.core.engine.fast import jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, outcomes)
+jitcache.refresh(__name__)

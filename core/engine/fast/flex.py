@@ -287,7 +287,6 @@ def _start(g, wk, m, i0, b, now, i, nb):
     g.w.model[wk], g.w.size[wk] = m, b
     return nb + 1
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
-from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, fast_common, outcomes, rules)
+jitcache.refresh(__name__)

@@ -3,10 +3,11 @@ compile announced and done by one process at a time. Each kernel module calls :f
 
 **Honest.** numba keys a cached function by the stamp (modification time and size) of the file that defines
 it, and nothing else: a kernel in ``flex.py`` that inlines helpers from ``common.py`` would keep loading its old
-machine code after ``common.py`` changed — a developer's edit silently not taking effect. :func:`refresh` is
-given the files a module inlines from; when their contents' digest differs from the one recorded beside the
-module's cache, the module's cached functions are flushed (numba recompiles them on first call) and the new
-digest is recorded. A fresh checkout has no cache and is unaffected.
+machine code after ``common.py`` changed — a developer's edit silently not taking effect. :func:`refresh`
+digests the files a module inlines from — the shepherd modules it imports, directly or through them, read from
+its code (:func:`inlined_from`); when that digest differs from the one recorded beside the module's cache, the
+module's cached functions are flushed (numba recompiles them on first call) and the new digest is recorded.
+A fresh checkout has no cache and is unaffected.
 
 **Compiled once.** A cache miss costs 60–90 s per family with nothing on screen, and in a sweep every worker
 process would compile the same family at once. :func:`guard` wraps each cached dispatcher's ``compile`` so
@@ -210,9 +211,24 @@ def _cached_dispatchers(module: ModuleType) -> list:
     return out
 
 
+def inlined_from(module: ModuleType) -> list[str]:
+    """The files of the modules ``module`` imports from its top package or shepherd, directly or through them
+    (what its kernels may inline or read constants from), read from the code (:func:`..fastpath.imports_of`)."""
+    from shepherd.core.engine.fastpath import imports_of, source_file
+
+    seen: dict[str, str] = {}
+    todo = [module.__file__]
+    while todo:
+        for name in imports_of(todo.pop(), module.__name__.split(".")[0]):
+            if name not in seen and name != module.__name__:
+                seen[name] = str(source_file(name))
+                todo.append(seen[name])
+    return [seen[n] for n in sorted(seen)]
+
+
 def refresh(module_name: str, *deps: ModuleType) -> bool:
-    """Flush the cached kernels of module ``module_name`` if the modules in ``deps`` (what it inlines or reads
-    constants from) changed since they were cached; called at the bottom of a kernel module.
+    """Flush the cached kernels of module ``module_name`` if the modules in ``deps`` (default:
+    :func:`inlined_from`) changed since they were cached; called at the bottom of a kernel module.
 
     Returns True when a flush happened. Failures to read or write the record (a read-only install, a race
     with another process) leave the cache as numba has it: the worst case is one needless recompile.
@@ -222,7 +238,7 @@ def refresh(module_name: str, *deps: ModuleType) -> bool:
     if not dispatchers:
         return False
     guard(module_name, dispatchers)  # a first compile: announced, one process at a time
-    want = digest([d.__file__ for d in deps])
+    want = digest([d.__file__ for d in deps] if deps else inlined_from(module))
     record = Path(dispatchers[0]._cache.cache_path) / f"{module.__name__.rsplit('.', 1)[-1]}.deps-sha256"
     try:
         have = record.read_text().strip()

@@ -5,6 +5,7 @@ arrays, with the reference engine's tables for ``core/policies/nexus.py`` (``tes
   on the reference (``Nexus.fast_path``'s ``covers``).
 * Nothing is drawn or planned here: :func:`plans` flattens the policy object's schedule (built as the reference
   builds it: :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule`).
+* The token bucket's refill is the policy's own rule (:mod:`shepherd.core.rules.nexus`), compiled here.
 * Each helper mirrors the policy method it names, whose docstring gives the rules; the loop keeps the clock's
   order (:mod:`..clock`: completions in batch order, then timers in the order set — ``on_start`` is a timer at
   0, set first — then arrivals); the scheduler clock, admission control and batch log are :mod:`.common`'s.
@@ -24,6 +25,10 @@ from shepherd.core.engine.fast import timers
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Sched, arrive, chunk_end, decide, finish,
                                               first_chunk_end, log_batch, ready_us, record, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
+from shepherd.core.rules import nexus as rules
+
+#: the policy's own rule (:mod:`shepherd.core.rules.nexus`), compiled here
+_refill = njit(cache=True, inline='always')(rules.refill)
 
 #: the group's requests: the recorder's arrival, deadline, shed and outcome columns (written in place) and ``rq``
 Requests = namedtuple("Requests", "t d shed outcome rq")
@@ -139,7 +144,7 @@ def _admit(req, plan, sl, rt, run, r, now):
     es = plan.es[e, s]
     if es.planned and req.rq[r].coin < plan.scale[e]:
         bk = rt.bucket[s]
-        bk.tokens = min(bk.tokens + (now - bk.last) * es.rate, es.depth)
+        bk.tokens = _refill(bk.tokens, bk.last, es.rate, es.depth, now)
         bk.last = now
         if bk.tokens >= 1.0:
             bk.tokens -= 1.0
@@ -339,7 +344,6 @@ def run_group(config: Any, make_policy: Callable[[int], Any], runtime: Any, max_
     return blog, wk["busy"].copy(), np.zeros(len(w_hw), np.int64), n_shed, {}
 
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py, keys this module's JIT cache)
-from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, fast_common, timers, outcomes)
+jitcache.refresh(__name__)

@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
-from shepherd.core.engine.fast.common import record
+from shepherd.core.engine.fast.common import bisect_right, record
 from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 
 NEVER = np.int64(1) << 62
@@ -71,18 +71,6 @@ DECISION = record("best kb bs finish head deadline")
 
 
 @njit(cache=True, inline='always')
-def _after(A, r, x, lo, hi):
-    """The first ``i`` in ``[lo, hi)`` with ``A[r, i] > x``, else ``hi`` (``A[r, lo:hi]`` is sorted)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if A[r, mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline='always')
 def _fit(rv, r, t, length):
     """``earliestSlot`` of one resource: the earliest ``s ≥ t`` at which ``r`` is free for ``length``."""
     last = rv.res[r].last_end
@@ -90,7 +78,7 @@ def _fit(rv, r, t, length):
         return t
     if t >= rv.res[r].busy_from:  # inside the final gap-free block
         return last
-    i, n = _after(rv.IE, r, t, rv.res[r].ilo, rv.res[r].ihi), rv.res[r].ihi  # the first interval ending after t
+    i, n = bisect_right(rv.IE[r], t, rv.res[r].ilo, rv.res[r].ihi), rv.res[r].ihi  # the first interval ending after t
     while i < n and rv.IS[r, i] < t + length:  # t is before this interval's end (ends increase)
         t = rv.IE[r, i]
         i += 1
@@ -155,7 +143,7 @@ def _room(rv, r, now, need):
     lo, hi = rv.res[r].ilo, rv.res[r].ihi
     if hi + need <= rv.IS.shape[1]:
         return True
-    lo = _after(rv.IE, r, now, lo, hi)
+    lo = bisect_right(rv.IE[r], now, lo, hi)
     rv.IS[r, :hi - lo] = rv.IS[r, lo:hi]
     rv.IE[r, :hi - lo] = rv.IE[r, lo:hi]
     rv.res[r].ilo, rv.res[r].ihi = 0, hi - lo
@@ -202,7 +190,7 @@ def _reserve(rv, run, r, start, length):
                 rv.res[r].busy_from = start
         rv.res[r].last_end = end
         return True
-    a = _after(rv.IS, r, start, lo, hi)  # the first interval starting after start
+    a = bisect_right(rv.IS[r], start, lo, hi)  # the first interval starting after start
     if (a > lo and rv.IE[r, a - 1] > start) or (a < hi and rv.IS[r, a] < end):
         return _fail(run, E_OVERLAP, r, start, length)
     for i in range(hi, a, -1):
@@ -450,7 +438,6 @@ def run_group(engine, config, runtime) -> dict:
     return {"probes": int(rs["probes"]), "dispatched": int(rs["dispatched"])}
 
 
-from shepherd.core.engine import outcomes  # noqa: E402  (keys this module's JIT cache)
-from shepherd.core.engine.fast import jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, timers, outcomes)
+jitcache.refresh(__name__)

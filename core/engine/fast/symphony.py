@@ -8,7 +8,7 @@ or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_
 ``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
 share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-The target batch, the secant β and the meter's rates are the policy's own rules (:mod:`shepherd.core.rules.
+The target batch, the secant β, the meter's rates and the window's λ are the policy's own rules (:mod:`shepherd.core.rules.
 symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
 queues and records (the policy's are Python lists and objects, which numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
 the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
@@ -82,6 +82,7 @@ def _meter_evict(mr, now, span):
 _target_batch = njit(cache=True)(rules.target_batch)
 _secant_beta_s = njit(cache=True, inline='always')(rules.secant_beta_s)
 _meter_rates = njit(cache=True, inline='always')(rules.meter_rates)
+_window_rate = njit(cache=True, inline='always')(rules.window_rate)
 
 
 @njit(cache=True, inline='always')
@@ -92,8 +93,7 @@ def _early(p, q, mr, m, now, b):
         while j < end and arrived[q.base[m] + j] <= now - p.window:
             j += 1
         mr.rate_lo = j
-        span = min(p.window, now - arrived[q.base[m]]) if end > 0 else 0
-        return b >= mr.beta * ((end - j) * 1e6 / span if span > 0 else 0.0)
+        return b >= mr.beta * _window_rate(end - j, p.window, now - arrived[q.base[m]] if end > 0 else 0)
     if p.rule == R_FRONTRUN:
         return False
     k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))  # BucketMeter.get
@@ -314,7 +314,6 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     return blog, workers["busy"].copy(), np.zeros(n_workers, np.int64), clock.s[S_SHED], \
         dict(zip(COUNTERS, counters[:len(COUNTERS)].tolist()))
 
-from shepherd.core.engine import outcomes  # noqa: E402  (with common.py and the rules, keys this module's JIT cache)
-from shepherd.core.engine.fast import common as fast_common, jitcache  # noqa: E402
+from shepherd.core.engine.fast import jitcache  # noqa: E402  (what it imports keys its JIT cache)
 
-jitcache.refresh(__name__, fast_common, outcomes, rules)
+jitcache.refresh(__name__)

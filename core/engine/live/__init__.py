@@ -149,10 +149,3 @@ def decisions_frame(result: SimulationResult) -> pl.DataFrame:
         "requests": pl.Series([list(r[4]) for r in rows], dtype=pl.List(pl.Int64)),
     })
 
-
-def handler_times(result: SimulationResult) -> pl.DataFrame:
-    """The policy's measured handler times (kind arrivals/completion/timer, µs): its decision time."""
-    t = result.engine.timing_table()
-    return pl.DataFrame({"kind": pl.Series(["arrivals", "completion", "timer"], dtype=pl.String).gather(t["kind"])
-                         if len(t["kind"]) else pl.Series([], dtype=pl.String),
-                         "us": t["ns"] / 1000.0})
