@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +49,9 @@ def folder() -> Path | None:
         return None
     if env:
         return Path(env).expanduser()
-    if sys.platform.startswith("linux"):
-        base = os.environ.get("XDG_CACHE_HOME", "").strip()
-        return (Path(base) if base else Path.home() / ".cache") / "shepherd" / "trace-columns"
-    from shepherd.core.download import user_cache  # pooch's platform folder elsewhere
+    from shepherd.core.cachedir import cache_home
 
-    return user_cache() / "trace-columns"
+    return cache_home() / "trace-columns"
 
 
 def identity(path: Path) -> tuple | None:

@@ -137,3 +137,26 @@ def test_simulate_outputs_are_the_same_with_and_without_an_entry(cache, tmp_path
         assert len(_entries(cache)) == 1
     for name in ("summary.parquet", "workers.parquet"):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+
+
+def test_the_verified_source_memo_is_keyed_by_the_bytes(tmp_path, monkeypatch):
+    """core/engine/fastpath.py remembers each file's normalised digest across processes by the SHA-256 of its
+    bytes (issue 43): an edit that keeps the size and the time stamp still gets its own digest."""
+    from shepherd.core.engine import fastpath
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(fastpath, "_MEMO", [])
+    src = tmp_path / "m.py"
+    src.write_text("def f(x):\n    return x < 1\n")
+    before = fastpath.normalised(src)
+    assert (tmp_path / "xdg" / "shepherd" / fastpath.MEMO).is_file()
+    st = src.stat()
+    src.write_text("def f(x):\n    return x > 1\n")  # same size
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))  # same time stamp
+    fastpath._parsed.cache_clear()
+    monkeypatch.setattr(fastpath, "_MEMO", [])  # as a fresh process: the memo read from disk
+    after = fastpath.normalised(src)
+    assert after != before
+    src.write_text("def f(x):\n    # a comment\n    return x < 1\n")
+    fastpath._parsed.cache_clear()
+    assert fastpath.normalised(src) == before  # the first code again: its remembered digest
