@@ -173,6 +173,14 @@ def kernel_run(module_name: str) -> Iterator[None]:
             _finish(family)
 
 
+def compiling() -> bool:
+    """Whether the kernel family of the run in progress on this thread compiled (not loaded) code in this run:
+    then the run compiles what a later run of the family may call too (``stream._stream``'s ``oldest``), so a
+    family is announced once, not again by a longer run."""
+    family = getattr(_RUN, "family", None)
+    return family is not None and family in _OPEN
+
+
 def _finish(family: str) -> None:
     """Say ``family``'s compile is done, if it was announced and not said done yet."""
     if family in _OPEN:
