@@ -151,6 +151,18 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
                        result.workers_frame(), {"seed": result.seed})
 
 
+def batch_size_distribution_of_counts(counts: np.ndarray) -> pl.DataFrame:
+    """:func:`batch_size_distribution` of the completed batches given as counts per size (``counts[s]``: batches
+    of size ``s``; a summary-only run keeps only those): the same frame, without a row per batch (issue 43)."""
+    counts = np.asarray(counts, np.int64)
+    sizes = np.flatnonzero(counts)
+    batches = counts[sizes]
+    requests = sizes * batches
+    total = max(1, int(requests.sum()))
+    return pl.DataFrame({"size": sizes.astype(np.int32), "batches": batches.astype(np.uint32),
+                         "requests": requests.astype(np.int32)}).with_columns(share=pl.col("requests") / total)
+
+
 def batch_size_distribution(batches: pl.DataFrame) -> pl.DataFrame:
     """Completed batches per size (size, batches, requests, share of requests)."""
     done = batches.filter(~pl.col("preempted"))

@@ -82,3 +82,16 @@ def test_a_tally_of_parts_is_polars_on_all_the_values(parts, qs):
     assert tally.n == len(v)
     assert tally.nearest(tuple(qs)) == ([_polars(v, q) for q in qs] if len(v) else [None] * len(qs))
     assert tally.mean() == (pl.Series("v", v).mean() if len(v) else None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=40))
+def test_the_batch_size_distribution_of_counts_is_that_of_the_batches(counts):
+    """A summary-only run prints the batch sizes from its counts per size (issue 43): the frame the batches
+    themselves give, types included."""
+    from shepherd.core.metrics import batch_size_distribution, batch_size_distribution_of_counts
+
+    c = np.array(counts, np.int64)
+    sizes = pl.Series("size", np.repeat(np.arange(len(c), dtype=np.int32), c))
+    want = batch_size_distribution(pl.DataFrame({"size": sizes, "preempted": np.zeros(len(sizes), bool)}))
+    assert batch_size_distribution_of_counts(c).equals(want)

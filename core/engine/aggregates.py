@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 from shepherd.core.summary_stats import Tally
@@ -65,7 +64,3 @@ class SummaryAggregates:
     def counts(self) -> dict[str, int]:
         return {"good": self.good, "late": self.late, "dropped": self.dropped,
                 "preempted_requests": self.preempted_requests}
-
-    def done_sizes(self) -> pl.Series:
-        """The completed batches' sizes (sorted: only counts were kept)."""
-        return pl.Series("size", np.repeat(np.arange(len(self.sizes), dtype=np.int32), self.sizes))
