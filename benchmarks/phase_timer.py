@@ -21,8 +21,9 @@ modules load; nothing is imported early):
 * ``exit`` — from the end of ``_write_outputs`` to the process's end as the parent sees it (``wait4``'s
   rusage: user + system CPU of the child), i.e. ``main()``'s return and interpreter teardown.
 
-``cold``: ``NUMBA_CACHE_DIR`` a fresh empty folder per run (every kernel the run needs compiles); ``warm``: a
-folder filled by one untimed run first. Sides alternate order per round. Prints per size, mode and side the
+``cold``: ``NUMBA_CACHE_DIR`` and ``SHEPHERD_TRACE_CACHE`` fresh empty folders per run (every kernel the run
+needs compiles; a trace of ≥ 1 M requests is read from Parquet and its columns kept, ``core/trace_columns.py``);
+``warm``: folders filled by one untimed run first (the kernels load from disk, a large trace is mapped). Sides alternate order per round. Prints per size, mode and side the
 median CPU s per phase and the whole process's req/CPU-s, the sides' ratio, and whether the outputs
 (``summary.parquet``, ``workers.parquet``) are byte-identical between sides. Not a test.
 
@@ -221,9 +222,10 @@ def parent_of(checkout: str, work: Path, side: str) -> str:
 
 
 def one(parent: str, trace: Path, out: Path, cache: Path, extra: list[str]) -> dict:
-    """One timed child process: its phases and output digests."""
+    """One timed child process: its phases and output digests (``cache``: its JIT cache; the trace cache is
+    the folder ``traces`` in it)."""
     env = dict(os.environ, PYTHONPATH=parent, POLARS_MAX_THREADS="1", NUMBA_CACHE_DIR=str(cache),
-               PHASE_TIMER_OUT=str(out) + ".phases.json")
+               SHEPHERD_TRACE_CACHE=str(cache / "traces"), PHASE_TIMER_OUT=str(out) + ".phases.json")
     cmd = [sys.executable, "-c", CHILD, "simulate", "--policy", "flex", "--gpus", "12", "--record", "summary",
            "--trace", str(trace), "-o", str(out), *extra]
     try:

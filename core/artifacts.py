@@ -611,10 +611,16 @@ def read_trace_compact(path: str | os.PathLike[str]) -> Artifact | None:
     column as an Enum of the sorted model names — 4 bytes a request instead of a string: the values
     :func:`read_artifact` gives, with the same checks and errors, at about half the memory. The columns stay
     in the batches they were read in (no whole-column copy). None when the file is not the plain layout
-    (the declared column types, no optional column): then :func:`read_artifact` reads it."""
+    (the declared column types, no optional column): then :func:`read_artifact` reads it.
+
+    A trace of a million requests or more is read once from Parquet and then memory-mapped from the user's
+    cache (:mod:`shepherd.core.trace_columns`: the same frame, checked when it was first read)."""
+    from shepherd.core import trace_columns
+
     p = Path(path)
     if not p.is_file():
         return None
+    ident = trace_columns.identity(p)
     meta = read_metadata(p)
     stored_kind = _kind_of(meta)
     if stored_kind and stored_kind != "trace":
@@ -628,6 +634,15 @@ def read_trace_compact(path: str | os.PathLike[str]) -> Artifact | None:
     if dict(got) != {c.name: c.dtype for c in schema.required}:
         return None
     try:
+        rows = pq.read_metadata(p).num_rows
+    except (pa.ArrowException, OSError):
+        return None
+    columns = {name: (pl.Enum if name == "model" else dtype) for name, dtype in got.items()}
+    mapped = trace_columns.load(p, rows, columns)
+    if mapped is not None:
+        return Artifact(frame=mapped, kind="trace", provenance=_load_json(meta.get(PROVENANCE_KEY)),
+                        extra=_load_json(meta.get(EXTRA_KEY)), path=p, run=read_run_record(p))
+    try:
         df = _read_enum_probed(lazy)
         if df is None:  # a model the first rows do not name: every distinct model first, then the read
             models = sorted(lazy.select(pl.col("model").unique()).collect(engine="streaming")["model"].to_list())
@@ -639,6 +654,7 @@ def read_trace_compact(path: str | os.PathLike[str]) -> Artifact | None:
     problem = schema.check(df) if schema.check is not None else None
     if problem:
         raise UserError(f"trace artifact {p.name}: {problem}")
+    trace_columns.store(p, ident, df)
     return Artifact(frame=df, kind="trace", provenance=_load_json(meta.get(PROVENANCE_KEY)),
                     extra=_load_json(meta.get(EXTRA_KEY)), path=p, run=read_run_record(p))
 

@@ -59,21 +59,26 @@ def summarize_tables(requests: pl.DataFrame, batches: pl.DataFrame, workers: pl.
 
 
 def summary_row(policy: str, n: int, first: int | None, last: int | None, end: int, counts: dict[str, int],
-                lat_us: np.ndarray, q_us: np.ndarray, size_counts: np.ndarray, preemptions: int,
+                lat_us: Any, q_us: Any, size_counts: np.ndarray, preemptions: int,
                 workers: pl.DataFrame, extra: dict[str, Any] | None = None) -> pl.DataFrame:
     """The one-row summary from what it needs (:func:`summarize_tables` takes it from whole tables, a run that
     kept only running aggregates gives it directly): the request count, first and last arrival, the last
-    batch end, the outcome counts, the served requests' latencies and queueing delays (µs, int64 arrays),
-    the completed batches per size (``size_counts[s]``: batches of size ``s``), the preemption count and the
+    batch end, the outcome counts, the served requests' latencies and queueing delays (µs, int64 arrays, or
+    each a :class:`~shepherd.core.summary_stats.Tally` of them), the completed batches per size
+    (``size_counts[s]``: batches of size ``s``), the preemption count and the
     workers table. Quantiles are polars' ``interpolation="nearest"`` ones, found without a sort
     (:mod:`shepherd.core.summary_stats`)."""
-    from shepherd.core.summary_stats import nearest, nearest_counts
+    from shepherd.core.summary_stats import Tally, nearest, nearest_counts
 
     span_us = max(1, (last or 0) - (first or 0))
     horizon_us = max(1, end - (first or 0))
-    p50, p99 = nearest(lat_us, (0.5, 0.99))
-    (q99,) = nearest(q_us, (0.99,))
-    lat = {"p50": p50, "p99": p99, "mq": pl.Series("v", q_us).mean() if len(q_us) else None, "q99": q99}
+    if isinstance(lat_us, Tally):  # kept as counts (a summary-only run): the same statistics
+        (p50, p99), (q99,), mq = lat_us.nearest((0.5, 0.99)), q_us.nearest((0.99,)), q_us.mean()
+    else:
+        p50, p99 = nearest(lat_us, (0.5, 0.99))
+        (q99,) = nearest(q_us, (0.99,))
+        mq = pl.Series("v", q_us).mean() if len(q_us) else None
+    lat = {"p50": p50, "p99": p99, "mq": mq, "q99": q99}
     lat = {k: (v / 1000.0 if v is not None else None) for k, v in lat.items()}
     n_done = int(size_counts.sum())
     b50, b99 = nearest_counts(size_counts, (0.5, 0.99))
@@ -123,8 +128,8 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
     r = result.recorder
     agg = r.aggregates
     if agg is not None:
-        return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.values("lat"),
-                           agg.values("queue"), agg.sizes, agg.n_pre, result.workers_frame(), {"seed": result.seed})
+        return summary_row(result.policy, agg.n, agg.first, agg.last, agg.end, agg.counts(), agg.lat, agg.queue,
+                           agg.sizes, agg.n_pre, result.workers_frame(), {"seed": result.seed})
     # what summarize_tables reads from the request and batch tables, from the recorder's arrays directly, in
     # a few numpy passes over each (:mod:`shepherd.core.summary_stats`)
     from shepherd.core.summary_stats import batch_stats, request_stats
@@ -144,6 +149,18 @@ def summarize(result: "SimulationResult") -> pl.DataFrame:
     end = max(last, int(b_end)) if len(b["size"]) else last
     return summary_row(result.policy, n, first, last, end, counts, lat[:k], queue[:k], sizes, int(n_pre),
                        result.workers_frame(), {"seed": result.seed})
+
+
+def batch_size_distribution_of_counts(counts: np.ndarray) -> pl.DataFrame:
+    """:func:`batch_size_distribution` of the completed batches given as counts per size (``counts[s]``: batches
+    of size ``s``; a summary-only run keeps only those): the same frame, without a row per batch (issue 43)."""
+    counts = np.asarray(counts, np.int64)
+    sizes = np.flatnonzero(counts)
+    batches = counts[sizes]
+    requests = sizes * batches
+    total = max(1, int(requests.sum()))
+    return pl.DataFrame({"size": sizes.astype(np.int32), "batches": batches.astype(np.uint32),
+                         "requests": requests.astype(np.int32)}).with_columns(share=pl.col("requests") / total)
 
 
 def batch_size_distribution(batches: pl.DataFrame) -> pl.DataFrame:

@@ -84,3 +84,54 @@ def nearest_counts(counts: np.ndarray, qs: tuple[float, ...]) -> list[float | No
         return [None] * len(qs)
     cum = np.cumsum(counts)
     return [float(np.searchsorted(cum, rank(n, q), side="right")) for q in qs]
+
+
+class Tally:
+    """Integer values kept as they come for :func:`nearest`'s quantiles and their mean (issue 43: a summary
+    without full-size temporaries): counts per value while every value lies in ``0 … HISTOGRAM_SPAN`` (a
+    latency or a queueing delay in µs: one ``bincount`` per part, no value kept), with their exact sum; the
+    values themselves once one falls outside. The quantiles are :func:`nearest`'s of all the values, the mean
+    polars' ``Series.mean()`` of them (``tests/test_summary_stats.py``)."""
+
+    __slots__ = ("counts", "n", "total", "parts")
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(0, np.int64)
+        self.n = 0
+        self.total = 0
+        self.parts: list[np.ndarray] | None = None  # the values, once one is outside the histogram
+
+    def add(self, values: np.ndarray) -> None:
+        if not len(values):
+            return
+        self.n += len(values)
+        self.total += int(values.sum(dtype=np.int64))
+        if self.parts is None and 0 <= int(values.min()) and int(values.max()) <= HISTOGRAM_SPAN:
+            got = np.bincount(values)
+            if len(got) > len(self.counts):
+                got[:len(self.counts)] += self.counts
+                self.counts = got
+            else:
+                self.counts[:len(got)] += got
+            return
+        if self.parts is None:  # the values counted so far, as values (their order changes no statistic)
+            self.parts = [np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)]
+            self.counts = np.zeros(0, np.int64)
+        self.parts.append(np.asarray(values, np.int64))
+
+    def nearest(self, qs: tuple[float, ...]) -> list[float | None]:
+        """:func:`nearest` of the values."""
+        if self.parts is None:
+            return nearest_counts(self.counts, qs)
+        return nearest(np.concatenate(self.parts), qs)
+
+    def mean(self) -> float | None:
+        """The values' mean as polars' ``Series.mean()`` gives it (None when there are none): the exact sum over
+        the count while it is exact in a float, else polars' own."""
+        if not self.n:
+            return None
+        if self.parts is None or abs(self.total) < (1 << 53):
+            return self.total / self.n
+        import polars as pl
+
+        return pl.Series("v", np.concatenate(self.parts)).mean()

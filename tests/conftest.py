@@ -57,6 +57,14 @@ def _no_ambient_ray_cluster(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _own_trace_cache(tmp_path_factory, monkeypatch):
+    """Large traces' columns (core/trace_columns.py) are kept in a folder of the test session's, never the
+    user's cache."""
+    if "SHEPHERD_TRACE_CACHE" not in os.environ:
+        monkeypatch.setenv("SHEPHERD_TRACE_CACHE", str(tmp_path_factory.getbasetemp() / "trace-columns"))
+
+
 @dataclass
 class CliResult:
     code: int

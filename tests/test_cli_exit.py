@@ -52,8 +52,19 @@ def test_stdout_redirected_to_a_file_is_complete(tmp_path):
 def test_a_full_exit_when_asked_or_when_a_thread_still_runs():
     asked = _run("--version", env={"SHEPHERD_FULL_EXIT": "1"})
     assert asked.returncode == 0 and "teardown ran" in asked.stdout
-    threaded = PRELUDE + ("threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True)))"
-                          ".start()\nfrom shepherd.cli.app import main\nmain()\n")
+    # the thread is still running when exit_now decides (it waits for ``go``, set only once exit_now chose a
+    # normal exit by raising SystemExit): no sleep decides the outcome
+    threaded = PRELUDE + ("go = threading.Event()\n"
+                          "threading.Thread(target=lambda: (go.wait(), print('thread done', flush=True))).start()\n"
+                          "import shepherd.cli.app as app\n"
+                          "real = app.exit_now\n"
+                          "def exit_now(code):\n"
+                          "    try:\n"
+                          "        real(code)\n"
+                          "    finally:\n"
+                          "        go.set()\n"
+                          "app.exit_now = exit_now\n"
+                          "app.main()\n")
     run = _run("--version", code=threaded)
     assert run.returncode == 0
     assert "thread done" in run.stdout and "teardown ran" in run.stdout  # waited for it, as Python does

@@ -168,3 +168,25 @@ def test_compiles_inside_a_kernel_run_are_announced_once_as_the_run_s_family(tmp
     lines = run.stderr.strip().splitlines()
     assert [line.split(" ", 1)[1].split(" in ")[0] for line in lines] == [
         "compiling the family kernel (once per machine, then cached on disk) …", "compiled the family kernel"], lines
+
+
+def test_a_compiling_run_of_one_chunk_also_compiles_what_longer_runs_call(monkeypatch):
+    """``oldest`` runs only between chunks: a first run of one chunk that compiles its family calls it once at
+    the end, so a later run of many chunks loads it rather than compiling it (a second 'compiling the flex
+    kernel' line in one reproduce, issue 43); a run that compiled nothing does not call it."""
+    from shepherd import api
+    from shepherd.core.engine import EngineConfig
+    from shepherd.core.engine.fast import jitcache, stream
+
+    calls = []
+    real = stream.oldest
+    monkeypatch.setattr(stream, "oldest", lambda *a: calls.append(1) or real(*a))
+    trace = api.load_trace("maf-synthetic", seed=0, duration_min=1, synthetic_rate=20.0)
+    for compiling, want in ((False, 0), (True, 1)):
+        calls.clear()
+        monkeypatch.setattr(jitcache, "compiling", lambda c=compiling: c)
+        api.simulate(trace, policy="flex", gpus=2, engine=EngineConfig(path="fast", record="summary"))
+        assert len(calls) == want
+    calls.clear()  # several chunks: called between them, as before, whatever was compiled
+    api.simulate(trace, policy="flex", gpus=2, engine=EngineConfig(path="fast", record="summary", stream_chunk=200))
+    assert len(calls) >= 1

@@ -64,3 +64,34 @@ def test_request_and_batch_stats(rows):
     assert sizes.tolist()[1:] == np.bincount(done, minlength=len(sizes)).tolist()[1:len(sizes)]
     assert sizes.sum() == len(done) and b_pre == np.count_nonzero(pre)
     assert last == (fin.max() if n else -1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 400) | st.integers(0, 1 << 20) | st.integers(-(1 << 40), 1 << 45),
+                         max_size=60), max_size=6), QS)
+def test_a_tally_of_parts_is_polars_on_all_the_values(parts, qs):
+    """A summary-only run keeps its latencies and delays as a Tally, part after part (issue 43: no full-size
+    temporaries): the same quantiles and mean as polars of all the values, also once a part holds a value
+    outside the histogram's span (then the values are kept)."""
+    from shepherd.core.summary_stats import Tally
+
+    tally = Tally()
+    for part in parts:
+        tally.add(np.array(part, np.int64))
+    v = np.array([x for part in parts for x in part], np.int64)
+    assert tally.n == len(v)
+    assert tally.nearest(tuple(qs)) == ([_polars(v, q) for q in qs] if len(v) else [None] * len(qs))
+    assert tally.mean() == (pl.Series("v", v).mean() if len(v) else None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=40))
+def test_the_batch_size_distribution_of_counts_is_that_of_the_batches(counts):
+    """A summary-only run prints the batch sizes from its counts per size (issue 43): the frame the batches
+    themselves give, types included."""
+    from shepherd.core.metrics import batch_size_distribution, batch_size_distribution_of_counts
+
+    c = np.array(counts, np.int64)
+    sizes = pl.Series("size", np.repeat(np.arange(len(c), dtype=np.int32), c))
+    want = batch_size_distribution(pl.DataFrame({"size": sizes, "preempted": np.zeros(len(sizes), bool)}))
+    assert batch_size_distribution_of_counts(c).equals(want)

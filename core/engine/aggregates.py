@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
+from shepherd.core.summary_stats import Tally
 
 
 class SummaryAggregates:
     """What a run's summary (:func:`shepherd.core.metrics.summary_row`) needs, kept as the rows become final
     instead of the rows (``EngineConfig.record == "summary"``, the compiled fast paths): outcome counts,
-    first and last arrival, the served requests' latencies and queueing delays (the exact quantiles need
-    every value: int32 where they fit), the completed batches' sizes as counts per size, the preempted
-    batches and the last batch end."""
+    first and last arrival, the served requests' latencies and queueing delays (as counts per µs value,
+    :class:`~shepherd.core.summary_stats.Tally`: the exact quantiles and mean without keeping the values),
+    the completed batches' sizes as counts per size, the preempted batches and the last batch end."""
 
     __slots__ = ("n", "first", "last", "end", "good", "late", "dropped", "preempted_requests", "lat", "queue",
                  "sizes", "n_pre", "n_batches")
@@ -24,8 +24,8 @@ class SummaryAggregates:
         self.last: int | None = None
         self.end = 0
         self.good = self.late = self.dropped = self.preempted_requests = 0
-        self.lat: list[np.ndarray] = []
-        self.queue: list[np.ndarray] = []
+        self.lat = Tally()
+        self.queue = Tally()
         self.sizes = np.zeros(0, np.int64)
         self.n_pre = self.n_batches = 0
 
@@ -43,11 +43,9 @@ class SummaryAggregates:
         self.dropped += int(counts[DROPPED]) + int(counts[0])  # never served: dropped (Engine.run)
         self.preempted_requests += int(np.count_nonzero(preempt))
         served = finish >= 0
-        for out, col in ((self.lat, finish), (self.queue, start)):
-            v = col[served] - arrival[served]
-            if len(v) and -(1 << 31) <= v.min() and v.max() < (1 << 31):
-                v = v.astype(np.int32)
-            out.append(v)
+        arrived = arrival[served]
+        self.lat.add(finish[served] - arrived)
+        self.queue.add(start[served] - arrived)
         if int(self.end) < hi:
             self.end = hi
 
@@ -66,16 +64,3 @@ class SummaryAggregates:
     def counts(self) -> dict[str, int]:
         return {"good": self.good, "late": self.late, "dropped": self.dropped,
                 "preempted_requests": self.preempted_requests}
-
-    def values(self, which: str) -> np.ndarray:
-        """The kept latencies (``"lat"``) or queueing delays (``"queue"``) as one array (int32 where every
-        part is)."""
-        parts = getattr(self, which)
-        if not parts:
-            return np.empty(0, np.int64)
-        wide = any(p.dtype != np.int32 for p in parts)
-        return np.concatenate([p.astype(np.int64, copy=False) for p in parts] if wide else parts)
-
-    def done_sizes(self) -> pl.Series:
-        """The completed batches' sizes (sorted: only counts were kept)."""
-        return pl.Series("size", np.repeat(np.arange(len(self.sizes), dtype=np.int32), self.sizes))

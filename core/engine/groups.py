@@ -116,7 +116,6 @@ class _Logged:
 
 def run_group(job: GroupJob) -> GroupRun | None:
     """Simulate one group alone; None if it used something that couples groups."""
-    import shepherd.core.policies  # noqa: F401 - registers the built-in policies in a fresh process
     from shepherd.core.engine.actions import Actions
     from shepherd.core.engine.loop import Engine
     from shepherd.core.policies import registry

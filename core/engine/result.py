@@ -120,8 +120,7 @@ class SimulationResult:
         agg = self.recorder.aggregates
         if agg is None:
             return metrics.batch_size_distribution(self.batch_sizes_frame())
-        sizes = agg.done_sizes()
-        return metrics.batch_size_distribution(pl.DataFrame({"size": sizes, "preempted": np.zeros(len(sizes), bool)}))
+        return metrics.batch_size_distribution_of_counts(agg.sizes)
 
     def segments_frame(self) -> pl.DataFrame:
         """Every (batch, worker, start, end) piece of work (:meth:`.Recorder.segments`)."""

@@ -33,8 +33,6 @@ from shepherd.core.policies import registry
 from shepherd.core.profiles import DEFAULT_MAX_BATCH
 from shepherd.core.units import ms_to_us
 
-import shepherd.core.policies  # noqa: E402,F401 - registers the built-in policies (before any timed call)
-
 #: how to give each artifact kind, for the error of a policy that lacks one
 KIND_HINTS = {
     "profiles": "a profiles frame (--profiles, or the built-in tables)",

@@ -1,8 +1,8 @@
 """The one registry of online policies: name → (policy class, typed config class).
 
 A built-in policy is one module that decorates its class with
-:func:`register` plus one import line in ``core/policies/__init__.py``
-(STYLE.md pattern 1). A researcher's own policy, in their own package, is
+:func:`register` plus its name in :data:`BUILTIN` (STYLE.md pattern 1;
+imported when the name is first asked for). A researcher's own policy, in their own package, is
 found through the ``shepherd.policies`` Python entry-point group::
 
     # their pyproject.toml
@@ -46,6 +46,24 @@ class PolicySpec:
 POLICIES: dict[str, PolicySpec] = {}
 _loaded_entry_points = False
 
+#: the built-in policies: name → the module of ``shepherd.core.policies`` that registers it, imported the first
+#: time the name is asked for (issue 43: a run imports its own policy, not the nine others with their planners,
+#: pipelines and Accordion's scheduler — ~0.05 CPU-s of a small run). A new built-in policy adds its line here
+#: (``tests/test_policy_registry_lazy.py`` checks every module's registrations are listed).
+BUILTIN = {
+    "accordion": "accordion", "bbs": "accordion", "fastest": "accordion", "one-stage": "accordion",
+    "slo-conforming": "accordion", "clockwork": "clockwork", "flex": "flex", "flex-np": "flex", "nexus": "nexus",
+    "ppipe": "ppipe", "reactive": "reactive", "symphony": "symphony", "symphony-wc": "symphony",
+}
+
+
+def load_builtin(name: str | None = None) -> None:
+    """Import the module registering built-in policy ``name`` (every built-in one when None)."""
+    import importlib
+
+    for module in sorted(set(BUILTIN.values()) if name is None else {BUILTIN[name]}):
+        importlib.import_module(f"shepherd.core.policies.{module}")
+
 
 def register(name: str, config_cls: type = NoOptions):
     """Class decorator: register a :class:`Policy` subclass under ``name``."""
@@ -83,11 +101,14 @@ def load_entry_points(force: bool = False) -> None:
 
 
 def names() -> list[str]:
+    load_builtin()
     load_entry_points()
     return sorted(POLICIES)
 
 
 def get(name: str) -> PolicySpec:
+    if name not in POLICIES and name in BUILTIN:
+        load_builtin(name)
     if name not in POLICIES:
         load_entry_points()
     try:

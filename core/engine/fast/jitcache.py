@@ -13,8 +13,8 @@ A fresh checkout has no cache and is unaffected.
 process would compile the same family at once. :func:`guard` wraps each cached dispatcher's ``compile`` so
 that it holds a per-family file lock beside the cache (``<family>.compile-lock``, ``fcntl.flock``; re-entrant
 within a process) while it compiles or loads — a second process waits, then loads the first one's machine
-code — and so that the first real compile (numba's ``numba:compile`` event) prints one line on stderr,
-``compiling the flex kernel, once per machine, ~1 min``, once per family and process. Where ``fcntl`` or the
+code — and so that the first real compile (numba's ``numba:compile`` event) prints one timestamped line on
+stderr (:data:`MESSAGE`) and, when it ends, its duration (:data:`DONE`), once per family and process. Where ``fcntl`` or the
 cache folder is unavailable, compiles run unlocked. ``shepherd warmup`` compiles every family ahead.
 """
 
@@ -172,6 +172,14 @@ def kernel_run(module_name: str) -> Iterator[None]:
         _RUN.family = outer
         if outer is None:
             _finish(family)
+
+
+def compiling() -> bool:
+    """Whether the kernel family of the run in progress on this thread compiled (not loaded) code in this run:
+    then the run compiles what a later run of the family may call too (``stream._stream``'s ``oldest``), so a
+    family is announced once, not again by a longer run."""
+    family = getattr(_RUN, "family", None)
+    return family is not None and family in _OPEN
 
 
 def _finish(family: str) -> None:

@@ -19,6 +19,7 @@ import polars as pl
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER, NONE, S_CP,
                                               S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, Queues, Window,
                                               Workers, oldest, q_reserve, shift_running)
+from shepherd.core.engine.fast import jitcache
 
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
 LOG_ROOM = 1024
@@ -194,6 +195,9 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
     # costs no memory): no copies while it grows
     blog = np.empty((B_COLS, min(step, n) + LOG_ROOM), np.int64)
     pos, delta = 0, 0
+    # ``oldest`` runs only between chunks: a run of one chunk that compiles its family calls it once at the
+    # end, so a later run of many chunks loads it, not compiles it (one compile notice per family, issue 43)
+    called_oldest = False
     while True:
         hi = min(n, pos + step)
         new_m = _piece(m_all, pos, hi).astype(np.int64, copy=False)
@@ -218,7 +222,10 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
         nbl = st[ST_NB] - st[ST_BOFF]
         if hi == n:
             lo, fin = len(win.t), nbl
+            if not called_oldest and jitcache.compiling():  # compiled with the rest of the family (below)
+                oldest(q.qh, q.qe, q.qr, w.reqs, w.size, w.bid, min(s[S_CP], st[ST_I]))
         else:
+            called_oldest = True
             lo = oldest(q.qh, q.qe, q.qr, w.reqs, w.size, w.bid, min(s[S_CP], st[ST_I]))
             run_ids = w.bid[w.bid != NONE]
             fin = (int(run_ids.min()) - st[ST_BOFF]) if kernel.preempts and len(run_ids) else nbl
