@@ -141,3 +141,20 @@ def test_table5_planning_claim_is_never_decided_by_wall_clock(tmp_path):
     assert Table5().report(slow, tmp_path).claims[-1].verdict.state == FAILS
     old = pl.DataFrame(base | {"solve_s": [20.0, 95.0]})                                # cells without CPU time
     assert Table5().report(old, tmp_path).claims[-1].verdict.state == NOT_JUDGED
+
+
+def test_ppipe_fig14_runtime_claims_are_judged_on_cpu_seconds_never_wall_clock():
+    import polars as pl
+
+    from shepherd.experiments.ppipe.fig14_milp_runtime import cpu_claims
+
+    rows = {"panel": ["gpus"] * 2 + ["types"] * 2, "value": [100, 100_000, 2, 4]}
+    # a loaded machine: wall time 10× at 100k GPUs and falling with more types; the work did neither
+    busy = pl.DataFrame(rows | {"solve_s": [1.0, 10.0, 9.0, 3.0], "cpu_s": [1.0, 1.5, 2.0, 40.0]})
+    flat, types = cpu_claims(busy)
+    assert flat.verdict.state == HOLDS and "1.00 → 1.50 CPU-s" in flat.detail and "not judged" in flat.detail
+    assert types.verdict.state == HOLDS and "4: 40.0 CPU-s" in types.detail
+    grows = pl.DataFrame(rows | {"solve_s": [1.0, 1.0, 3.0, 3.0], "cpu_s": [1.0, 9.0, 3.0, 2.0]})
+    assert [c.verdict.state for c in cpu_claims(grows)] == [FAILS, FAILS]
+    old = pl.DataFrame(rows | {"solve_s": [1.0, 1.0, 3.0, 3.0]})                     # cells without CPU time
+    assert [c.verdict.state for c in cpu_claims(old)] == [NOT_JUDGED, NOT_JUDGED]

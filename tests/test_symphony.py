@@ -326,8 +326,9 @@ def test_symphony_experiments_are_registered_with_small_quick_grids():
     names = {e.name for e in resolve(["symphony"])}
     assert {"symphony-table2", "symphony-fig1", "symphony-fig4", "symphony-fig6", "symphony-fig7",
             "symphony-table4", "symphony-fig10", "symphony-fig11", "symphony-fig13", "symphony-fig14"} <= names
-    # ≤ 170: issue 31 runs every Symphony rule side by side in Figs. 4, 10 and 14
-    assert sum(len(e.cells(Scale(quick=True, seeds=1))) for e in resolve(["symphony"])) <= 170
+    # ≤ 180: issue 31 runs every Symphony rule side by side in Figs. 4, 10 and 14; issue 41 adds Clipper pruning as a
+    # labelled variant of Figs. 10 and 14 (175 cells; the quick run took 6.5 min on two loaded cores)
+    assert sum(len(e.cells(Scale(quick=True, seeds=1))) for e in resolve(["symphony"])) <= 180
     assert [e.name for e in resolve(["cross-symphony-shepherd"])] == ["cross-symphony-shepherd"]
 
 

@@ -253,3 +253,21 @@ def test_fig15_cells_and_report(tmp_path):
     assert any(h.paper == 800 for h in section.headlines)
     assert any("≥ 90%" in c.text for c in section.claims)
     assert any("absolute gap" in h.what for h in section.headlines)
+    assert (results["cpu_s"] >= 0).all()
+    window = [c for c in section.claims if "window" in c.text]
+    assert window and all("CPU seconds" in c.text for c in window)
+
+
+def test_fig15_window_claim_is_judged_on_cpu_seconds_never_wall_clock():
+    # issue 41: a busy machine stretches the solver's wall time, not its work
+    from shepherd.experiments.judge import FAILS, HOLDS, NOT_JUDGED
+    from shepherd.experiments.symphony.fig15_partition import window_claim
+
+    base = {"imbalance_rate": [1e-4, 2e-4], "status": ["feasible"] * 2, "start_s": [1.0, 1.5]}
+    loaded = pl.DataFrame(base | {"solve_s": [14.0, 19.0], "cpu_s": [9.8, 10.4]})   # wall far past 10 s
+    c = window_claim("fig15", "MILP", 10.0, loaded)
+    assert c.verdict.state == HOLDS and "10.40 CPU-s" in c.detail and "19.00 s" in c.detail
+    slow = pl.DataFrame(base | {"solve_s": [9.0, 9.5], "cpu_s": [9.0, 12.0]})          # more work than the window
+    assert window_claim("fig15", "MILP", 10.0, slow).verdict.state == FAILS
+    old = pl.DataFrame(base | {"solve_s": [9.0, 9.5]})                                  # cells without CPU time
+    assert window_claim("fig15", "MILP", 10.0, old).verdict.state == NOT_JUDGED

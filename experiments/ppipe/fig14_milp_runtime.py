@@ -22,6 +22,7 @@ left; status and gap are in the data and the headline. Past
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import polars as pl
@@ -56,9 +57,12 @@ class Fig14(c.PPipeExperiment):
         else:
             cluster = custom_cluster(TYPES[int(p["value"])], 10.0, name=f"{p['value']}-types")
         solver = SolverConfig("highs", float(p["time_limit"]), 0.01)
-        plan = c.plan("ppipe", cluster, c.groups()[p["group"]], "poisson", solver=solver, rules=p.get("rules", "paper"))
+        cpu = time.process_time()  # the planner itself, never a plan this process cached earlier
+        plan = c.plan.__wrapped__("ppipe", cluster, c.groups()[p["group"]], "poisson", solver=solver,
+                                  rules=p.get("rules", "paper"))
+        cpu_s = time.process_time() - cpu
         return c.tagged(pl.DataFrame([dict(panel=p["panel"], value=int(p["value"]), group=p["group"] + 1,
-                                  solve_s=float(plan.meta["solve_s"]),
+                                  solve_s=float(plan.meta["solve_s"]), cpu_s=float(cpu_s),
                                   status=str(plan.meta["status"]), gap=float(plan.meta.get("gap") or 0.0),
                                   candidates=int(plan.meta["candidates"]), xput=plan.normalized_xput)]), p)
 
@@ -85,20 +89,43 @@ class Fig14(c.PPipeExperiment):
         def status(r):  # noqa: ANN001, ANN202
             return "all optimal" if r["all_optimal"] else f"worst gap {100 * r['gap']:.2f} %"
 
-        headlines = [Headline(f"{r['value']} GPU types: median MILP time ({status(r)})",
+        headlines = [Headline(f"{r['value']} GPU types: median MILP wall time ({status(r)})",
                               PAPER_TYPES[r["value"]], r["solve_s"], unit="s") for r in t.iter_rows(named=True)]
-        headlines += [Headline(f"{r['value']:,} GPUs: median MILP time ({status(r)})", None, r["solve_s"], unit="s")
+        headlines += [Headline(f"{r['value']:,} GPUs: median MILP wall time ({status(r)})", None, r["solve_s"], unit="s")
                       for r in g.iter_rows(named=True)]
-        first, last = (float(g["solve_s"][0]), float(g["solve_s"][-1])) if g.height else (0.0, 0.0)
-        claims = [Claim("runtime stays nearly constant from 100 to 100k GPUs (median within 3× + 1 s)",
-                        last <= 3 * first + 1.0,
-                        f"{first:.2f} s → {last:.2f} s; the default formulation adds the knapsack relaxation's cut "
-                        "and start only while its DP grid fits (solvers.ppipe_knapsack.MAX_GRID_CELLS: the "
-                        "100-GPU cluster), past it the MILP solves alone, so the sizes are not solved alike"),
-                  Claim("more GPU types → longer MILP", bool(t.height < 2 or t["solve_s"][-1] > t["solve_s"][0]),
-                        ", ".join(f"{r['value']}: {r['solve_s']:.1f} s" for r in t.iter_rows(named=True)))]
-        return Section(self.title, figures, headlines, claims,
-                       ["Paper timings are Gurobi on a 64-core n1-standard-64; ours are HiGHS, single process."])
+        return Section(self.title, figures, headlines, cpu_claims(results),
+                       ["Paper timings are Gurobi on a 64-core n1-standard-64; ours are HiGHS, single process. "
+                        "The figure and the rows are wall-clock seconds (not judged); the two claims are judged "
+                        "on the planner's CPU seconds (issue 41: no wall-clock figure decides a claim — a busy "
+                        "machine stretches wall time, not the solver's work)."])
+
+
+#: the claims about runtime, judged on CPU seconds of the planner (``cpu_s``), never on wall-clock
+CPU_CLAIMS = ("runtime stays nearly constant from 100 to 100k GPUs (median planner CPU seconds within 3× + 1 s)",
+              "more GPU types → longer MILP (median planner CPU seconds)")
+
+
+def cpu_claims(results: pl.DataFrame) -> list[Claim]:
+    """§7.6's two runtime claims on the medians over groups of the planner's CPU seconds; cells from before
+    the CPU column (``cpu_s``) leave both not judged."""
+    from shepherd.experiments.judge import NOT_JUDGED
+
+    if "cpu_s" not in results.columns or results["cpu_s"].null_count():
+        why = ("not judged: these cells predate the CPU-time column; re-run `shepherd reproduce ppipe-fig14` "
+               "(wall-clock does not decide a claim)")
+        return [Claim(text, False, why, state=NOT_JUDGED) for text in CPU_CLAIMS]
+    med = results.group_by("panel", "value").agg(pl.col("cpu_s").median(), pl.col("solve_s").median())
+    g = med.filter(pl.col("panel") == "gpus").sort("value")
+    t = med.filter(pl.col("panel") == "types").sort("value")
+    first, last = (float(g["cpu_s"][0]), float(g["cpu_s"][-1])) if g.height else (0.0, 0.0)
+    return [Claim(CPU_CLAIMS[0], last <= 3 * first + 1.0,
+                  f"{first:.2f} → {last:.2f} CPU-s (wall {float(g['solve_s'][0]) if g.height else 0:.2f} → "
+                  f"{float(g['solve_s'][-1]) if g.height else 0:.2f} s, not judged); the default formulation adds "
+                  "the knapsack relaxation's cut and start only while its DP grid fits "
+                  "(solvers.ppipe_knapsack.MAX_GRID_CELLS: the 100-GPU cluster), past it the MILP solves alone, so "
+                  "the sizes are not solved alike"),
+            Claim(CPU_CLAIMS[1], bool(t.height < 2 or t["cpu_s"][-1] > t["cpu_s"][0]),
+                  ", ".join(f"{r['value']}: {r['cpu_s']:.1f} CPU-s" for r in t.iter_rows(named=True)))]
 
 
 EXPERIMENT = register(Fig14())

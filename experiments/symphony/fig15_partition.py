@@ -18,7 +18,8 @@ The paper prints no numbers for Fig. 15 (the CDF is an image), so REPORT.md
 states the setup numbers it does print (800, 20, 10 s) beside ours, and the
 claims with explicit tolerances: the MILP beats random search on both
 imbalance factors in ≥ 90 % of configurations (the issue's acceptance bar),
-and the MILP answers within the 10 s window (solver time ≤ 1.1 × limit + 0.5 s).
+and the MILP answers within the 10 s window (CPU seconds of the solve ≤ 1.1 × limit + 0.5 s; judged
+on CPU time, never wall-clock: issue 41).
 
 Measured (``shepherd reproduce symphony-fig15 -j 1``, 800 × 20 at 10 s, seeds
 0–19, a 2-core machine at load average ~12): MILP (HiGHS, threads = 1, greedy
@@ -74,17 +75,18 @@ class Fig15(Experiment):
         limit = float(p["time_limit"])
         runs = []
         for method, solver, use_start in (("MILP", "highs", True), ("MILP-CBC-nostart", "cbc", False)):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             part = sp.solve_partition(inst, SolverConfig(solver, limit, 1e-4, threads=1), start=use_start)
-            runs.append((method, part, time.perf_counter() - start))
+            runs.append((method, part, time.perf_counter() - start, time.process_time() - cpu))
+        cpu = time.process_time()
         rand = sb.random_search(inst, limit, seed=int(p["seed"]))
-        runs.append(("random", rand, rand.result.solve_s))
+        runs.append(("random", rand, rand.result.solve_s, time.process_time() - cpu))
         greedy = sp.greedy(inst)
         greedy_obj = sp.objective(inst, greedy) if greedy is not None else None
         handed, _ = sp.start_partition(inst)  # what the HiGHS row starts from (deterministic)
         start_obj = sp.objective(inst, handed) if handed is not None else None
         rows = []
-        for method, part, wall in runs:
+        for method, part, wall, cpu_s in runs:
             s = sp.summary(inst, part.assignment) if part.assignment is not None else None
             rows.append(dict(
                 panel=p["panel"], models=int(p["models"]), partitions=int(p["partitions"]), seed=int(p["seed"]),
@@ -94,7 +96,7 @@ class Fig15(Experiment):
                 abs_gap=(s["objective"] - part.result.bound) if s and part.result.bound is not None else None,
                 imbalance_rate=s["imbalance_rate"] if s else None,
                 imbalance_memory=s["imbalance_memory"] if s else None,
-                solve_s=float(part.result.solve_s), wall_s=float(wall), start_s=float(part.extra.get("start_s", 0.0)),
+                solve_s=float(part.result.solve_s), wall_s=float(wall), cpu_s=float(cpu_s), start_s=float(part.extra.get("start_s", 0.0)),
                 gap=float(part.result.gap) if part.result.gap is not None else None,
                 samples=int(part.samples), feasible_samples=int(part.feasible_samples)))
         return pl.DataFrame(rows, schema_overrides={"objective": pl.Float64, "imbalance_rate": pl.Float64,
@@ -166,15 +168,7 @@ class Fig15(Experiment):
                 claims.append(Claim(f"{tag}: {method} beats random search on both imbalance factors in "
                                     f"≥ {WIN_BAR:.0%} of configurations", frac >= WIN_BAR,
                                     f"{int(wins.sum())}/{pair.height} = {frac:.0%}"))
-                worst = float(milp["solve_s"].max())
-                start_max = float(milp["start_s"].max()) if "start_s" in milp.columns else float("nan")
-                claims.append(Claim(f"{tag}: {method} answers within the {limit:g} s window (solver time ≤ "
-                                    f"{LIMIT_SLACK:.2f}× limit + {LIMIT_ABS_S:g} s) with a partition every time",
-                                    worst <= LIMIT_SLACK * limit + LIMIT_ABS_S
-                                    and milp["imbalance_rate"].null_count() == 0,
-                                    f"worst {worst:.2f} s: the solver stops up to {worst - limit:.2f} s past the "
-                                    f"limit it was given (the window less the start's ≤ {start_max:.2f} s); "
-                                    f"statuses {sorted(set(milp['status'].to_list()))}"))
+                claims.append(window_claim(tag, method, limit, milp))
                 if method == "MILP" and "greedy_objective" in milp.columns:
                     better = milp.select((pl.col("objective") < pl.col("start_objective") * (1 - 1e-9)).sum()).item()
                     notes_extra.append(f"{tag}: HiGHS improved on the start it was handed in {better}/{milp.height} "
@@ -194,6 +188,25 @@ class Fig15(Experiment):
             "MILP-CBC-nostart: the same MILP on CBC without a start (HiGHS alone finds no solution in 10 s at "
             "800 × 20), to show what the solver achieves by itself in the window.",
         ] + notes_extra)
+
+
+def window_claim(tag: str, method: str, limit: float, milp: pl.DataFrame) -> Claim:
+    """A.2's "answers within the window", judged on the solve's CPU seconds (with the start's; threads = 1), never
+    on wall-clock (issue 41): a loaded machine stretches wall time, not the solver's work. Cells from before the
+    CPU column leave it not judged."""
+    from shepherd.experiments.judge import NOT_JUDGED
+
+    text = (f"{tag}: {method} answers within the {limit:g} s window (CPU seconds of the solve ≤ "
+            f"{LIMIT_SLACK:.2f}× limit + {LIMIT_ABS_S:g} s) with a partition every time")
+    if "cpu_s" not in milp.columns or milp["cpu_s"].null_count():
+        return Claim(text, False, "not judged: these cells predate the CPU-time column; re-run "
+                     "`shepherd reproduce symphony-fig15` (wall-clock does not decide a claim)", state=NOT_JUDGED)
+    worst, wall = float(milp["cpu_s"].max()), float(milp["solve_s"].max())
+    start_max = float(milp["start_s"].max()) if "start_s" in milp.columns else float("nan")
+    return Claim(text, worst <= LIMIT_SLACK * limit + LIMIT_ABS_S and milp["imbalance_rate"].null_count() == 0,
+                 f"worst {worst:.2f} CPU-s (solver wall time worst {wall:.2f} s, {wall - limit:+.2f} s against the "
+                 f"limit it was given, the window less the start's ≤ {start_max:.2f} s; not judged); "
+                 f"statuses {sorted(set(milp['status'].to_list()))}")
 
 
 EXPERIMENT = register(Fig15())
