@@ -94,7 +94,7 @@ from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.latency import largest_within, least, monotone
+from shepherd.core.rules.latency import largest_within, monotone, prefix_min
 from shepherd.core.rules.symphony import window_rate
 
 INF = 1 << 62
@@ -217,9 +217,9 @@ class Symphony(Policy):
         #: ℓ(b) + delay(b), b = 0 … max batch (monotone: bisected for the largest feasible b)
         self.ld = [[self.lat[m][b] + self._delay(b) if b else 0 for b in range(top)] for m in range(n_models)]
         #: both tables non-decreasing (the searches bisect) — a measured CPU table may dip
-        #: (:mod:`shepherd.core.rules.latency`); and the least ℓ(b) and ℓ(b) + delay(b), the expiry cutoff
+        #: (:mod:`shepherd.core.rules.latency`)
         self.mono = [monotone(self.lat[m], self.maxb) and monotone(self.ld[m], self.maxb) for m in range(n_models)]
-        self.least = [(least(self.lat[m], self.maxb), least(self.ld[m], self.maxb)) for m in range(n_models)]
+        self.floor = [prefix_min(self.lat[m], self.maxb) for m in range(n_models)]  #: the kernel's cutoffs
         self.beta_s = [max(0.0, (2 * self.lat[m][1] - self.lat[m][2]) / 1e6) if top > 2 else self.lat[m][1] / 1e6
                        for m in range(n_models)]
         self.window = max(1, int(round(config.rate_window_ms * 1000)))
@@ -265,6 +265,16 @@ class Symphony(Policy):
             b -= 1
         return b
 
+    def _cutoff(self, m: int, now: int, g: int, queued: int) -> int:
+        """The earliest deadline a batch of model ``m`` can still meet: ``max(g + ℓ(1), now + ℓ(1) + delay(1))``
+        on monotone tables; on a dipping one (:mod:`shepherd.core.rules.latency`) the least such end over the
+        sizes the ``queued`` requests allow, so a head a batch of two would serve is kept."""
+        lat, ld = self.lat[m], self.ld[m]
+        if self.mono[m]:
+            return max(g + lat[1], now + ld[1])
+        top = max(1, min(self.maxb, queued))
+        return min(max(g + lat[b], now + ld[b]) for b in range(1, top + 1))
+
     def candidate(self, m: int, now: int, g: int) -> Candidate | None:
         """Prune model ``m``'s queue for a GPU available at ``g`` and return its candidate (or None).
 
@@ -280,9 +290,13 @@ class Symphony(Policy):
         q = self.q
         ld = self.ld[m]
         qd = q.d[m]
-        # heads that cannot finish even alone are dropped
-        cutoff = max(g + self.least[m][0], now + self.least[m][1])  # ℓ(1), ℓ(1) + delay(1) on monotone tables
-        dead = q.expire(m, cutoff)
+        # heads that cannot finish in any batch the queue allows are dropped (alone, on a monotone table)
+        dead: list[int] = []
+        while True:
+            got = q.expire(m, self._cutoff(m, now, g, q.length(m)))
+            if not got:
+                break
+            dead += got
         n = q.length(m)
         h = q.h[m]
         if n and self.window_prune:

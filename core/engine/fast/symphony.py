@@ -48,8 +48,8 @@ def model_dtype(max_batch: int, buckets: int) -> np.dtype:
     """Per model: ℓ(b) on the group's first worker, β (s), λ's arrivals (``[rate_lo, n_arrived)`` in the window),
     the SLO at the latest arrival, the live timer (−1: none) and its sequence, and the authors' rate meter
     (``BucketMeter``): its non-empty buckets, a ring of ``buckets`` slots, ``meter_n`` of them from ``meter_head``."""
-    scalars = "n_arrived rate_lo slo timer_at timer_seq meter_head meter_n meter_total meter_sumsq mono least".split()
-    return np.dtype([("lat", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
+    scalars = "n_arrived rate_lo slo timer_at timer_seq meter_head meter_n meter_total meter_sumsq mono".split()
+    return np.dtype([("lat", np.int64, (max_batch + 1,)), ("floor", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
                     + [("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
 
 
@@ -135,7 +135,8 @@ def _window_prune(q, lat_m, mono, maxb, m, now, r_outcome):
 def _candidate(p, q, mr, m, now, r_outcome, counters):
     """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
     lat_m, n0 = mr.lat, q.e[m] - q.h[m]
-    q_expire(q.h, q.e, q.d, q.r, m, now + mr.least, r_outcome, DROPPED)
+    while q_expire(q.h, q.e, q.d, q.r, m, now + mr.floor[max(1, min(p.maxb, q.e[m] - q.h[m]))], r_outcome, DROPPED):
+        pass  # Symphony._cutoff with g = now and zero delays: the least ℓ(b) the queue allows (ℓ(1) if monotone)
     head_b = _window_prune(q, lat_m, mr.mono, p.maxb, m, now, r_outcome) if p.window_prune and q.e[m] - q.h[m] > 1 \
         else -1
     n = q.e[m] - q.h[m]
@@ -303,7 +304,7 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     req = Window(t, d, m, *out)  # the trace's columns and the request columns the kernel writes in place
     models = np.zeros(n_models, model_dtype(max_batch, buckets))
     models["lat"], models["beta"] = lat[w_hw[0], :, :max_batch + 1], pol.beta_s
-    models["mono"], models["least"] = pol.mono, [lt for lt, _ in pol.least]  # the policy's (zero delays: ℓ + 0)
+    models["mono"], models["floor"] = pol.mono, pol.floor  # the policy's own tables
     models["timer_at"] = -1
     workers = np.zeros(n_workers, WORKER)
     workers["hw"], workers["bid"] = w_hw, NONE
