@@ -99,12 +99,13 @@ def core_wait_warning(share: float, limit: float | None = None) -> str | None:
 def run_live(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, config: Any = None, *, workers: int = 1,
              seed: int = 0, load: float = 1.0, slo_ms: float | None = None, max_batch: int = 8,
              hardware: str | None = None, cores: list[int] | None = None, drain_s: float = DEFAULT_DRAIN_S,
-             kill_at: tuple[int, float] | None = None, progress: Any = None) -> SimulationResult:
+             kill_at: tuple | None = None, progress: Any = None) -> SimulationResult:
     """Serve ``trace`` live with ``policy`` on ``workers`` worker processes (module docstring).
 
     The trace's model names are zoo names (:func:`shepherd.core.measure.zoo.build`, e.g.
-    ``ResNet18@64``), the same names ``profile --measure`` writes. ``kill_at`` = (worker, seconds) kills
-    that worker (the sender for a negative one) at that time (the failure tests). Raises :class:`LiveRunFailed` when a worker or the sender
+    ``ResNet18@64``), the same names ``profile --measure`` writes. ``kill_at`` = (worker, seconds[, signal]) kills
+    that worker (the sender for a negative one) at that time, or sends it ``signal`` (SIGSTOP: a stopped worker)
+    (the failure tests). Raises :class:`LiveRunFailed` when a worker or the sender
     died or failed during the run.
     """
     check_live_run(trace, policy, workers)

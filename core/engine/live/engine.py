@@ -74,7 +74,7 @@ class LiveEngine(Engine):
         self.ended_by = ""
         #: per request: when the engine received it from the sender (µs; −1 never)
         self.received = np.full(len(self.arrival), -1, np.int64)
-        self.kill_at: tuple[int, float] | None = None  #: tests: (worker, seconds) — kill it then
+        self.kill_at: tuple | None = None  #: tests: (worker, seconds[, signal]) — kill it (or signal it) then
 
     # ------------------------------------------------------------------ events
 
@@ -153,7 +153,7 @@ class LiveEngine(Engine):
             now = pool.now()
             self._timers(now)
             if self.kill_at is not None and now >= self.kill_at[1] * 1e6:
-                pool.kill(self.kill_at[0])
+                pool.kill(*self.kill_at[:1], *self.kill_at[2:])
                 self.kill_at = None
             if sent_all and not self._in_flight() and not self._timer_pending():
                 self.ended_by = "drained"

@@ -210,9 +210,14 @@ class Pool:
     def cancel(self, worker: int, bid: int) -> None:
         self.cancels[worker].value = bid
 
-    def kill(self, worker: int) -> None:
-        """Kill a worker, or the sender for ``worker`` < 0 (tests: a process lost mid-run)."""
-        (self.sender if worker < 0 else self.procs[worker]).kill()
+    def kill(self, worker: int, sig: int | None = None) -> None:
+        """Kill a worker, or the sender for ``worker`` < 0, or send it ``sig`` (tests: a process lost or stopped
+        mid-run)."""
+        proc = self.sender if worker < 0 else self.procs[worker]
+        if sig is None:
+            proc.kill()
+        else:
+            os.kill(proc.pid, sig)
 
     def poll(self, timeout: float) -> list[tuple[str, int, Any]]:
         """Messages ready within ``timeout`` s: ("arrivals", -1, ids or None), ("done", worker, msg),
