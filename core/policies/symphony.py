@@ -94,7 +94,7 @@ from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.latency import largest_within, monotone, prefix_min
+from shepherd.core.rules.latency import monotone, prefix_min
 from shepherd.core.rules.symphony import window_rate
 
 INF = 1 << 62
@@ -259,8 +259,7 @@ class Symphony(Policy):
         each table where both are monotone; else the sizes from ``top`` down)."""
         if self.mono[m]:
             return min(bisect_right(self.lat[m], d - g, 1, top + 1), bisect_right(self.ld[m], d - now, 1, top + 1)) - 1
-        lat, ld = self.lat[m], self.ld[m]
-        b = largest_within(lat, d - g, top, False)
+        lat, ld, b = self.lat[m], self.ld[m], top
         while b > 0 and (lat[b] > d - g or ld[b] > d - now):
             b -= 1
         return b

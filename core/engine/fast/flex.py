@@ -27,16 +27,17 @@ from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, 
                                               next_event, nz_clear, nz_set, queues, q_expire, q_push, ready_at, resume,
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
-from shepherd.core.rules import latency
 from shepherd.core.engine.outcomes import DROPPED
 from shepherd.core.rules import flex as rules
+from shepherd.core.rules import latency
 
 #: the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here
 _preempt_need = njit(cache=True, inline='always')(rules.preempt_need)
 _exit_delay = njit(cache=True, inline='always')(rules.exit_delay)
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
-#: model's exit points, each model's smallest ℓ(1) over the group's hardware (the expiry cutoff)
+#: model's exit points, each model's least ℓ(b) over the group's hardware (the expiry cutoff: ℓ(1) on a
+#: monotone table), and per hardware and model whether ℓ is non-decreasing (``mono``: BATCHGEN may bisect)
 FlexTables = namedtuple("FlexTables", "lat w_hw maxb lam preemption exits lat1 mono")
 
 
