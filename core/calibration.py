@@ -171,3 +171,53 @@ def drift(a: pl.DataFrame, b: pl.DataFrame, meta_a: dict[str, Any] | None = None
         d1, d2 = meta_a["decision_delay_ms"]["mean"], meta_b["decision_delay_ms"]["mean"]
         out = out.with_columns(decision_delay_change_ms=pl.lit(d2 - d1))
     return out
+
+
+#: the speed probes' own stream beside the calibration's (:func:`speed_probe`)
+PROBE_STREAM = 0x9B0E
+
+
+def probe_ratios(profiles: pl.DataFrame, model: str, raw: dict[str, Any]) -> np.ndarray:
+    """Each probe batch's duration over the calibrated mean ℓ(b) of its size: the machine's speed then, relative
+    to the calibration (1.10 = batches 10 % slower), one ratio per batch."""
+    mean = dict(profiles.filter(pl.col("model") == model).select("batch", "latency_ms").iter_rows())
+    missing = sorted(set(raw["size"].tolist()) - set(mean))
+    if missing:
+        raise UserError(f"the calibration of '{model}' has no size {missing[0]} that the speed probe measured")
+    ref = np.array([mean[int(b)] for b in raw["size"]], float)
+    return raw["exec_us"] / 1000.0 / ref
+
+
+def speed_probe(model: str, profiles: pl.DataFrame, max_batch: int, repeats: int, seed: int,
+                phase: int) -> dict[str, Any]:
+    """A short calibration run just before (``phase`` 0) or just after (1) a validated run: every size
+    1…``max_batch``, ``repeats`` times each, in the same live harness and under the same serving conditions as
+    :func:`calibrate`, on a stream of its own (``[seed, SALT, PROBE_STREAM, phase]``: never the validated trace,
+    never the calibration's). Returns the per-batch speed ratios against ``profiles`` (:func:`probe_ratios`),
+    their median, and the worker's core wait over the probe.
+
+    Why (issue 40): on a VM the same worker's batches run at 0.89–1.14× a calibration done minutes earlier, with
+    no core wait; two probes bracketing the run measure the machine's speed and spread *at the time of the run*,
+    from runs apart from it. :func:`tracked_execution` turns them into the simulator's execution model."""
+    from shepherd.core.engine.live.calibrate import run_calibration
+
+    raw = run_calibration(model, max_batch, repeats, seed, stream=(PROBE_STREAM, phase))
+    ratios = probe_ratios(profiles, model, raw)
+    cpu, wall = raw["cpu_us"].sum(), raw["exec_us"].sum()
+    return {"phase": phase, "ratios": ratios.tolist(), "median": float(np.median(ratios)),
+            "core_wait_share": float(1.0 - cpu / wall) if wall > 0 else math.nan, "batches": int(len(ratios))}
+
+
+def tracked_execution(profiles: pl.DataFrame, ratios: list[float] | np.ndarray, seed: int = 0):
+    """The execution model of a run bracketed by speed probes: a batch of size b runs ℓ(b) × a ratio drawn from
+    the probes' pooled per-batch ratios (:func:`speed_probe`) — the calibration's *shape* (its per-size means)
+    at the probes' *speed and spread*. One pool for both conditions (back to back, after idle): the live runs'
+    batch times show no dependence on the idle gap beyond the machine's drift (docs/VALIDATION.md)."""
+    from shepherd.core.engine.execution import ExecutionModel
+
+    rs = np.sort(np.asarray(ratios, float))
+    if not len(rs) or not np.isfinite(rs).all() or (rs <= 0).any():
+        raise UserError("speed probes gave no usable ratios (none measured, or a non-positive one)")
+    samples = {(m, int(b)): tuple((rs * lat).tolist())
+               for m, b, lat in profiles.select("model", "batch", "latency_ms").iter_rows()}
+    return ExecutionModel("measured", samples, 1.0, seed, idle_samples_ms=samples, idle_gap_us=IDLE_GAP_US)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import polars as pl
@@ -173,12 +173,14 @@ def live_execution(live: SimulationResult, fallback: "ExecutionModel", scale: fl
 
 def run_pair(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, *, workers: int = 1, max_batch: int = 8,
              seed: int = 0, overhead: str = "none", drain_s: float = 10.0,
-             kill_at: tuple[int, float] | None = None, execution: "ExecutionModel | None" = None,
+             kill_at: tuple[int, float] | None = None,
+             execution: "ExecutionModel | Callable[[], ExecutionModel] | None" = None,
              decision: OverheadConfig | None = None, split: bool = False) -> dict[str, Any]:
     """One policy live and simulated on the same trace and profile (module docstring).
 
     Returns ``live`` and ``sim`` results, their ``compare`` rows, the live run's ``residuals``. The simulation
-    draws batch times from ``execution`` (calibration's samples; None: the profile's latency) and charges
+    draws batch times from ``execution`` (calibration's samples; None: the profile's latency; a function: called
+    once the live run is done, for a model that takes a speed probe run just after it) and charges
     ``decision`` per decision (calibration's delay; None: free). With ``split`` also ``sim_live_exec`` (the
     simulation with the live run's own batch times, :func:`live_execution`) and the sensitivity of attainment
     to the batch time (:func:`sensitivity`). ``overhead="measured"`` also simulates with the *validated* run's
@@ -189,6 +191,8 @@ def run_pair(trace: pl.DataFrame, profiles: pl.DataFrame, policy: str, *, worker
 
     live = run_live(trace, profiles, policy, workers=workers, seed=seed, max_batch=max_batch, drain_s=drain_s,
                     kill_at=kill_at)
+    if callable(execution):
+        execution = execution()
     eng = EngineConfig(path="reference")
     ovh = decision if decision is not None else OverheadConfig(mode="none")
 

@@ -16,6 +16,22 @@ the calibrated samples (``--exec-time measured``), charges the calibrated
 decision delay per decision, and preempts at the live model's layer boundaries
 (the profile's ``exit_points``). Nothing is fitted to a validated run.
 
+**Speed probes bracketing each cell** (``probe_repeats`` > 0). The machine's
+speed drifts: on the 2-core VM of docs/VALIDATION.md the worker's batches ran
+at 0.89–1.14× a calibration made minutes earlier (no core wait), worth up to
+±11 attainment points near capacity. So each cell runs a short calibration
+just before its live run and another just after
+(:func:`shepherd.core.calibration.speed_probe`: every size ``probe_repeats``
+times, the same harness, a seed stream of its own — never the validated
+trace), and the simulation it is judged on draws each batch's time as the
+calibrated mean ℓ(b) × a per-batch speed ratio from the two probes
+(:func:`~shepherd.core.calibration.tracked_execution`). Our choice, made
+before the grid ran: the bracket (both probes) is judged, because it measures
+the machine over the run's own minute from runs apart from it; the
+calibration alone and the probe before only are reported beside it
+(``sim_calibrated``, ``sim_probe_before``) so what the after-probe adds is
+visible.
+
 **A grid where the validation can fail.** Loads are fractions of the calibrated
 capacity ``B/ℓ(B)`` at B = 8: below (0.5), near (0.9) and above (1.5). The SLO
 is :data:`SLO_FACTOR` × ℓ(8) of the model (our choice, fixed before any cell
@@ -57,9 +73,10 @@ MODELS = ("ResNet18@64", "ResNet50@48")
 MAX_BATCH = 8
 #: each model's SLO = this × its calibrated mean ℓ(MAX_BATCH) (module docstring)
 SLO_FACTOR = 2.5
-QUICK = {"policies": ("flex", "clockwork"), "loads": (0.5, 0.9, 1.5), "duration_s": 30.0, "repeats": 30}
+QUICK = {"policies": ("flex", "clockwork"), "loads": (0.5, 0.9, 1.5), "duration_s": 30.0, "repeats": 30,
+         "probe_repeats": 6}
 FULL = {"policies": ("flex", "flex-np", "clockwork", "nexus", "symphony"),
-        "loads": (0.3, 0.6, 0.9, 1.5), "duration_s": 120.0, "repeats": 60}
+        "loads": (0.3, 0.6, 0.9, 1.5), "duration_s": 120.0, "repeats": 60, "probe_repeats": 10}
 #: seeds of the two calibrations per model (their own stream: never a validated trace's)
 CALIBRATION_SEEDS = (101, 202)
 #: a cell whose worker waited for its core more than this share of its batch time is not judged
@@ -137,7 +154,8 @@ class Validate(Experiment):
             lat8 = next(r["latency_ms"] for r in cal["rows"] if r["batch"] == MAX_BATCH)
             slo = float(round(SLO_FACTOR * lat8))
             out += [self.cell(policy=p, model=model, load=load, duration_s=g["duration_s"], slo_ms=slo,
-                              max_batch=MAX_BATCH, seed=s, calibration=self.calibrations[model], _tables=self.tables)
+                              max_batch=MAX_BATCH, seed=s, calibration=self.calibrations[model],
+                              probe_repeats=g["probe_repeats"], _tables=self.tables)
                     for p in g["policies"] for load in g["loads"] for s in range(runs)]
         return out
 
@@ -151,15 +169,29 @@ class Validate(Experiment):
         meta = got["meta"]
         cap = val.capacity_rps(profiles, p["model"], 1, p["max_batch"])
         trace = val.validation_trace(p["model"], p["load"] * cap, p["duration_s"], p["slo_ms"], p["seed"])
-        execution = cal.execution_model(profiles, "measured", p["seed"])
+        calibrated = cal.execution_model(profiles, "measured", p["seed"])
+        probes: list[dict] = []
+        execution: Any = calibrated
+        if p.get("probe_repeats"):
+            probes.append(cal.speed_probe(p["model"], profiles, p["max_batch"], p["probe_repeats"], p["seed"], 0))
+
+            def execution() -> Any:  # the second probe runs once the live run is done
+                probes.append(cal.speed_probe(p["model"], profiles, p["max_batch"], p["probe_repeats"], p["seed"], 1))
+                return cal.tracked_execution(profiles, probes[0]["ratios"] + probes[1]["ratios"], p["seed"])
+        decision = cal.decision_overhead(meta)
         pair = val.run_pair(trace, profiles, p["policy"], max_batch=p["max_batch"], seed=p["seed"],
-                            execution=execution, decision=cal.decision_overhead(meta), split=True)
+                            execution=execution, decision=decision, split=True)
         from shepherd.core.engine import EngineConfig, simulate
         from shepherd.core.engine.overhead import OverheadConfig
 
-        before = simulate(trace, profiles, p["policy"], gpus=1, seed=p["seed"], max_batch=p["max_batch"],
-                          overhead=OverheadConfig(mode="none"), engine=EngineConfig(path="reference"))
-        before_m = val.metrics(before)
+        def sim_metrics(exe: Any, overhead: Any) -> dict:
+            return val.metrics(simulate(trace, profiles, p["policy"], gpus=1, seed=p["seed"], max_batch=p["max_batch"],
+                                        overhead=overhead, engine=EngineConfig(path="reference"), execution=exe))
+
+        before_m = sim_metrics(None, OverheadConfig(mode="none"))
+        calibrated_m = sim_metrics(calibrated, decision) if probes else None
+        first_probe_m = sim_metrics(cal.tracked_execution(profiles, probes[0]["ratios"], p["seed"]), decision) \
+            if probes else None
         if p.get("_tables"):
             _write_tables(pair, Path(p["_tables"]) / _cell_name(p), p)
         r, sens = pair["residuals"], pair["sensitivity"]
@@ -173,6 +205,11 @@ class Validate(Experiment):
                 "policy": p["policy"], "model": p["model"], "load": p["load"], "seed": p["seed"],
                 "slo_ms": p["slo_ms"], "rate_rps": p["load"] * cap, "capacity_rps": cap, "metric": row["metric"],
                 "live": live, "sim": sim, "sim_before": before_m[row["metric"]], "sim_live_exec": replay,
+                "sim_calibrated": calibrated_m[row["metric"]] if calibrated_m else sim,
+                "sim_probe_before": first_probe_m[row["metric"]] if first_probe_m else None,
+                "probe_before": probes[0]["median"] if probes else None,
+                "probe_after": probes[1]["median"] if len(probes) > 1 else None,
+                "probe_core_wait": max(q["core_wait_share"] for q in probes) if probes else None,
                 "err_abs": sim - live, "rel_err_pct": row["rel_err"] * 100 if row["rel_err"] is not None else None,
                 "err_execution": sim - replay, "err_scheduling": replay - live,
                 "sens_attainment_pts_per_pct": sens["attainment_pts_per_pct"],
@@ -182,7 +219,8 @@ class Validate(Experiment):
                 "decision_delay_ms": meta["decision_delay_ms"]["mean"], "calibration_core_wait": meta["core_wait_share"],
                 "failures": len(r["failures"]), "live_pct": pct[0], "sim_pct": pct[1]})
         floats = ("live", "sim", "sim_before", "sim_live_exec", "err_abs", "rel_err_pct", "err_execution",
-                  "err_scheduling")
+                  "err_scheduling", "sim_calibrated", "sim_probe_before", "probe_before", "probe_after",
+                  "probe_core_wait")
         return pl.DataFrame(rows).with_columns(pl.col(c).cast(pl.Float64) for c in floats)
 
     def report(self, results: pl.DataFrame, figures_dir: Path) -> Section:
@@ -198,7 +236,8 @@ class Validate(Experiment):
             quiet = row["core_wait_max"] <= CORE_WAIT_LIMIT
             why = "" if quiet else f" — not judged: the worker waited for its core {row['core_wait_max']:.0%} of batch time"
             heads.append(Headline.of_seeds(
-                f"{where}: attainment error sim − live (points; execution {row['att_exec_pts']:+.1f}, "
+                f"{where}: attainment error sim − live (points; sim at the speed the probes bracketing the run "
+                f"measured; execution {row['att_exec_pts']:+.1f}, "
                 f"scheduling {row['att_sched_pts']:+.1f}; {row['sens_att']:+.2f} pts per 1 % batch time), "
                 f"goal ±{GOAL_ATTAINMENT_PTS:g} (issue 40){why}",
                 0.0, row["att_err_pts_seeds"], "pts", rule=Rule.near(0.0, GOAL_ATTAINMENT_PTS, "pts") if quiet else None))
@@ -208,6 +247,12 @@ class Validate(Experiment):
                     0.0, row["p99_err_pct_seeds"], "%", rule=Rule.near(0.0, GOAL_P99_PCT, "%") if quiet else None))
             beyond.append(Headline(f"{where}: attainment error before calibration's execution model (points)",
                                    None, row["att_err_before_pts"], 0.0, "pts"))
+            if math.isfinite(row["att_err_calibrated_pts"]):
+                beyond.append(Headline(
+                    f"{where}: attainment error with the calibration alone, no speed probe (points); with the "
+                    f"probe before the run only: {row['att_err_probe_before_pts']:+.1f}; machine speed by the "
+                    f"probes before / after: {row['probe_before']:.3f} / {row['probe_after']:.3f} × calibrated",
+                    None, row["att_err_calibrated_pts"], 0.0, "pts"))
         below = results.filter(pl.col("metric") == "slo_attainment", pl.col("load") < 1)
         low = below["sim"].min() if below.height else None
         claims = [Claim("The grid can fail: some below-capacity cell has simulated attainment < 0.98",
@@ -218,8 +263,10 @@ class Validate(Experiment):
         cdf = draw_cdf_cells(results)
         figures += save_figure(cdf, figures_dir, "validate") if cdf is not None else []
         notes = [
-            "Every cell: calibration (its own trace and seed, before any cell) → live run and simulation of the "
-            "same validation trace. Error = sim − live: attainment in points, p99 relative. Split: execution = "
+            "Every cell: calibration (its own trace and seed, before any cell) → speed probe → live run → "
+            "speed probe (each probe a short calibration on a stream of its own) → simulation of the same "
+            "validation trace at the calibration's per-size means × the probes' per-batch speed ratios. "
+            "Error = sim − live: attainment in points, p99 relative. Split: execution = "
             "sim − sim with the live run's own batch times; scheduling = the rest. Sensitivity: attainment "
             "change per 1 % longer batches (central difference over ±2 %).",
             f"Quietness: core_wait = share of batch wall time the worker waited for its core; a cell above "
@@ -266,13 +313,37 @@ def error_table(results: pl.DataFrame) -> pl.DataFrame:
             "live_att": float(att["live"].mean()), "sim_att": float(att["sim"].mean()),
             "att_err_pts": float(np.mean(a)), "att_err_pts_hw": half_width(a), "att_err_pts_seeds": a,
             "att_err_before_pts": float(((att["sim_before"] - att["live"]) * 100).mean()),
+            "att_err_calibrated_pts": _mean_pts(att, "sim_calibrated"),
+            "att_err_probe_before_pts": _mean_pts(att, "sim_probe_before"),
+            "p99_err_calibrated_pct": _mean_rel(p99, "sim_calibrated"),
+            "probe_before": _mean_col(att, "probe_before"), "probe_after": _mean_col(att, "probe_after"),
             "att_exec_pts": float((att["err_execution"] * 100).mean()),
             "att_sched_pts": float((att["err_scheduling"] * 100).mean()),
             "p99_err_pct": float(np.mean(e)) if e else math.nan, "p99_err_pct_hw": half_width(e), "p99_err_pct_seeds": e,
             "sens_att": float(att["sens_attainment_pts_per_pct"].mean()),
-            "core_wait_max": float(att["core_wait_share"].max()),
+            "core_wait_max": float(max(att["core_wait_share"].max(),
+                                       att["probe_core_wait"].max() if "probe_core_wait" in att.columns
+                                       and att["probe_core_wait"].null_count() < att.height else 0.0)),
             "exec_ratio": float(att["exec_ratio"].mean())})
     return pl.DataFrame(rows)
+
+
+def _mean_col(cell: pl.DataFrame, col: str) -> float:
+    return float(cell[col].mean()) if col in cell.columns and cell[col].null_count() < cell.height else math.nan
+
+
+def _mean_pts(att: pl.DataFrame, col: str) -> float:
+    """Mean attainment error (points) of the simulation in ``col`` (nan where the cells have none)."""
+    if col not in att.columns or att[col].null_count() == att.height:
+        return math.nan
+    return float(((att[col] - att["live"]) * 100).mean())
+
+
+def _mean_rel(p99: pl.DataFrame, col: str) -> float:
+    """Mean relative p99 error (%) of the simulation in ``col`` (nan where the cells have none)."""
+    if col not in p99.columns or p99[col].null_count() == p99.height or not p99.height:
+        return math.nan
+    return float(((p99[col] / p99["live"] - 1) * 100).mean())
 
 
 def draw_errors(table: pl.DataFrame):

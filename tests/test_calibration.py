@@ -184,3 +184,80 @@ def test_simulate_overhead_calibrated_needs_a_calibration(cli, tmp_path):
             "--overhead", "calibrated", "-o", tmp_path / "s")
     assert_user_error(r, "--overhead calibrated", "shepherd calibrate")
     assert not (tmp_path / "s").exists()
+
+
+def test_probe_ratios_are_each_batch_over_its_sizes_calibrated_mean():
+    frame, _ = cal.summarize("M", _raw(), layers=4, seed=0)
+    raw = {"size": np.array([1, 3, 3], np.int32), "exec_us": np.array([10_000, 12_000, 24_000])}
+    mean = dict(frame.select("batch", "latency_ms").iter_rows())
+    assert cal.probe_ratios(frame, "M", raw).tolist() == pytest.approx([10 / mean[1], 12 / mean[3], 24 / mean[3]])
+    with pytest.raises(Exception, match="no size 4"):
+        cal.probe_ratios(frame, "M", {"size": np.array([4]), "exec_us": np.array([1000])})
+
+
+def test_tracked_execution_is_the_calibrated_shape_at_the_probes_speed():
+    """Every size draws ℓ(b) × one of the probes' ratios — both conditions alike; a ratio sample that is empty or
+    non-positive is a one-line error."""
+    frame, _ = cal.summarize("M", _raw(), layers=4, seed=0)
+    model = cal.tracked_execution(frame, [1.2, 0.9, 1.0], seed=4)
+    lat = dict(frame.select("batch", "latency_ms").iter_rows())
+    for b in (1, 2, 3):
+        assert model.samples_ms[("M", b)] == pytest.approx([0.9 * lat[b], 1.0 * lat[b], 1.2 * lat[b]])
+        assert model.idle_samples_ms[("M", b)] == model.samples_ms[("M", b)]
+    assert model.mode == "measured" and model.seed == 4 and model.scale == 1.0
+    for bad in ([], [1.0, 0.0], [math.nan]):
+        with pytest.raises(Exception, match="speed probes"):
+            cal.tracked_execution(frame, bad)
+
+
+def test_speed_probes_draw_from_streams_apart_from_the_calibration_and_the_validated_trace():
+    """A probe's order, gaps and trace come from ``[seed, SALT, PROBE_STREAM, phase]``: not the calibration's
+    ``[seed, SALT]``, not the validated trace's ``default_rng(seed)``, and the two phases differ."""
+    from shepherd.core.engine.live.calibrate import SALT
+
+    for seed in (0, 1, 101):
+        draws = [np.random.default_rng(seed).random(8), np.random.default_rng([seed, SALT]).random(8)]
+        draws += [np.random.default_rng([seed, SALT, cal.PROBE_STREAM, ph]).random(8) for ph in (0, 1)]
+        for i in range(len(draws)):
+            for j in range(i + 1, len(draws)):
+                assert not np.allclose(draws[i], draws[j])
+
+
+def test_a_validation_cell_runs_a_probe_before_and_after_its_live_run(monkeypatch):
+    """Validate.run_cell with probes: one probe (phase 0) before the live run, one (phase 1) after it, and the
+    judged simulation draws from both probes' ratios; the calibration-only and before-only simulations and the
+    probes' medians are kept beside it."""
+    pytest.importorskip("seaborn")
+    import shepherd.core.validation as val
+    import shepherd.experiments.validate as v
+
+    frame, meta = cal.summarize("M", _raw(), layers=4, seed=0)
+    events = []
+
+    def probe(model, profiles, max_batch, repeats, seed, phase):
+        events.append(("probe", phase))
+        return {"phase": phase, "ratios": [1.5 + phase] * 4, "median": 1.5 + phase, "core_wait_share": 0.0,
+                "batches": 4}
+
+    def pair(trace, profiles, policy, *, execution, **kw):
+        events.append(("live", None))
+        exe = execution()
+        events.append(("sim", exe.samples_ms[("M", 1)][0] / frame["latency_ms"][0]))
+        from shepherd.core.engine import simulate
+        sim = simulate(trace, profiles, policy, gpus=1, seed=kw["seed"], max_batch=kw["max_batch"], execution=exe)
+        rows = val.compare(val.metrics(sim), val.metrics(sim))
+        return {"live": sim, "sim": sim, "rows": rows, "rows_live_exec": rows, "sim_live_exec": sim,
+                "residuals": {"core_wait_share": 0.0, "exec_ratio": 1.0, "exec_cpu_ratio": 1.0,
+                              "dispatch_ms_mean": 0.1, "hop_ms_mean": 0.1, "failures": []},
+                "sensitivity": {"attainment_pts_per_pct": 0.0, "p99_pct_per_pct": 0.0}}
+
+    monkeypatch.setattr(cal, "speed_probe", probe)
+    monkeypatch.setattr(val, "run_pair", pair)
+    params = {"policy": "clockwork", "model": "M", "load": 0.5, "duration_s": 2.0, "slo_ms": 60.0, "max_batch": 3,
+              "seed": 0, "calibration": json.dumps({"rows": frame.to_dicts(), "meta": meta}, default=float),
+              "probe_repeats": 4}
+    out = v.Validate().run_cell(params)
+    assert [e[0] for e in events] == ["probe", "live", "probe", "sim"] and events[0][1] == 0 and events[2][1] == 1
+    assert events[3][1] == pytest.approx(1.5)  # the lowest pooled ratio: both probes' ratios (1.5 and 2.5) drawn
+    assert out["probe_before"].to_list()[0] == 1.5 and out["probe_after"].to_list()[0] == 2.5
+    assert out["sim_calibrated"].null_count() == 0 and out["sim_probe_before"].null_count() == 0

@@ -72,15 +72,18 @@ def _idle(pool: Pool, until_us: int, received: dict[int, int]) -> None:
 
 
 def run_calibration(model: str, max_batch: int, repeats: int, seed: int, *, rate_rps: float | None = None,
-                    cores: list[int] | None = None,
+                    cores: list[int] | None = None, stream: tuple[int, ...] = (),
                     progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Measure ``model`` at every size 1…``max_batch``, ``repeats`` times each (module docstring).
 
-    Returns per-batch arrays (size, after_idle, gap_us, exec_us, cpu_us, dispatch_us, report_us), the hop of
-    every calibration request (µs), the calibration trace's rate and length, and the worker's core."""
+    Its order, gaps and trace come from ``default_rng([seed, SALT, *stream])``: ``stream`` separates further
+    calibrations drawn from one seed (the speed probes bracketing a validated run,
+    :func:`shepherd.core.calibration.speed_probe`). Returns per-batch arrays (size, after_idle, gap_us, exec_us,
+    cpu_us, dispatch_us, report_us), the hop of every calibration request (µs), the calibration trace's rate and
+    length, and the worker's core."""
     if repeats < 2:
         raise UserError(f"--repeats must be ≥ 2 (a spread needs two samples), got {repeats}")
-    rng = np.random.default_rng([seed, SALT])
+    rng = np.random.default_rng([seed, SALT, *stream])
     pool = Pool(1, [model], max_batch, cores)
     sizes = np.arange(1, max_batch + 1)
     try:
