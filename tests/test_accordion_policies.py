@@ -203,3 +203,32 @@ def test_late_free_starts_hopeless_queries_on_the_free_eps():
     assert found
     with pytest.raises(UserError, match="late must be"):
         run(stream(0, 5), "accordion", late="never")
+
+
+def test_the_live_predictors_early_stop_drops_exactly_what_the_full_fold_drops(monkeypatch):
+    """A saturated stream (Fastest on stream 1 at twice its load): at every Low-priority arrival the early stop
+    in ``EPScheduler.live_ep_times`` gives the drop decision the full fold over the queue gives, the stop is
+    actually taken, and the run's tables equal those of a run that always folds the whole queue."""
+    from shepherd.core.accordion.predictor import LOW, predict
+    from shepherd.core.accordion.scheduler import EPScheduler
+    from shepherd.experiments.accordion import common as c
+
+    original = EPScheduler.live_ep_times
+    stops = []
+
+    def checked(self, now, drop_test=None):
+        ep = original(self, now, drop_test)
+        if drop_test is not None:
+            full = original(self, now, None)
+            n, proc, window = drop_test
+            assert predict(ep, now, n, proc, LOW, window).drop == predict(full, now, n, proc, LOW, window).drop
+            stops.append(ep != full)
+        return ep
+
+    params = {"stream": 1, "target": "moderate", "policy": "fastest", "seed": 0, "duration_s": 20.0,
+              "load_scale": 2.0}
+    monkeypatch.setattr(EPScheduler, "live_ep_times", checked)
+    fast = c.run_stream_cell(dict(params))
+    assert any(stops), "the workload never took the early stop: the test would not see a wrong one"
+    monkeypatch.setattr(EPScheduler, "live_ep_times", lambda self, now, drop_test=None: original(self, now, None))
+    assert fast.equals(c.run_stream_cell(dict(params)))

@@ -32,3 +32,24 @@ def test_prediction_is_monotone_in_load(ep, now, proc, data):
     q = predict(later, now, n, proc, LOW, 30.0)
     assert q.finish >= p.finish  # accumulating projections never shortens the next wait
     assert p.finish - now >= proc * (1 - 1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(0, 100), min_size=1, max_size=12), st.floats(0, 50),
+       st.lists(st.tuples(st.integers(1, 12), st.floats(0, 20)), max_size=8), st.integers(1, 12),
+       st.floats(0.1, 20), st.floats(0, 60))
+def test_a_drop_certain_midway_through_the_fold_is_certain_at_its_end(ep, now, queue, n_new, proc, window):
+    """What the live predictor's early stop relies on (scheduler.live_ep_times): folding queued queries in with
+    ``update`` only raises finish times, so a Low-priority arrival that would be dropped against an intermediate
+    state is dropped against the final one too; and ties go to the lower index (the key (time, index))."""
+    n_new = min(n_new, len(ep))
+    state, dropped_midway = list(ep), False
+    for n, p in queue:
+        dropped_midway |= predict(state, now, n_new, proc, LOW, window).drop
+        nxt = update(state, predict(state, now, min(n, len(state)), p, HIGH, 0.0))
+        assert all(b >= a for a, b in zip(state, nxt))
+        state = nxt
+    if dropped_midway:
+        assert predict(state, now, n_new, proc, LOW, window).drop
+    cand = predict(state, now, n_new, proc, LOW, window).candidates
+    assert list(cand) == sorted(range(len(state)), key=lambda i: (state[i], i))[:n_new]

@@ -37,7 +37,9 @@ def predict(ep_times: list[float], now: float, n_eps: int, processing: float, pr
     """Algorithm 1 as a pure function; ``ep_times`` is not modified (see :func:`update`)."""
     if not 1 <= n_eps <= len(ep_times):
         raise ValueError(f"a query needs 1…{len(ep_times)} EPs, got {n_eps}")
-    order = sorted(range(len(ep_times)), key=lambda i: (ep_times[i], i))[:n_eps]
+    # the N earliest, ties to the lower index: sorted() is stable, so ordering the indices by time alone keeps
+    # equal times in index order — the same as the key (time, index), without building a tuple per EP
+    order = sorted(range(len(ep_times)), key=ep_times.__getitem__)[:n_eps]
     w = max(max(ep_times[i] for i in order), now)
     e = w + processing
     return Prediction(priority == LOW and e - now > window, w - now, e, tuple(order))

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shepherd.core.accordion.configs import MAX_EPS, check_eps, config_table
-from shepherd.core.accordion.predictor import HIGH, predict, update
+from shepherd.core.accordion.predictor import HIGH, LOW, predict, update
 from shepherd.core.engine.cluster import uniform_cluster
 from shepherd.core.engine.inputs import Inputs, Runtime
 from shepherd.core.errors import UserError
@@ -171,12 +171,12 @@ class EPScheduler(Policy):
     # ---- events ------------------------------------------------------------------------------
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         q = Query(rid, model, int(self.inst[rid]), int(self.prio[rid]), now, deadline, left=int(self.inst[rid]))
-        if self.config.window > 0:
+        if self.config.window > 0 and (q.priority != HIGH or self.config.predictor != "live"):
             live = self.config.predictor == "live"
-            ep = self.live_ep_times(now) if live else self.ep_times
             n = self.required_depth(q)
-            p = predict(ep, now, n, self.lat_us(model, n, q.instances), q.priority,
-                        self.config.window * (deadline - now))
+            processing, window = self.lat_us(model, n, q.instances), self.config.window * (deadline - now)
+            ep = self.live_ep_times(now, (n, processing, window)) if live else self.ep_times
+            p = predict(ep, now, n, processing, q.priority, window)
             if p.drop:
                 self.act.drop([rid], now)
                 self.n_dropped += 1
@@ -186,8 +186,16 @@ class EPScheduler(Policy):
         (self.high if q.priority == HIGH else self.low).append(q)
         self.schedule(now)
 
-    def live_ep_times(self, now: int) -> list[float]:
-        """Algorithm 1's EP_times from the current system (module docstring, ``predictor=live``)."""
+    def live_ep_times(self, now: int, drop_test: tuple[int, float, float] | None = None) -> list[float]:
+        """Algorithm 1's EP_times from the current system (module docstring, ``predictor=live``).
+
+        With ``drop_test`` = (N, P_t, TIME_WINDOW) of a Low-priority arrival, the fold over the queue stops as
+        soon as that arrival is certain to be dropped: :func:`update` only raises finish times, so the N-th
+        earliest one — the arrival's wait — can only grow with every queued query folded in; once it already
+        exceeds the window the full fold would too. The drop decision is the one the full fold gives, at a
+        cost bounded by the few queries it takes to fill the window instead of the whole queue (a saturated
+        stream queues thousands). A High-priority arrival is never dropped, and under ``live`` nothing keeps
+        its prediction, so :meth:`on_arrival` does not ask for one."""
         at = dict.fromkeys(self.eps, 0.0)
         waiting: list[Query] = []
         for q in self.active.values():
@@ -198,6 +206,8 @@ class EPScheduler(Policy):
                 at[w] = t
         ep = [at[w] for w in self.eps]
         for q in (*self.high, *self.low):
+            if drop_test is not None and predict(ep, now, *drop_test[:2], LOW, drop_test[2]).drop:
+                return ep
             n = self.required_depth(q)
             ep = update(ep, predict(ep, now, n, self.lat_us(q.model, n, q.left), HIGH, 0.0))
         return ep
