@@ -176,11 +176,12 @@ def judge_claim(text: str, rule: Rule, seeds: Sequence[float], detail: str = "",
     return Claim(text, v.state == HOLDS, "; ".join(parts), state=v.state)
 
 
-def judge_value(text: str, rule: Rule, value: float, what: str, detail: str = ""):
-    """A claim about one deterministic quantity (a solver's plan, an analytic formula, a profile table):
-    there is no seed to vary, so the judge decides on that single value and the row says so."""
-    return judge_claim(text, rule, [value], "; ".join(p for p in (f"deterministic ({what}): one value", detail)
-                                                     if p))
+def judge_value(text: str, rule: Rule, value: float, what: str, detail: str = "", deterministic: bool = True):
+    """A claim about one quantity with no seed to vary — a solver's plan, an analytic formula, a profile table
+    (``deterministic``), or a universal claim's worst case over its instances (say which in ``what``): the
+    judge decides on that single value and the row says why there is one."""
+    why = f"deterministic ({what}): one value" if deterministic else f"one value: {what}"
+    return judge_claim(text, rule, [value], "; ".join(p for p in (why, detail) if p))
 
 
 def seed_values(fn: Callable[[Any], float], frame: Any, seed: str = "seed") -> list[float]:

@@ -128,6 +128,8 @@ def cpu_claims(results: pl.DataFrame) -> list[Claim]:
         return float(at[0]) if at.len() else float("nan")
 
     # the replicates are the DNN groups (the planner has no seed): one value per group
+    if "group" not in results.columns:
+        results = results.with_columns(group=pl.lit(1))
     sizes, kinds = sorted(g["value"].to_list()), sorted(t["value"].to_list())
     flat = (seed_values(lambda f: cpu(f, "gpus", sizes[-1]) - (3 * cpu(f, "gpus", sizes[0]) + 1.0), results,
                         seed="group") if sizes else [])
