@@ -76,13 +76,14 @@ def test_shepherd_fig7_the_judge_decides_from_per_seed_margins():
 
     def beats(sec):
         return claim(sec, "MAF-stable", "higher than both")
-    assert states(section, beats, [20_000.0, 21_000.0, 19_000.0], [8_000.0, 7_000.0, 8_500.0],
+    # two or three seeds: a 95 % t interval is wide, so a verdict needs the seeds to agree
+    assert states(section, beats, [20_000.0, 21_000.0, 19_000.0], [3_000.0, 3_100.0, 2_900.0],
                   [12_000.0, 6_000.0, 9_500.0]) == [HOLDS, FAILS, INCONCLUSIVE]
     row = beats(section([20_000.0, 21_000.0, 19_000.0]))
     assert "rule > 0 req/s (one-sided)" in row.detail and "per seed 11,000 / 12,000 / 10,000" in row.detail
     # the quote is the paper's, word for word
     assert "\"Under high load, SHEPHERD achieves 4.6 (5.2)× and 7.1 (18.1)× higher goodput" in row.text
-    util = claim(section([20_000.0]), "MAF-stable", "highest utilization over the loads")
+    util = claim(section([20_000.0]), "MAF-stable: §7.1 \"Nexus's utilization")
     assert util.verdict.state == HOLDS and "< 0.89" in util.detail
 
 
@@ -124,7 +125,7 @@ def test_shepherd_fig11a_ratios_per_seed(tmp_path):
                              ("clockwork", (800.0 if slo == 250 else 3_000.0 / k)))]
         return Fig11a().report(pl.DataFrame(rows), tmp_path)
     at_90 = lambda s: claim(s, "6.2×", "at least 4×")  # noqa: E731
-    assert states(make, at_90, [6.0, 6.0], [3.0, 3.5], [6.0, 3.0]) == [HOLDS, FAILS, INCONCLUSIVE]
+    assert states(make, at_90, [6.0, 6.0], [3.0, 3.01], [6.0, 3.0]) == [HOLDS, FAILS, INCONCLUSIVE]
 
 
 def test_shepherd_fig11b_group_limits(tmp_path):
@@ -193,7 +194,7 @@ def test_ppipe_fig8_and_fig10_orders_per_seed(tmp_path):
                 for seed in range(len(dart)) for s in ("np", "dart-r", "ppipe")]
         return Fig8().report(pl.DataFrame(rows), tmp_path)
     order = lambda s: claim(s, "PPipe > DART-r > NP")  # noqa: E731
-    assert states(fig8, order, [0.3, 0.35], [0.05, 0.08], [0.3, 0.8]) == [HOLDS, FAILS, INCONCLUSIVE]
+    assert states(fig8, order, [0.3, 0.31], [0.05, 0.051], [0.3, 0.8]) == [HOLDS, FAILS, INCONCLUSIVE]
 
     def fig10(reactive):
         rows = [dict(group=g, data_plane=d, seed=0, max_lf=0.9 if d == "ppipe" else reactive)
@@ -256,16 +257,16 @@ def test_symphony_fig10_flat_top_per_seed(tmp_path):
                                      utilization=util))
         return fig10.EXPERIMENT.report(pl.DataFrame(rows), tmp_path)
     degrade = lambda s: claim(s, "starts to degrade")  # noqa: E731
-    assert states(make, degrade, [0.6, 0.7], [1.0, 0.99], [0.6, 1.0]) == [HOLDS, FAILS, INCONCLUSIVE]
+    assert states(make, degrade, [0.6, 0.61], [1.0, 1.0], [0.6, 1.0]) == [HOLDS, FAILS, INCONCLUSIVE]
     from shepherd.experiments.symphony import common as c
     sec = make([0.6])
     flat = [x for x in sec.claims if x.text.startswith(c.LABELS["symphony"] + ": ") and "flat-top" in x.text]
     assert len(flat) == 1 and flat[0].verdict.state == HOLDS
-    assert claim(sec, "Nexus (the largest").verdict.state == HOLDS   # always busy: off (p − o)/p by > 0.1
+    assert claim(sec, "peak goodput': Nexus 1FE").verdict.state == HOLDS   # always busy: off (p − o)/p by > 0.1
 
 
 def test_symphony_table2_and_fig13_per_seed(tmp_path):
-    from shepherd.experiments.symphony import fig13_network as fig13
+    from shepherd.experiments.symphony import fig13_network as f13
     from shepherd.experiments.symphony import table2_frontends as t2
 
     def table2(s25):
@@ -273,12 +274,12 @@ def test_symphony_table2_and_fig13_per_seed(tmp_path):
                 for w in t2.SETUPS for k in (1, 25) for seed in range(len(s25))]
         return t2.EXPERIMENT.report(pl.DataFrame(rows), tmp_path)
     amp = lambda s: claim(s, f"{next(iter(t2.SETUPS))} ms", "amplifies")  # noqa: E731
-    assert states(table2, amp, [3.0, 3.2], [1.2, 1.5], [3.0, 1.2]) == [HOLDS, FAILS, INCONCLUSIVE]
+    assert states(table2, amp, [3.0, 3.02], [1.2, 1.22], [3.0, 1.2]) == [HOLDS, FAILS, INCONCLUSIVE]
 
     def fig13(at_40us):
         rows = [dict(slo_ms=slo, delay_us=d, seed=0, goodput_rps=(at_40us if d == 40 else 1_000.0 - d / 10))
-                for slo in (20.0, 100.0) for d in sorted(set(fig13.RDMA_US) | set(fig13.TCP_US))]
-        return fig13.EXPERIMENT.report(pl.DataFrame(rows), tmp_path)
+                for slo in (20.0, 100.0) for d in sorted(set(f13.RDMA_US) | set(f13.TCP_US))]
+        return f13.EXPERIMENT.report(pl.DataFrame(rows), tmp_path)
     rdma = lambda s: claim(s, "SLO 20 ms", "RDMA range")  # noqa: E731
     assert states(fig13, rdma, 990.0, 900.0) == [HOLDS, FAILS]
 

@@ -135,7 +135,7 @@ def cpu_claims(results: pl.DataFrame) -> list[Claim]:
                         seed="group") if sizes else [])
     more = (seed_values(lambda f: cpu(f, "types", kinds[-1]) - cpu(f, "types", kinds[0]), results, seed="group")
             if len(kinds) > 1 else [])
-    return [judge_claim(CPU_CLAIMS[0], Rule.at_most(0.0, "CPU-s"), flat,
+    return [judge_claim(CPU_CLAIMS[0], Rule.at_most(0.0, unit="CPU-s"), flat,
                   f"{first:.2f} → {last:.2f} CPU-s (wall {float(g['solve_s'][0]) if g.height else 0:.2f} → "
                   f"{float(g['solve_s'][-1]) if g.height else 0:.2f} s, not judged); the default formulation adds "
                   "the knapsack relaxation's cut and start only while its DP grid fits "

@@ -137,7 +137,7 @@ class Fig7(Experiment):
                 f"MAF-{w}: Fig. 7 \"SHEPHERD achieves 4.6 (5.2)× and 7.1 (18.1)× higher goodput than Clockwork "
                 f"and Nexus\", read with the paper's ordering Shepherd ≥ Clockwork ≥ Nexus at {top/1000:g}k "
                 "(the smaller of Shepherd − Clockwork and Clockwork − Nexus, req/s, per seed: ≥ 0)",
-                Rule.at_least(0.0, "req/s"),
+                Rule.at_least(0.0, unit="req/s"),
                 seed_values(lambda f: min(margin(f, "goodput_rps", top, "shepherd", "clockwork"),
                                           margin(f, "goodput_rps", top, "clockwork", "nexus")), part),
                 f"{sh['mean']:.0f} / {cw['mean']:.0f} / {nx['mean']:.0f} req/s"))

@@ -65,7 +65,7 @@ class Fig9(Experiment):
             claims.append(judge_claim(
                 f"MAF-{w}: Fig. 9 \"SHEPHERD outperforms Nexus and Clockwork by up to 38× and 1.3×, respectively, "
                 f"under tight SLOs\" — Shepherd ≥ Clockwork at the tightest SLO Clockwork serves ({tightest} ms; "
-                "Shepherd − Clockwork, req/s, per seed: ≥ 0)", Rule.at_least(0.0, "req/s"),
+                "Shepherd − Clockwork, req/s, per seed: ≥ 0)", Rule.at_least(0.0, unit="req/s"),
                 seed_values(lambda f: c.val(f, g, system="shepherd", slo_ms=tightest)
                             - c.val(f, g, system="clockwork", slo_ms=tightest), part),
                 f"Shepherd / Clockwork {r_cw[0]:.2f}×"))
@@ -76,7 +76,7 @@ class Fig9(Experiment):
             claims.append(judge_claim(
                 f"MAF-{w}: Fig. 9 \"SHEPHERD outperforms Nexus … by up to 38× … under tight SLOs\" — ours: at least "
                 f"2× at {tightest} ms (Shepherd − 2 × Nexus, req/s, per seed: ≥ 0; finite where Nexus serves none)",
-                Rule.at_least(0.0, "req/s"), nx2, f"Shepherd / Nexus {r_nx[0]:.2f}×"
+                Rule.at_least(0.0, unit="req/s"), nx2, f"Shepherd / Nexus {r_nx[0]:.2f}×"
                 + ("" if min(nx2) >= 0 else
                    f" — the largest ratio is at {best_slo} ms ({best_nx[0]:.1f}×); at {tightest} ms "
                    f"only requests of models with ℓ(1) ≤ {tightest} ms can be served at all (Shepherd "
@@ -98,7 +98,7 @@ class Fig9(Experiment):
             nx_t = c.lookup(ci, system="nexus", slo_ms=tight)
             claims.append(judge_claim(
                 f"MAF-{w}: Fig. 9 \"SHEPHERD outperforms Nexus and Clockwork … under tight SLOs\" — Shepherd ≥ Nexus "
-                f"at {tight} ms (Shepherd − Nexus, req/s, per seed: ≥ 0)", Rule.at_least(0.0, "req/s"),
+                f"at {tight} ms (Shepherd − Nexus, req/s, per seed: ≥ 0)", Rule.at_least(0.0, unit="req/s"),
                 seed_values(lambda f: c.val(f, g, system="shepherd", slo_ms=tight)
                             - c.val(f, g, system="nexus", slo_ms=tight), part),
                 f"{sh_t['mean']:.0f} vs {nx_t['mean']:.0f} req/s"))

@@ -139,7 +139,7 @@ class Fig6(Experiment):
             cell = results.filter((pl.col("hardware") == h) & (pl.col("set") == s))
             claims.append(judge_claim(
                 f"§5.1 {h} {s}: \"These results indicate that Symphony produces better scheduling quality\" — the "
-                "highest goodput (Symphony − the best baseline, r/s, per seed: ≥ 0)", Rule.at_least(0.0, "r/s"),
+                "highest goodput (Symphony − the best baseline, r/s, per seed: ≥ 0)", Rule.at_least(0.0, unit="r/s"),
                 seed_values(lambda f: goodput_of(f, "symphony") - max(goodput_of(f, b) for b in SYSTEMS[1:]), cell),
                 ", ".join(f"{c.LABELS[k]} {x:.0f}" for k, x in v.items())
                 + c.clockwork_why(v["symphony"], v["clockwork"])))

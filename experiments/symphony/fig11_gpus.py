@@ -80,7 +80,7 @@ class Fig11(Experiment):
                               "15 %)", Rule.at_least(0.85), seed_values(linearity, results), f"{linear:.2f}"),
                   judge_claim("§5.4 \"Clockwork was not designed for multicore scalability, and its use of locks on "
                               "critical paths limits the overall throughput\" — Symphony ≥ Clockwork at the largest "
-                              "cluster (Symphony − Clockwork, r/s, per seed: ≥ 0)", Rule.at_least(0.0, "r/s"),
+                              "cluster (Symphony − Clockwork, r/s, per seed: ≥ 0)", Rule.at_least(0.0, unit="r/s"),
                               seed_values(over_clockwork, results),
                               f"{top_ratio:.2f}×" + c.clockwork_why(top_ratio, 1.0))]
         notes = ["Fig. 11 (left), the scheduler's multi-core scalability on a 32-core CPU, measures the C++ "

@@ -212,7 +212,7 @@ def window_claim(tag: str, method: str, limit: float, milp: pl.DataFrame) -> Cla
     over = [cpu - bound if rate is not None else float("inf")
             for cpu, rate in zip(milp["cpu_s"].to_list(), milp["imbalance_rate"].to_list())]
     return judge_value(text + f" (the worst configuration's CPU seconds − {bound:g} s: ≤ 0)",
-                       Rule.at_most(0.0, "CPU-s"), max(over) if over else float("nan"),
+                       Rule.at_most(0.0, unit="CPU-s"), max(over) if over else float("nan"),
                        f"the worst of {len(over)} configurations (∞: one returned no partition)",
                        f"worst {worst:.2f} CPU-s (solver wall time worst {wall:.2f} s, {wall - limit:+.2f} s against "
                        f"the limit it was given, the window less the start's ≤ {start_max:.2f} s; not judged); "

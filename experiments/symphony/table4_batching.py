@@ -151,7 +151,7 @@ class Table4(Experiment):
                 claims.append(judge_claim(
                     f"Fig. 9 {m}: §5.2.3 \"Symphony's queuing delay is 2x to 3x shorter than baseline systems\" — at "
                     f"least 2× shorter than {c.LABELS[s]}'s at p99 ({c.LABELS[s]} − 2 × Symphony, ms, per seed: ≥ 0)",
-                    Rule.at_least(0.0, "ms"), seed_values(shorter, qd) if qd.height else [],
+                    Rule.at_least(0.0, unit="ms"), seed_values(shorter, qd) if qd.height else [],
                     f"Symphony {q99['symphony']:.1f} ms, {c.LABELS[s]} {q99[s]:.1f} ms{why}"))
         figures = []
         data = results.with_columns(pl.col("system").replace_strict(c.LABELS).alias("System"))
