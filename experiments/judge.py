@@ -48,6 +48,8 @@ def num(x: float, digits: int = 3) -> str:
         return "NaN"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
+    if 0 < abs(x) < 1e-300:  # a strict rule's edge just past 0 (Rule.above(0)): shown as the bound it is
+        x = 0.0
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     out = f"{x:.{digits}g}"

@@ -36,6 +36,9 @@ def test_strict_rules_and_one_value_rows():
     assert judge_claim("a beats b", Rule.above(0.0), [0.0]).verdict.state == FAILS   # a tie does not beat
     assert judge_claim("a beats b", Rule.above(0.0), [1e-9]).verdict.state == HOLDS
     assert judge_claim("under 5 %", Rule.below(0.05), [0.05]).verdict.state == FAILS
+    straddling = judge_claim("a beats b", Rule.above(0.0), [-1.0, 2.0])
+    assert straddling.verdict.state == INCONCLUSIVE and "straddles 0" in straddling.detail
+    assert "rule > 0 (one-sided)" in straddling.detail
     row = judge_value("plan", Rule.at_most(0.01), 0.02, "one solve")
     assert row.verdict.state == FAILS and "deterministic (one solve): one value" in row.detail
     assert "rule ≤ 0.01 (one-sided)" in row.detail and "(1 seed)" in row.detail
