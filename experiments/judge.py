@@ -22,7 +22,8 @@ says "(1 seed)". Rules:
 * :meth:`Rule.span` — a stated range ("2–2.4×"): the range is the region (it
   already is the paper's spread), or widened by a share of each end's effect;
 * :meth:`Rule.at_most` / :meth:`Rule.at_least` — a bounded claim ("only 2 %",
-  "at least …"), judged one-sided as the sentence states.
+  "at least …"), judged one-sided as the sentence states; :meth:`Rule.above` /
+  :meth:`Rule.below` the strict forms ("a beats b": the per-seed a − b > 0).
 
 Nothing here knows an experiment; experiments build rows, this module decides.
 """
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_JUDGED = "holds", "fails", "inconclusive", "not judged"
 STATES = (HOLDS, FAILS, INCONCLUSIVE, NOT_JUDGED)
@@ -47,6 +48,8 @@ def num(x: float, digits: int = 3) -> str:
         return "NaN"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
+    if 0 < abs(x) < 1e-300:  # a strict rule's edge just past 0 (Rule.above(0)): shown as the bound it is
+        x = 0.0
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     out = f"{x:.{digits}g}"
@@ -95,6 +98,17 @@ class Rule:
         """A lower-bounded claim ("at least …", "more than …"): ours ≥ ``bound`` − ``tol``."""
         return cls(bound - tol, INF, f"≥ {num(bound - tol)}{_u(unit)} (one-sided"
                                      + (f", {num(bound)} − {num(tol)})" if tol else ")"))
+
+
+    @classmethod
+    def above(cls, bound: float, unit: str = "") -> "Rule":
+        """A strict lower bound ("a beats b": a − b > 0; "falls": each step > 0): ours > ``bound``."""
+        return cls(math.nextafter(bound, INF), INF, f"> {num(bound)}{_u(unit)} (one-sided)")
+
+    @classmethod
+    def below(cls, bound: float, unit: str = "") -> "Rule":
+        """A strict upper bound ("under 89 %", "less than 5 %"): ours < ``bound``."""
+        return cls(-INF, math.nextafter(bound, -INF), f"< {num(bound)}{_u(unit)} (one-sided)")
 
 
 def _u(unit: str) -> str:
@@ -156,10 +170,29 @@ def judge_claim(text: str, rule: Rule, seeds: Sequence[float], detail: str = "",
     the quantity it bounds; the detail gets the per-seed values and the verdict's reason."""
     from shepherd.experiments.base import Claim
 
-    v = judge(rule, list(seeds), bounds=bounds)
+    seeds = list(seeds)
+    v = judge(rule, seeds, bounds=bounds)
     parts = [p for p in (detail, f"per seed {seed_list(seeds)}" if 1 < len(seeds) <= 5 else "",
-                         f"(1 seed)" if len(seeds) == 1 else "", v.reason) if p]
+                         f"{seed_list(seeds)} (1 seed)" if len(seeds) == 1 else "", f"rule {rule.text}",
+                         v.reason) if p]
     return Claim(text, v.state == HOLDS, "; ".join(parts), state=v.state)
+
+
+def judge_value(text: str, rule: Rule, value: float, what: str, detail: str = "", deterministic: bool = True):
+    """A claim about one quantity with no seed to vary — a solver's plan, an analytic formula, a profile table
+    (``deterministic``), or a universal claim's worst case over its instances (say which in ``what``): the
+    judge decides on that single value and the row says why there is one."""
+    why = f"deterministic ({what}): one value" if deterministic else f"one value: {what}"
+    return judge_claim(text, rule, [value], "; ".join(p for p in (why, detail) if p))
+
+
+def seed_values(fn: Callable[[Any], float], frame: Any, seed: str = "seed") -> list[float]:
+    """``fn`` applied to each seed's slice of ``frame`` (a polars frame with a ``seed`` column), in seed
+    order; non-finite values are kept (the judge calls such a row inconclusive)."""
+    import polars as pl
+
+    keys = sorted(frame[seed].unique().to_list())
+    return [float(fn(frame.filter(pl.col(seed) == k))) for k in keys]
 
 
 def seed_list(seeds: Sequence[float]) -> str:

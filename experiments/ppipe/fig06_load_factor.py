@@ -16,7 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Headline, Section
+from shepherd.experiments.base import Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim, judge_value, seed_values
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
@@ -110,15 +111,26 @@ class Fig6(c.PPipeExperiment):
             on="system", index=["cluster", "group", "workload"], values="planned_xput")
         ok = wide.filter((pl.col("ppipe") >= pl.col("np") * 0.99) & (pl.col("ppipe") >= pl.col("dart-r") * 0.99))
         strict = wide.filter((pl.col("ppipe") >= pl.col("np")) & (pl.col("ppipe") >= pl.col("dart-r")))
-        claims.append(Claim("PPipe's planned throughput ≥ NP's and ≥ DART-r's on every cluster and group "
-                            "(within the 1 % MILP gap)", ok.height == wide.height,
-                            f"{ok.height}/{wide.height} within gap, {strict.height}/{wide.height} strictly"))
+        least = wide.select(pl.col("ppipe") / pl.max_horizontal("np", "dart-r")).to_series()
+        claims.append(judge_value(
+            "§7.2 \"a load factor of 1.0 represents the serving capacity of PPipe, which is higher than the capacity "
+            "of NP or DART-r\" — PPipe's planned throughput ≥ NP's and DART-r's on every cluster and group, within "
+            "the 1 % MILP gap (the smallest PPipe / better-baseline planned throughput: ≥ 0.99)", Rule.at_least(0.99),
+            float(least.min()) if least.len() else float("nan"), "the MILP plans of the first seed",
+            f"{ok.height}/{wide.height} within gap, {strict.height}/{wide.height} strictly"))
         for w in ("poisson", "bursty"):
             part = results.filter(pl.col("workload") == w)
             m = {s: part.filter(pl.col("system") == s)["max_lf"].mean() or 0.0 for s in c.SYSTEMS}
-            claims.append(Claim(f"{w}: PPipe reaches the highest average max load factor",
-                                m["ppipe"] > m["np"] and m["ppipe"] > m["dart-r"],
-                                ", ".join(f"{c.LABELS[s]} {v:.2f}" for s, v in m.items())))
+
+            def lead(f: pl.DataFrame) -> float:
+                avg = {s: float(f.filter(pl.col("system") == s)["max_lf"].mean() or 0.0) for s in c.SYSTEMS}
+                return avg["ppipe"] - max(avg["np"], avg["dart-r"])
+
+            claims.append(judge_claim(
+                f"{w}: §7.2 \"First, we find that PPipe consistently outperforms NP\" and \"compared to DART-r, "
+                "PPipe achieves 32.2% higher load factors\" — the highest average max load factor (PPipe − the "
+                "better baseline, per seed: > 0)", Rule.above(0.0), seed_values(lead, part),
+                ", ".join(f"{c.LABELS[s]} {v:.2f}" for s, v in m.items())))
         notes = ["Bursty = synthetic MMPP stand-in for the MAF 2021 trace (not available here)."]
         return Section(self.title, figures, headlines, claims, notes)
 

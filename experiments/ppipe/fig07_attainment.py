@@ -11,7 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Headline, Section
+from shepherd.experiments.base import Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim, seed_values
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
@@ -64,9 +65,17 @@ class Fig7(c.PPipeExperiment):
         at1 = mean.filter((pl.col("system") == "ppipe") & (pl.col("load_factor") == mean["load_factor"].max()))
         headlines.append(Headline("PPipe attainment at load factor 1.0", 98.4, 100 * float(at1["attainment"][0]),
                                   unit="%"))
-        claims = [Claim("PPipe sustains 99 % to a higher load factor than NP and DART-r",
-                        lf99["ppipe"] > lf99["np"] and lf99["ppipe"] > lf99["dart-r"],
-                        ", ".join(f"{c.LABELS[s]} {v:.2f}" for s, v in lf99.items()))]
+        def lead(f: pl.DataFrame) -> float:
+            def lf(s: str) -> float:
+                ok = f.filter((pl.col("system") == s) & (pl.col("attainment") >= c.TARGET))["load_factor"]
+                return float(ok.max()) if ok.len() else 0.0
+            return lf("ppipe") - max(lf("np"), lf("dart-r"))
+
+        claims = [judge_claim("§7.2 \"We observe that PPipe outperforms both NP and DART-r, achieving the highest SLO "
+                              "attainment under the same load factors. Consequently, it achieves a higher load factor "
+                              "while ensuring 99% SLO attainment\" (PPipe's highest load factor at ≥ 99 % − the "
+                              "better baseline's, per seed: > 0)", Rule.above(0.0), seed_values(lead, results),
+                              ", ".join(f"{c.LABELS[s]} {v:.2f}" for s, v in lf99.items()))]
         return Section(self.title, figures, headlines, claims)
 
 

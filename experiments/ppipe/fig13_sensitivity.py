@@ -16,7 +16,8 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.core.errors import UserError
-from shepherd.experiments.base import Claim, Headline, Section
+from shepherd.experiments.base import Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim, seed_values
 from shepherd.experiments.ppipe import common as c
 from shepherd.experiments.registry import register
 
@@ -93,8 +94,17 @@ class Fig13(c.PPipeExperiment):
                                           gains[(panel, value)], unit="%"))
         claims = []
         if ("ratio", 2) in gains and ("ratio", 12) in gains:
-            claims.append(Claim("fewer high-class GPUs → larger gain over NP", gains[("ratio", 2)] > gains[("ratio", 12)],
-                                f"2:14 {gains[('ratio', 2)]:.1f} % vs 12:4 {gains[('ratio', 12)]:.1f} %"))
+            def gain(f: pl.DataFrame, value: float) -> float:
+                at = f.filter((pl.col("panel") == "ratio") & (pl.col("value") == value))
+                npv = float(at.filter(pl.col("system") == "np")["max_lf"].mean() or 0.0)
+                pp = float(at.filter(pl.col("system") == "ppipe")["max_lf"].mean() or 0.0)
+                return 100 * (pp / npv - 1) if npv else float("inf")
+
+            claims.append(judge_claim(
+                "§7.6 \"PPipe attains more improvements over NP on clusters with fewer high-class GPUs\" (gain over "
+                "NP at 2:14 − at 12:4, points, per seed: > 0; ∞ where NP sustains nothing)", Rule.above(0.0, "points"),
+                seed_values(lambda f: gain(f, 2.0) - gain(f, 12.0), results),
+                f"2:14 {gains[('ratio', 2)]:.1f} % vs 12:4 {gains[('ratio', 12)]:.1f} %"))
         return Section(self.title, figures, headlines, claims)
 
 

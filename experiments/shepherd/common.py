@@ -207,6 +207,14 @@ def where(frame: pl.DataFrame, **equal: Any) -> pl.DataFrame:
     return frame.filter(*[pl.col(k) == v for k, v in equal.items()]) if equal else frame
 
 
+def val(one_seed: pl.DataFrame, value: str, **equal: Any) -> float:
+    """The one ``value`` of one seed's rows with these column values (a claim's per-seed quantity)."""
+    rows = where(one_seed, **equal)
+    if rows.height != 1:
+        raise KeyError(f"{equal}: {rows.height} rows")
+    return float(rows[value][0])
+
+
 def lookup(ci: pl.DataFrame, **equal: Any) -> Mapping[str, Any]:
     rows = where(ci, **equal)
     if rows.height != 1:
@@ -214,14 +222,20 @@ def lookup(ci: pl.DataFrame, **equal: Any) -> Mapping[str, Any]:
     return rows.row(0, named=True)
 
 
+def seed_ratios(results: pl.DataFrame, a: str, b: str, value: str, **equal: Any) -> list[float]:
+    """value(a)/value(b) per seed, paired by seed, in seed order (∞ where b's is 0: the judge calls that
+    row inconclusive)."""
+    rows = where(results, **equal)
+    wide = rows.filter(pl.col("system") == a).select("seed", pl.col(value).alias("a")).join(
+        rows.filter(pl.col("system") == b).select("seed", pl.col(value).alias("b")), on="seed").sort("seed")
+    return [ra / rb if rb else float("inf") for ra, rb in zip(wide["a"], wide["b"])]
+
+
 def paired_ratio(results: pl.DataFrame, a: str, b: str, value: str, **equal: Any) -> tuple[float, float]:
     """Mean and 95 % half-width over seeds of value(a)/value(b), paired by seed."""
     from shepherd.experiments.confidence import half_width
 
-    rows = where(results, **equal)
-    wide = rows.filter(pl.col("system") == a).select("seed", pl.col(value).alias("a")).join(
-        rows.filter(pl.col("system") == b).select("seed", pl.col(value).alias("b")), on="seed")
-    ratios = [ra / rb if rb else float("inf") for ra, rb in zip(wide["a"], wide["b"])]
+    ratios = seed_ratios(results, a, b, value, **equal)
     if not ratios:
         return float("nan"), 0.0
     return sum(ratios) / len(ratios), half_width(ratios)

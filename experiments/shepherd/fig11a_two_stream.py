@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.core.engine import simulate
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Experiment, Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 from shepherd.traces.synthetic import two_stream
@@ -56,16 +57,27 @@ class Fig11a(Experiment):
             for other, ratio in paper.items():
                 mean, hw = c.paired_ratio(results, "shepherd", other, "goodput_rps", slo_ms=slo)
                 headlines.append(Headline(f"{slo} ms: Shepherd / {c.LABELS[other]}", ratio, mean, hw, "×"))
-        r250 = c.paired_ratio(results, "shepherd", "clockwork", "goodput_rps", slo_ms=250)[0]
-        r90 = c.paired_ratio(results, "shepherd", "clockwork", "goodput_rps", slo_ms=90)[0]
-        np250 = c.paired_ratio(results, "shepherd-np", "shepherd", "goodput_rps", slo_ms=250)[0]
-        np90 = c.paired_ratio(results, "shepherd-np", "clockwork", "goodput_rps", slo_ms=90)[0]
-        claims += [Claim("250 ms: Shepherd ≥ 3× Clockwork", r250 >= 3, f"{r250:.2f}×"),
-                   Claim("90 ms: Shepherd ≥ 4× Clockwork", r90 >= 4, f"{r90:.2f}×" + ("" if r90 >= 4 else
-                         " — Flex is GPU-capped (≈358 ResNet18 per 120 ms burst fit before the deadline, ≈2.97k req/s)"
-                         " while Clockwork serves ≈154 per burst (one 79 ms ResNeSt269 batch, then 128+26 ResNet18)")),
-                   Claim("250 ms: Shepherd-NP ≈ Shepherd (within 20 %)", abs(np250 - 1) <= 0.2, f"{np250:.2f}"),
-                   Claim("90 ms: Shepherd-NP ≈ Clockwork (within 2×)", 0.5 <= np90 <= 2, f"{np90:.2f}")]
+        # the workload is deterministic: the seeds only confirm it (their values agree)
+        r250 = c.seed_ratios(results, "shepherd", "clockwork", "goodput_rps", slo_ms=250)
+        r90 = c.seed_ratios(results, "shepherd", "clockwork", "goodput_rps", slo_ms=90)
+        np250 = c.seed_ratios(results, "shepherd-np", "shepherd", "goodput_rps", slo_ms=250)
+        np90 = c.seed_ratios(results, "shepherd-np", "clockwork", "goodput_rps", slo_ms=90)
+        mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731 - a detail's number
+        claims += [judge_claim("§7.2 \"For 250ms SLO, both SHEPHERD and non-preemptive SHEPHERD outperform "
+                               "Clockwork by 3.7×\" — ours: Shepherd / Clockwork at 250 ms, per seed, at least 3×",
+                               Rule.at_least(3.0, unit="×"), r250, f"{mean(r250):.2f}×"),
+                   judge_claim("§7.2 \"SHEPHERD outperforms both its non-preemptive variant and Clockwork by 6.2×\" "
+                               "— ours: Shepherd / Clockwork at 90 ms, per seed, at least 4×",
+                               Rule.at_least(4.0, unit="×"), r90, f"{mean(r90):.2f}×" + ("" if min(r90) >= 4 else
+                               " — Flex is GPU-capped (≈358 ResNet18 per 120 ms burst fit before the deadline, "
+                               "≈2.97k req/s) while Clockwork serves ≈154 per burst (one 79 ms ResNeSt269 batch, "
+                               "then 128+26 ResNet18)")),
+                   judge_claim("§7.2 \"both SHEPHERD and non-preemptive SHEPHERD outperform Clockwork by 3.7×\" at "
+                               "250 ms — Shepherd-NP ≈ Shepherd (Shepherd-NP / Shepherd, per seed, within 20 %)",
+                               Rule.near(1.0, 0.2, "×"), np250, f"{mean(np250):.2f}"),
+                   judge_claim("§7.2 \"the performance for non-preemptive SHEPHERD is similar to Clockwork\" at 90 ms "
+                               "(Shepherd-NP / Clockwork, per seed, within 2× either way)",
+                               Rule(0.5, 2.0, "within 2× either way: [0.5, 2]"), np90, f"{mean(np90):.2f}")]
         return Section(self.title, figures, headlines, claims)
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.confidence import clearly_greater, mean_ci
+from shepherd.experiments.base import Experiment, Headline, Section
+from shepherd.experiments.confidence import mean_ci
+from shepherd.experiments.judge import Rule, judge_claim, seed_values
 from shepherd.experiments.registry import register
 from shepherd.experiments.shepherd import common as c
 
@@ -55,19 +56,32 @@ class Fig11b(Experiment):
                      Headline(f"N={top}: Ḡ=12 / Ḡ=1", 1.7, *c.paired_ratio(frame, "12", "1", "goodput_rps"), "×")]
         ci = mean_ci(frame, ["limit"], "goodput_rps")
         g12, g1, ginf = (c.lookup(ci, limit=k) for k in ("12", "1", "inf"))
-        claims = [Claim(f"N={top}: Ḡ=12 beats Ḡ=1 and Ḡ=∞",
-                        clearly_greater(g12["mean"], g12["half_width"], g1["mean"], g1["half_width"])
-                        and clearly_greater(g12["mean"], g12["half_width"], ginf["mean"], ginf["half_width"]),
-                        f"{g12['mean']:.0f} vs {g1['mean']:.0f} vs {ginf['mean']:.0f} req/s")]
+        g = "goodput_rps"
+        claims = [judge_claim(
+            f"§7.2 \"Herd allows Shepherd to achieve a goodput that is 2.5× and 1.7× higher than the two grouping "
+            f"alternatives, respectively, at 400 workers\" — Ḡ=12 beats Ḡ=1 and Ḡ=∞ at N={top} (Ḡ=12 − the "
+            "better of the two, req/s, per seed: > 0)", Rule.above(0.0, "req/s"),
+            seed_values(lambda f: c.val(f, g, limit="12", workers=top)
+                        - max(c.val(f, g, limit="1", workers=top), c.val(f, g, limit="inf", workers=top)), results),
+            f"{g12['mean']:.0f} vs {g1['mean']:.0f} vs {ginf['mean']:.0f} req/s")]
         # §7.2: Ḡ = 1 "cannot efficiently multiplex … constantly lower goodput"; Ḡ = ∞ "observ[es] the
         # same scalability limit as Clockwork (Figure 10)" — Clockwork's level there: ≈ 50k req/s
         by_n = mean_ci(results, ["limit", "workers"], "goodput_rps")
+        ns = sorted(results["workers"].unique().to_list())
         pairs = [(n, c.lookup(by_n, limit="1", workers=n)["mean"], c.lookup(by_n, limit="12", workers=n)["mean"])
-                 for n in sorted(results["workers"].unique().to_list())]
-        claims.append(Claim("Ḡ=1 has lower goodput than Ḡ=12 at every N", all(a < b for _, a, b in pairs),
-                            "; ".join(f"N={n}: {a:.0f} vs {b:.0f}" for n, a, b in pairs) + " req/s"))
-        claims.append(Claim(f"Ḡ=∞ meets Clockwork's scalability limit (at N={top} within 30 % of Fig. 10's ≈ 50k req/s)",
-                            abs(ginf["mean"] / 50_000 - 1) <= 0.3, f"{ginf['mean']:.0f} req/s"))
+                 for n in ns]
+        claims.append(judge_claim(
+            "§7.2 \"With a group-worker limit of Ḡ=1, Shepherd cannot efficiently multiplex across streams, leading "
+            "to constantly lower goodput\" (the smallest Ḡ=12 − Ḡ=1 goodput over N, req/s, per seed: > 0)",
+            Rule.above(0.0, "req/s"),
+            seed_values(lambda f: min(c.val(f, g, limit="12", workers=n) - c.val(f, g, limit="1", workers=n)
+                                      for n in ns), results),
+            "; ".join(f"N={n}: {a:.0f} vs {b:.0f}" for n, a, b in pairs) + " req/s"))
+        claims.append(judge_claim(
+            f"§7.2 Ḡ=∞ \"reduces to the online global approach, observing the same scalability limit as Clockwork "
+            f"(Figure 10)\" (Ḡ=∞ goodput at N={top} per seed, within 30 % of Fig. 10's ≈ 50k req/s)",
+            Rule.near(50_000.0, 15_000.0, "req/s"), seed_values(lambda f: c.val(f, g, limit="inf", workers=top), results),
+            f"{ginf['mean']:.0f} req/s"))
         return Section(self.title, figures, headlines, claims)
 
 

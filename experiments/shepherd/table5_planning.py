@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.judge import NOT_JUDGED, Rule, judge_claim
+from shepherd.experiments.judge import NOT_JUDGED, Rule, judge_claim, judge_value
 from shepherd.experiments.registry import register
 from shepherd.solvers.backend import SolverConfig
 from shepherd.solvers.herd import HerdConfig, solve_herd, verify
@@ -71,8 +71,14 @@ class Table5(Experiment):
         headlines = [Headline(f"{r['streams']:,} streams: solver seconds (wall-clock, paper: Gurobi on their "
                               f"hardware; not judged)", r["paper_s"], r["solve_s"], unit="s")
                      for r in results.sort("streams").iter_rows(named=True)]
-        claims = [Claim("every size solved to a proven gap ≤ 1 % with a valid plan",
-                        bool(((results["gap"] <= 0.01) & results["valid"]).all()))]
+        # a size whose plan fails verify() counts as gap 1 (no usable plan); a NaN gap (no bound) stays NaN
+        gaps = [float(g) if v else 1.0 for g, v in zip(results["gap"], results["valid"])]
+        claims = [judge_value("§7.3 \"our solver can compute a plan\" at every Table 5 size (§4.1): solved to a "
+                              "proven gap ≤ 1 % with a plan verify() accepts (the largest gap over the sizes)",
+                              Rule.at_most(0.01), max(gaps) if gaps else float("nan"),
+                              "one solve per size of a seeded instance",
+                              ", ".join(f"{r['streams']:,}: gap {r['gap']:.2%}{'' if r['valid'] else ' (invalid)'}"
+                                        for r in results.sort("streams").iter_rows(named=True)))]
         what = ("§7 Table 5: planning stays far below Herd's period (tens of minutes): the slowest solve's CPU "
                 f"seconds ≤ {PERIOD_CPU_S:g} (judged on CPU time, never wall-clock)")
         if "cpu_s" in results.columns and results["cpu_s"].null_count() == 0:

@@ -25,6 +25,7 @@ import polars as pl
 from shepherd.core import batch_analytics as ba
 from shepherd.core.engine import simulate
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.judge import NOT_JUDGED
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 from shepherd.experiments.symphony import fig06_zoo, fig07_workload
@@ -115,8 +116,9 @@ class Cross(Experiment):
             v = dict(zip(part["system"].to_list(), part["goodput_rps"].to_list()))
             winner = max(v, key=v.get)
             what = f"{case} @ {'SLO ' + format(x, 'g') + ' ms' if side == 'symphony' else format(x, 'g') + ' r/s'}"
-            claims.append(Claim(f"{what}: winner {winner}", True,
-                                ", ".join(f"{k} {val:.0f}" for k, val in sorted(v.items()))))
+            # which system won is a measurement, not a sentence of either paper: shown, never judged
+            claims.append(Claim(f"{what}: winner {winner} (measured; no paper sentence to judge)", True,
+                                ", ".join(f"{k} {val:.0f}" for k, val in sorted(v.items())), state=NOT_JUDGED))
             if "flex" in v and v.get("symphony"):
                 headlines.append(Headline(f"{what}: Flex / Symphony", None, v["flex"] / v["symphony"], unit="×"))
             if "shepherd" in v and v.get("symphony"):

@@ -32,8 +32,8 @@ import polars as pl
 
 from shepherd.core import batch_analytics as ba
 from shepherd.experiments import confidence
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
-from shepherd.experiments.judge import Rule, judge_claim
+from shepherd.experiments.base import Experiment, Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim, seed_values
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
@@ -232,19 +232,38 @@ class Fig4(Experiment):
                               f"the work-conserving policy\" (ours: ≥ 90 % of cells, one-sided, per seed), {label}",
                               Rule.at_least(90.0, unit="%"), [100 * x for x in by_seed[stem]] or [100 * share[stem]],
                               f"{100 * share[stem]:.0f} % of all cells") for stem, _, label in VARIANTS]
-        claims += [Claim("NWC ≥ 1.5 × WC in more than 10 % of the cells", frac150 > 0.1, f"{100 * frac150:.0f} %"),
-                   Claim("mixed model setup: NWC gains 34 %–89 % (ours ≥ 1.34×)",
-                         bool(mixed.len()) and float(mixed.min()) >= 1.34,
-                         ", ".join(f"{x:.2f}×" for x in mixed.to_list()))]
-        dn = results.filter((pl.col("model") == "DenseNet121") & (pl.col("slo_ms") == 30.0))["ratio_nwc_wc"]
-        bert = results.filter(pl.col("model") == "BERT")["ratio_nwc_wc"]
-        if dn.len():
-            claims.append(Claim("DenseNet121, SLO 30 ms: NWC gains (paper 14 %–152 %)", float(dn.min()) > 1.0,
-                                f"{float(dn.min()):.2f}–{float(dn.max()):.2f}×"))
-        if bert.len():
-            claims.append(Claim("Bert (weak batching): NWC ≈ WC (within 5 %)",
-                                bool(((bert - 1).abs() <= 0.05).all()),
-                                f"{float(bert.min()):.2f}–{float(bert.max()):.2f}×"))
+        col = "ratio_nwc_wc"
+
+        def finite(f: pl.DataFrame) -> np.ndarray:
+            v = f[col].to_numpy().astype(float)
+            return v[np.isfinite(v)]
+
+        claims += [judge_claim("§4.3 \"The non-work-conserving policy achieves 50% higher goodput for more than 10% "
+                               "cases\" (the share of cells with NWC ≥ 1.5 × WC, per seed: > 10 %)",
+                               Rule.above(10.0, "%"),
+                               seed_values(lambda f: 100 * float((finite(f) >= 1.5).mean()) if len(finite(f))
+                                           else float("nan"), results), f"{100 * frac150:.0f} % of all cells"),
+                   judge_claim("§4.3 \"Figure 4(a) shows that the non-work-conserving policy works very well when "
+                               "serving a mixture of models, gaining 34% to 89% higher goodput\" (ours: the smallest "
+                               "NWC / WC of the mixed cells, per seed, at least the range's low end 1.34×)",
+                               Rule.at_least(1.34, unit="×"),
+                               seed_values(lambda f: float(f.filter(pl.col("model") == MIXED)[col].min()),
+                                           results.filter(pl.col("model") == MIXED)) if mixed.len() else [],
+                               ", ".join(f"{x:.2f}×" for x in mixed.to_list()))]
+        dn = results.filter((pl.col("model") == "DenseNet121") & (pl.col("slo_ms") == 30.0))
+        bert = results.filter(pl.col("model") == "BERT")
+        if dn.height:
+            claims.append(judge_claim(
+                "§4.3 \"Our non-work-conserving policy shows 14% to 152% goodput increase under tighter latency SLO "
+                "constraint (30ms)\" — DenseNet121 at 30 ms: NWC gains in every cell (the smallest NWC / WC, per "
+                "seed: > 1)", Rule.above(1.0, "×"), seed_values(lambda f: float(f[col].min()), dn),
+                f"{float(dn[col].min()):.2f}–{float(dn[col].max()):.2f}×"))
+        if bert.height:
+            claims.append(judge_claim(
+                "§4.3 Bert: \"Our non-work-conserving policy achieves similar goodput to the work-conserving policy in "
+                "these extreme cases\" (the largest |NWC / WC − 1| over the Bert cells, per seed: ≤ 0.05)",
+                Rule.at_most(0.05), seed_values(lambda f: float((f[col] - 1).abs().max()), bert),
+                f"{float(bert[col].min()):.2f}–{float(bert[col].max()):.2f}×"))
         tops = [lab for k, _, lab in VARIANTS if share[k] == share[best]]
         notes.append(f"Closest to Fig. 4(d) here: {' and '.join(tops)} ({100 * share[best]:.0f} % of cells ≥ "
                      "0.95 × WC; the paper: \"nearly all\"); the authors' code default is frontrun.")

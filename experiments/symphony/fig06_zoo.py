@@ -18,7 +18,8 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.core import batch_analytics as ba
-from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.base import Experiment, Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim, seed_values
 from shepherd.experiments.registry import register
 from shepherd.experiments.symphony import common as c
 
@@ -60,6 +61,11 @@ def model_set(table: str, which: str) -> pl.DataFrame:
     if which == "lt2":
         return zoo.filter(pl.col("ba") < 2)
     return zoo
+
+
+def goodput_of(frame: pl.DataFrame, system: str) -> float:
+    """``system``'s goodput in a one-seed, one-zoo slice (0 where it has no row)."""
+    return float(frame.filter(pl.col("system") == system)["goodput_rps"].sum())
 
 
 def seed_ratios(results: pl.DataFrame, hardware: str, subset: str) -> list[float]:
@@ -130,18 +136,33 @@ class Fig6(Experiment):
             headlines.append(Headline.of_seeds(
                 f"§5.1 {h} {s}: \"{stated}\" (Symphony / best baseline, per seed)", (lo_p + hi_p) / 2, seeds,
                 unit="×", rule=paper_rule(h, s)))
-            claims.append(Claim(f"{h} {s}: Symphony has the highest goodput", v["symphony"] >= base,
-                                ", ".join(f"{c.LABELS[k]} {x:.0f}" for k, x in v.items())
-                                + c.clockwork_why(v["symphony"], v["clockwork"])))
+            cell = results.filter((pl.col("hardware") == h) & (pl.col("set") == s))
+            claims.append(judge_claim(
+                f"§5.1 {h} {s}: \"These results indicate that Symphony produces better scheduling quality\" — the "
+                "highest goodput (Symphony − the best baseline, r/s, per seed: ≥ 0)", Rule.at_least(0.0, unit="r/s"),
+                seed_values(lambda f: goodput_of(f, "symphony") - max(goodput_of(f, b) for b in SYSTEMS[1:]), cell),
+                ", ".join(f"{c.LABELS[k]} {x:.0f}" for k, x in v.items())
+                + c.clockwork_why(v["symphony"], v["clockwork"])))
             if v["nexus"] > 0:
                 losses.append(1 - v["nexus-8fe"] / v["nexus"])
         headlines.append(Headline("Nexus 8FE goodput loss vs 1FE, range (paper 11 %–45 %)", 45.0,
                                   100 * max(losses) if losses else float("nan"), unit=" % (max)"))
-        ok = bool(losses) and min(losses) >= 0.11 * 0.5 and max(losses) <= 0.45 * 1.5
-        claims.append(Claim("Nexus loses 11 %–45 % goodput with 8 frontends", ok,
-                            (", ".join(f"{100 * x:.0f} %" for x in losses) or "Nexus goodput 0 everywhere")
-                            + ("" if ok else "; Nexus' goodput is set where its plan stops fitting (note), "
-                                             "not by frontend bursts")))
+        lo, hi = 0.11 * 0.5, 0.45 * 1.5
+
+        def band(f: pl.DataFrame) -> float:
+            loss = [1 - goodput_of(x, "nexus-8fe") / goodput_of(x, "nexus")
+                    for _, x in f.group_by("hardware", "set") if goodput_of(x, "nexus") > 0]
+            return min(min(loss) - lo, hi - max(loss)) if loss else float("nan")
+
+        band_seeds = seed_values(band, results)
+        ok = all(x >= 0 for x in band_seeds)
+        claims.append(judge_claim(
+            "§5.1 \"Comparing Nexus1FE and Nexus8FE, we observe 11% to 45% goodput loss from distributed "
+            "scheduling\" (every zoo's loss in [5.5 %, 67.5 %]: the paper's range, its low end halved and its top "
+            "widened by half; per seed, the smaller of the smallest loss − 0.055 and 0.675 − the largest: ≥ 0)",
+            Rule.at_least(0.0), band_seeds,
+            (", ".join(f"{100 * x:.0f} %" for x in losses) or "Nexus goodput 0 everywhere")
+            + ("" if ok else "; Nexus' goodput is set where its plan stops fitting (note), not by frontend bursts")))
         notes = ["Nexus is the shared Nexus policy with spare=\"spread\" (every GPU of the fixed cluster "
                  "serves). Its goodput is limited by placing a session per model: tight-SLO sessions cannot share "
                  "a GPU's duty cycle, so most GPUs hold one or two lightly used models, and the p99 goodput is "

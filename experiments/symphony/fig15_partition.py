@@ -44,6 +44,7 @@ from pathlib import Path
 import polars as pl
 
 from shepherd.experiments.base import Claim, Experiment, Headline, Section
+from shepherd.experiments.judge import Rule, judge_claim
 from shepherd.experiments.registry import register
 from shepherd.solvers import symphony_baselines as sb
 from shepherd.solvers import symphony_partition as sp
@@ -165,9 +166,11 @@ class Fig15(Experiment):
                         | ((pl.col("imbalance_rate") < pl.col("imbalance_rate_r"))
                            & (pl.col("imbalance_memory") < pl.col("imbalance_memory_r"))))).alias("w"))["w"]
                 frac = float(wins.mean()) if pair.height else 0.0
-                claims.append(Claim(f"{tag}: {method} beats random search on both imbalance factors in "
-                                    f"≥ {WIN_BAR:.0%} of configurations", frac >= WIN_BAR,
-                                    f"{int(wins.sum())}/{pair.height} = {frac:.0%}"))
+                claims.append(judge_claim(
+                    f"{tag}: A.2 \"We observe that our MILP-based algorithm provides load-balanced partitions\" — "
+                    f"{method} beats random search on both imbalance factors in ≥ {WIN_BAR:.0%} of configurations "
+                    "(per configuration: 1 if it does, else 0; the interval of their mean)", Rule.at_least(WIN_BAR),
+                    [float(w) for w in wins], f"{int(wins.sum())}/{pair.height} = {frac:.0%}", bounds=(0.0, 1.0)))
                 claims.append(window_claim(tag, method, limit, milp))
                 if method == "MILP" and "greedy_objective" in milp.columns:
                     better = milp.select((pl.col("objective") < pl.col("start_objective") * (1 - 1e-9)).sum()).item()
@@ -194,19 +197,26 @@ def window_claim(tag: str, method: str, limit: float, milp: pl.DataFrame) -> Cla
     """A.2's "answers within the window", judged on the solve's CPU seconds (with the start's; threads = 1), never
     on wall-clock (issue 41): a loaded machine stretches wall time, not the solver's work. Cells from before the
     CPU column leave it not judged."""
-    from shepherd.experiments.judge import NOT_JUDGED
+    from shepherd.experiments.judge import NOT_JUDGED, judge_value
 
-    text = (f"{tag}: {method} answers within the {limit:g} s window (CPU seconds of the solve ≤ "
+    text = (f"{tag}: A.2 \"within our time window of 10 seconds\" — {method} answers within the {limit:g} s window (CPU seconds of the solve ≤ "
             f"{LIMIT_SLACK:.2f}× limit + {LIMIT_ABS_S:g} s) with a partition every time")
     if "cpu_s" not in milp.columns or milp["cpu_s"].null_count():
         return Claim(text, False, "not judged: these cells predate the CPU-time column; re-run "
                      "`shepherd reproduce symphony-fig15` (wall-clock does not decide a claim)", state=NOT_JUDGED)
     worst, wall = float(milp["cpu_s"].max()), float(milp["solve_s"].max())
     start_max = float(milp["start_s"].max()) if "start_s" in milp.columns else float("nan")
-    return Claim(text, worst <= LIMIT_SLACK * limit + LIMIT_ABS_S and milp["imbalance_rate"].null_count() == 0,
-                 f"worst {worst:.2f} CPU-s (solver wall time worst {wall:.2f} s, {wall - limit:+.2f} s against the "
-                 f"limit it was given, the window less the start's ≤ {start_max:.2f} s; not judged); "
-                 f"statuses {sorted(set(milp['status'].to_list()))}")
+    bound = LIMIT_SLACK * limit + LIMIT_ABS_S
+    # every configuration must answer: the worst one's CPU seconds over the bound decides; a configuration
+    # without a partition did not answer at all (∞: the judge calls the row inconclusive and says so)
+    over = [cpu - bound if rate is not None else float("inf")
+            for cpu, rate in zip(milp["cpu_s"].to_list(), milp["imbalance_rate"].to_list())]
+    return judge_value(text + f" (the worst configuration's CPU seconds − {bound:g} s: ≤ 0)",
+                       Rule.at_most(0.0, unit="CPU-s"), max(over) if over else float("nan"),
+                       f"the worst of {len(over)} configurations (∞: one returned no partition)",
+                       f"worst {worst:.2f} CPU-s (solver wall time worst {wall:.2f} s, {wall - limit:+.2f} s against "
+                       f"the limit it was given, the window less the start's ≤ {start_max:.2f} s; not judged); "
+                       f"statuses {sorted(set(milp['status'].to_list()))}", deterministic=False)
 
 
 EXPERIMENT = register(Fig15())
