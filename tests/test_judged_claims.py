@@ -293,3 +293,43 @@ def test_symphony_fig15_wins_per_configuration():
     assert jc("wins", Rule.at_least(0.9), [1.0] * 6, bounds=(0.0, 1.0)).verdict.state == HOLDS
     assert jc("wins", Rule.at_least(0.9), [1.0] * 5 + [0.0], bounds=(0.0, 1.0)).verdict.state == INCONCLUSIVE
     assert jc("wins", Rule.at_least(0.9), [0.0] * 6, bounds=(0.0, 1.0)).verdict.state == FAILS
+
+
+def _accordion_runs(acc_strict: list[float], base_strict: float, acc_finish: list[float]) -> "pl.DataFrame":
+    """Accordion stream results over seeds: per seed, Accordion's latency / SLO at Strict (every stream) and its
+    finish time on every stream; the baselines at ``base_strict`` × SLO (Strict) and 1.5× (Moderate), finishing
+    at 100 s; Accordion within Moderate everywhere."""
+    import polars as pl
+
+    from shepherd.experiments.accordion import common as c
+
+    rows = []
+    for seed, (a, fin) in enumerate(zip(acc_strict, acc_finish)):
+        for p in c.POLICIES:
+            for t in c.TARGETS:
+                for k in range(1, 7):
+                    ratio = (a if t == "strict" else 0.8) if p == "accordion" else (base_strict if t == "strict" else 1.5)
+                    rows.append({"policy": p, "target": t, "stream": k, "seed": seed, "slo_s": 1.0,
+                                 "latency_s": ratio, "finish_s": fin if p == "accordion" else 100.0,
+                                 "violations": 0.1, "violations_late": 0.05})
+    return pl.DataFrame(rows)
+
+
+def test_accordion_only_and_earlier_claims_are_the_judges_from_per_seed_margins():
+    """§4.4.2 'only Accordion … Strict', 'always sustaining the Moderate' and §4.4.5 'completes earlier' are
+    judged from per-seed margins: they flip with the seeds' values, and seeds on both sides are inconclusive."""
+    from shepherd.experiments.accordion.stream_rows import claims
+
+    def state(runs, needle):
+        return next(cl.state for cl in claims(runs) if needle in cl.text)
+
+    good = _accordion_runs([0.9, 0.95, 0.92], 1.2, [80.0, 85.0, 82.0])
+    bad = _accordion_runs([1.1, 1.2, 1.15], 1.2, [120.0, 118.0, 122.0])
+    mixed = _accordion_runs([0.7, 1.3, 0.9], 1.2, [60.0, 140.0, 90.0])
+    for needle in ("Strict (10%)", "completes execution earlier"):
+        assert (state(good, needle), state(bad, needle), state(mixed, needle)) == ("holds", "fails", "inconclusive")
+    assert state(good, "always sustaining") == "holds"
+    slow_everywhere = good.with_columns(latency_s=pl.when((pl.col("policy") == "accordion")
+                                                          & (pl.col("target") == "moderate")).then(1.4)
+                                        .otherwise(pl.col("latency_s")))
+    assert state(slow_everywhere, "always sustaining") == "fails"
