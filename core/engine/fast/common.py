@@ -17,7 +17,7 @@ the reference engine it mirrors.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+import bisect
 from collections import namedtuple
 
 import numpy as np
@@ -89,38 +89,44 @@ def scratch(n_models, n_workers, maxb):
                    np.empty(n_workers, np.int64), np.empty(maxb, np.int64))
 
 
-@overload(bisect_right, inline='always')
-def _bisect_right(a, x, lo, hi):
-    """The standard library's ``bisect_right(a, x, lo, hi)`` in compiled code: a kernel and a rule of
-    :mod:`shepherd.core.rules` (at C speed on the reference engine) call the same name."""
-    def impl(a, x, lo, hi):
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if x < a[mid]:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
-    return impl
+@njit(cache=True, inline='always')
+def bisect_right(a, x, lo, hi):
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
-@overload(bisect_left, inline='always')
-def _bisect_left(a, x, lo, hi):
-    """The standard library's ``bisect_left(a, x, lo, hi)`` in compiled code (as :func:`_bisect_right`)."""
-    def impl(a, x, lo, hi):
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if a[mid] < x:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-    return impl
+@njit(cache=True, inline='always')
+def bisect_left(a, x, lo, hi):
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@overload(bisect.bisect_right)
+def _std_bisect_right(a, x, lo, hi):
+    """The standard library's ``bisect_right(a, x, lo, hi)`` in compiled code: a rule of
+    :mod:`shepherd.core.rules` calls it at C speed on the reference engine, and compiles to this."""
+    return lambda a, x, lo, hi: bisect_right(a, x, lo, hi)
+
+
+@overload(bisect.bisect_left)
+def _std_bisect_left(a, x, lo, hi):
+    """The standard library's ``bisect_left(a, x, lo, hi)`` in compiled code (as :func:`_std_bisect_right`)."""
+    return lambda a, x, lo, hi: bisect_left(a, x, lo, hi)
 
 
 #: the table search every policy uses (:mod:`shepherd.core.rules.latency`): a kernel or a rule that calls it
 #: compiles the very function
-register_jitable(inline='always')(latency_rules.largest_within)
+register_jitable(latency_rules.largest_within)
 
 
 @njit(cache=True, inline='always')

@@ -20,14 +20,13 @@ are branches of :func:`_decide`. The kernel's own:
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
-from shepherd.core.engine.fast.common import record
+from shepherd.core.engine.fast.common import bisect_right, record
 from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 
 NEVER = np.int64(1) << 62

@@ -66,9 +66,8 @@ _candidate_batch = njit(cache=True, inline='always')(rules.candidate_batch)
 _window_start = njit(cache=True, inline='always')(rules.window_start)
 _meter_evict = njit(cache=True, inline='always')(rules.meter_evict)
 _meter_hit = njit(cache=True, inline='always')(rules.meter_hit)
-for _called in (rules.fit, rules.meter_evict, rules.secant_beta_s):  # rules that rules call, compiled there
-    register_jitable(inline='always')(_called)
-register_jitable(rules.target_batch)  # (a call, not inlined)
+for _called in (rules.fit, rules.meter_evict, rules.secant_beta_s, rules.target_batch):  # rules that rules call
+    register_jitable(_called)
 
 
 @njit(cache=True, inline='always')
