@@ -22,7 +22,8 @@ RULES = [
     ("clockwork", "clockwork", "_batch_for", "clockwork", "batch_for"),
     ("symphony", "symphony", "_window_rate", "symphony", "window_rate"),
     ("symphony", "symphony", "_window_start", "symphony", "window_start"),
-    ("symphony", "symphony", "_candidate_batch", "symphony", "candidate_batch"),
+    ("symphony", "symphony", "_fit", "symphony", "fit"),
+    ("symphony", "symphony", "_frontrun", "symphony", "frontrun"),
     ("nexus", "nexus", "_refill", "nexus", "refill"),
     ("wrr", "nexus", "_swrr_pick", "nexus", "swrr_pick"),  # the frontends' router (Nexus's SmoothWeightedRoundRobin)
 ]
@@ -64,7 +65,7 @@ def test_compiled_and_python_forms_agree(tokens, last, rate, depth, now, n, wind
 @given(st.lists(st.integers(1, 60), min_size=2, max_size=9), st.lists(st.integers(0, 400), max_size=30),
        st.integers(0, 100), st.integers(1, 8), st.integers(0, 5))
 def test_compiled_and_python_queue_rules_agree(steps, deadlines, now, max_batch, head):
-    """BATCHGEN's step, Symphony's window prune and candidate, and the router: the kernel's compiled form gives
+    """BATCHGEN's step, Symphony's window prune, fit and sched_at, and the router: the kernel's compiled form gives
     the Python form's answer on the same numbers (latency tables that dip included)."""
     from shepherd.core.engine.fast import flex, nexus, symphony
     from shepherd.core.rules import flex as flex_rules
@@ -84,8 +85,9 @@ def test_compiled_and_python_queue_rules_agree(steps, deadlines, now, max_batch,
             args = (h, n, lat, lat, now, now, top, int(mono))
             assert symphony._window_start(qarr, *args[:2], arr, arr, *args[4:]) == \
                 symphony_rules.window_start(qd, *args)
-            assert symphony._candidate_batch(arr, arr, qd[h], n - h, now, now, top, int(mono)) == \
-                symphony_rules.candidate_batch(lat, lat, qd[h], n - h, now, now, top, int(mono))
+            b = symphony_rules.fit(lat, lat, qd[h], now, now, min(n - h, top), int(mono))
+            assert symphony._fit(arr, arr, qd[h], now, now, min(n - h, top), int(mono)) == b
+            assert symphony._frontrun(arr, qd[h], b, n - h, top) == symphony_rules.frontrun(lat, qd[h], b, n - h, top)
     weights = [float(x) for x in steps]
     cur_py, cur_nb = [0.0] * len(weights), np.zeros(len(weights))
     for _ in range(5):

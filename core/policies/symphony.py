@@ -94,7 +94,7 @@ from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
 from shepherd.core.rules.latency import monotone, prefix_min
-from shepherd.core.rules.symphony import candidate_batch, window_rate, window_start
+from shepherd.core.rules.symphony import fit, frontrun, window_rate, window_start
 
 INF = 1 << 62
 
@@ -288,7 +288,7 @@ class Symphony(Policy):
         n = q.length(m)
         h = q.h[m]
         if n and self.window_prune:  # (the rule: :func:`shepherd.core.rules.symphony.window_start`)
-            start = window_start(qd, h, h + n, self.lat[m], ld, now, g, self.maxb, self.mono[m])
+            start, _ = window_start(qd, h, h + n, self.lat[m], ld, now, g, self.maxb, self.mono[m])
             if start > h:
                 dead = dead + q.take(m, h, start - h)
                 n = q.length(m)
@@ -297,7 +297,9 @@ class Symphony(Policy):
             self.counters["dropped_pruned"] += len(dead)
         if n == 0:
             return None
-        b, sched_at, full = candidate_batch(self.lat[m], ld, qd[q.h[m]], n, now, g, self.maxb, self.mono[m])
+        dl = qd[q.h[m]]
+        b = fit(self.lat[m], ld, dl, now, g, min(n, self.maxb), self.mono[m])
+        sched_at, full = frontrun(ld, dl, b, n, self.maxb)
         if self.work_conserving or full or now >= sched_at:
             ok = True
         else:

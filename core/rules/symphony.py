@@ -93,21 +93,21 @@ def fit(lat, ld, d: int, now: int, g: int, top: int, mono) -> int:
     return b
 
 
-def candidate_batch(lat, ld, dl: int, n: int, now: int, g: int, max_batch: int, mono) -> tuple[int, int, bool]:
-    """A model's candidate batch (§4.3, Appendix C ``Candidate``) of its ``n`` ≥ 1 queued requests, ``dl`` the
-    head's deadline: b, the largest prefix that fits (:func:`fit`); its ``sched_at``, the latest moment it can
-    still grow by one request (``dl − ld[b + 1]``; ``dl − ld[b]`` at the max batch); whether it is full (the
-    max batch, or not every queued request in it)."""
-    b = fit(lat, ld, dl, now, g, min(n, max_batch), mono)
-    return b, (dl - ld[b] if b >= max_batch else dl - ld[b + 1]), b >= max_batch or b < n
+def frontrun(ld, dl: int, b: int, n: int, max_batch: int) -> tuple[int, bool]:
+    """A candidate of ``b`` of its model's ``n`` queued requests, ``dl`` the head's deadline (§4.3, Appendix C
+    ``Candidate``; b from :func:`fit`): its ``sched_at``, the latest moment it can still grow by one request
+    (``dl − ld[b + 1]``; ``dl − ld[b]`` at the max batch), and whether it is full (the max batch, or not every
+    queued request in it)."""
+    return (dl - ld[b] if b >= max_batch else dl - ld[b + 1]), b >= max_batch or b < n
 
 
-def window_start(qd, h: int, e: int, lat, ld, now: int, g: int, max_batch: int, mono) -> int:
+def window_start(qd, h: int, e: int, lat, ld, now: int, g: int, max_batch: int, mono) -> tuple[int, int]:
     """``prune="window"`` (a deviation from §4.3, written down in :mod:`shepherd.core.policies.symphony`): the
     slot from which the queue ``qd[h:e]`` (sorted deadlines) is kept — ``h``, or the start of the earliest of
     the largest feasible windows of consecutive deadlines (:func:`fit` of its first deadline, at most its
     length) when the head's own batch is below ¾ of that window's. ``f(i) = fit(qd[i])`` is non-decreasing in
-    i and ``e − i`` decreasing, so the best window starts at the first i with ``f(i) ≥ e − i``, or just before."""
+    i and ``e − i`` decreasing, so the best window starts at the first i with ``f(i) ≥ e − i``, or just before.
+    Returns (that slot, the head's own batch: the candidate's when nothing is cut)."""
     lo, hi = h, e
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -124,7 +124,7 @@ def window_start(qd, h: int, e: int, lat, ld, now: int, g: int, max_batch: int, 
                 best_i, best_b = i, b
     # only when the head's own batch is below 3/4 of the best one: a backlog that shrinks batches (overload) is
     # cut, a burst's slightly later deadlines never cost requests for a slot or two
-    return best_i if best_i > h and 4 * head_b < 3 * best_b else h
+    return (best_i if best_i > h and 4 * head_b < 3 * best_b else h), head_b
 
 
 def meter_evict(st, bucket, count, now: int, span: int) -> int:

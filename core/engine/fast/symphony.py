@@ -8,7 +8,7 @@ or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_
 ``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
 share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-The candidate batch and its fit, the window prune, the rate meter, the target batch, the secant β and the window's λ are the policy's
+The candidate's fit and sched_at, the window prune, the rate meter, the target batch, the secant β and the window's λ are the policy's
 own rules (:mod:`shepherd.core.rules.symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
 queues and records (the policy's are Python lists and objects, which numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
 the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
@@ -62,7 +62,8 @@ WORKER = record("hw free start end bid busy")
 _early_rule = njit(cache=True, inline='always')(rules.early)
 _meter_rates = njit(cache=True, inline='always')(rules.meter_rates)
 _window_rate = njit(cache=True, inline='always')(rules.window_rate)
-_candidate_batch = njit(cache=True, inline='always')(rules.candidate_batch)
+_fit = njit(cache=True, inline='always')(rules.fit)
+_frontrun = njit(cache=True, inline='always')(rules.frontrun)
 _window_start = njit(cache=True, inline='always')(rules.window_start)
 _meter_evict = njit(cache=True, inline='always')(rules.meter_evict)
 _meter_hit = njit(cache=True, inline='always')(rules.meter_hit)
@@ -94,8 +95,8 @@ def _candidate(p, q, mr, m, now, r_outcome, counters):
     while q_expire(q.h, q.e, q.d, q.r, m, now + mr.floor[max(1, min(p.maxb, q.e[m] - q.h[m]))], r_outcome, DROPPED):
         pass  # Symphony._cutoff with g = now and zero delays: the least ℓ(b) the queue allows (ℓ(1) if monotone)
     h = q.h[m]
-    cut = _window_start(q.d, h, q.e[m], lat_m, lat_m, now, now, p.maxb, mr.mono) if p.window_prune and q.e[m] - h > 1 \
-        else h
+    cut, b = _window_start(q.d, h, q.e[m], lat_m, lat_m, now, now, p.maxb, mr.mono) \
+        if p.window_prune and q.e[m] - h > 1 else (h, -1)
     for x in range(h, cut):  # prune="window" (Symphony.candidate)
         r_outcome[q.r[x]] = DROPPED
     q_take(q.h, q.e, q.d, q.r, m, h, cut - h)
@@ -103,7 +104,10 @@ def _candidate(p, q, mr, m, now, r_outcome, counters):
     counters[C_DROPPED] += n0 - n  # (the expiry and the prune take heads only)
     if n == 0:
         return False, 0, 0, False
-    b, sched_at, full = _candidate_batch(lat_m, lat_m, q.d[q.h[m]], n, now, now, p.maxb, mr.mono)
+    dl = q.d[q.h[m]]
+    if cut > h or b < 0:  # else the head's own batch, as the prune found it
+        b = _fit(lat_m, lat_m, dl, now, now, min(n, p.maxb), mr.mono)
+    sched_at, full = _frontrun(lat_m, dl, b, n, p.maxb)
     return True, b, sched_at, p.wc or full or now >= sched_at or _early(p, q, mr, m, now, b)
 
 
