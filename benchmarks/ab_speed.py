@@ -9,6 +9,7 @@
   ``--requests`` requests; the trace comes from *this* script's
   ``engine_speed.make_trace`` for both checkouts, so both serve the same one;
 * ``flex-ref`` / ``clockwork-ref`` — the same overload regime on the reference engine (``--ref-requests``);
+* ``symphony`` / ``nexus`` (and ``-served``, ``-ref``) — the same regions for the whole-trace kernels (one group);
 * ``ppipe-engine`` / ``ppipe-direct`` — ``benchmarks/ppipe_dataplane_speed.py``'s
   workload (G1 on HC1-L, PPipe MILP plan, Poisson at load 1.0 for
   ``--seconds``, seed 0), stages as engine events / recorded at dispatch; one
@@ -44,7 +45,7 @@ CHILD = r'''
 import json, pickle, sys, time
 kind, root, data = sys.argv[1], sys.argv[2], sys.argv[3]
 policy, _, workers = kind.split("-")[0].partition("@")
-if policy in ("flex", "clockwork"):  # engine_speed's timed region: the JIT cache load timed apart, one core
+if policy in ("flex", "clockwork", "symphony", "nexus"):  # engine_speed's timed region: the JIT cache load timed apart, one core
     sys.path.insert(0, sys.argv[4])
     from engine_speed import one
     r = one(policy, int(workers or 12), int(data), "served" if kind.endswith("-served") else "overload", 250.0,

@@ -17,9 +17,15 @@ pytest.importorskip("numba")
 RULES = [
     ("flex", "flex", "_preempt_need", "flex", "preempt_need"),
     ("flex", "flex", "_exit_delay", "flex", "exit_delay"),
+    ("flex", "flex", "_smallest", "flex", "smallest"),
+    ("queues", "flex", "_largest_feasible", "flex", "largest_feasible"),  # BATCHGEN's step, Flex's queues call it
     ("clockwork", "clockwork", "_batch_for", "clockwork", "batch_for"),
     ("symphony", "symphony", "_window_rate", "symphony", "window_rate"),
+    ("symphony", "symphony", "_window_start", "symphony", "window_start"),
+    ("symphony", "symphony", "_fit", "symphony", "fit"),
+    ("symphony", "symphony", "_frontrun", "symphony", "frontrun"),
     ("nexus", "nexus", "_refill", "nexus", "refill"),
+    ("wrr", "nexus", "_swrr_pick", "nexus", "swrr_pick"),  # the frontends' router (Nexus's SmoothWeightedRoundRobin)
 ]
 
 
@@ -36,8 +42,9 @@ def test_symphony_s_estimator_rules_are_compiled_from_the_module_symphony_rules_
     from shepherd.core.rules import symphony as numbers
 
     assert symphony_rules.numbers is numbers
-    for name in ("target_batch", "secant_beta_s", "meter_rates"):
-        assert getattr(kernel, f"_{name}").py_func is getattr(numbers, name)
+    for compiled, name in (("_early_rule", "early"), ("_meter_rates", "meter_rates"), ("_meter_evict", "meter_evict"),
+                           ("_meter_hit", "meter_hit")):
+        assert getattr(kernel, compiled).py_func is getattr(numbers, name)
 
 
 @settings(max_examples=200, deadline=None)
@@ -52,3 +59,38 @@ def test_compiled_and_python_forms_agree(tokens, last, rate, depth, now, n, wind
     assert nexus._refill(tokens, np.int64(last), rate, depth, np.int64(now)) == \
         nexus_rules.refill(tokens, last, rate, depth, now)
     assert symphony._window_rate(n, window, since) == symphony_rules.window_rate(n, window, since)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 60), min_size=2, max_size=9), st.lists(st.integers(0, 400), max_size=30),
+       st.integers(0, 100), st.integers(1, 8), st.integers(0, 5))
+def test_compiled_and_python_queue_rules_agree(steps, deadlines, now, max_batch, head):
+    """BATCHGEN's step, Symphony's window prune, fit and sched_at, and the router: the kernel's compiled form gives
+    the Python form's answer on the same numbers (latency tables that dip included)."""
+    from shepherd.core.engine.fast import flex, nexus, symphony
+    from shepherd.core.rules import flex as flex_rules
+    from shepherd.core.rules import latency
+    from shepherd.core.rules import nexus as nexus_rules
+    from shepherd.core.rules import symphony as symphony_rules
+
+    lat = [0] + [sum(steps[:b]) if b % 3 else steps[0] for b in range(1, len(steps) + 1)]  # every third dips
+    top = min(max_batch, len(lat) - 1)
+    qd = sorted(deadlines)
+    h, n = min(head, len(qd)), len(qd)
+    arr, qarr = np.array(lat, np.int64), np.array(qd + [0], np.int64)
+    for mono in (latency.monotone(lat, top), False):
+        assert flex._largest_feasible(qarr, h, n, now, arr, top, mono) == \
+            flex_rules.largest_feasible(qd, h, n, now, lat, top, mono)
+        if n - h >= 1:
+            args = (h, n, lat, lat, now, now, top, int(mono))
+            assert symphony._window_start(qarr, *args[:2], arr, arr, *args[4:]) == \
+                symphony_rules.window_start(qd, *args)
+            b = symphony_rules.fit(lat, lat, qd[h], now, now, min(n - h, top), int(mono))
+            assert symphony._fit(arr, arr, qd[h], now, now, min(n - h, top), int(mono)) == b
+            assert symphony._frontrun(arr, qd[h], b, n - h, top) == symphony_rules.frontrun(lat, qd[h], b, n - h, top)
+    weights = [float(x) for x in steps]
+    cur_py, cur_nb = [0.0] * len(weights), np.zeros(len(weights))
+    for _ in range(5):
+        assert nexus._swrr_pick(cur_nb, np.array(weights), 0, len(weights), sum(weights)) == \
+            nexus_rules.swrr_pick(cur_py, weights, 0, len(weights), sum(weights))
+    assert cur_nb.tolist() == cur_py

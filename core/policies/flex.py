@@ -46,8 +46,8 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.flex import exit_delay, preempt_need
-from shepherd.core.rules.latency import least, monotone
+from shepherd.core.rules.flex import exit_delay, expiry_floor, preempt_need, smallest
+from shepherd.core.rules.latency import monotone
 
 INF = 1 << 62
 
@@ -131,7 +131,7 @@ class Flex(Policy):
         hws = sorted(set(self.hw_of))
         #: per model the least time any batch takes over the group's hardware: the expiry cutoff (ℓ(1) on a
         #: monotone table; a measured CPU table may dip, ℓ(2) < ℓ(1): :mod:`shepherd.core.rules.latency`)
-        self.lat1 = [min(least(self.lat_by_hw[h][m], self.maxb) for h in hws) for m in range(len(act.models))]
+        self.lat1 = expiry_floor(self.lat_by_hw, hws, self.maxb)
         #: per hardware and model: ℓ non-decreasing up to the largest batch (BATCHGEN may bisect)
         self.mono = [[monotone(t, self.maxb) for t in per_hw] for per_hw in self.lat_by_hw]
         self.exits = [config.exit_points or e or DEFAULT_EXIT_POINTS for e in act.exit_points]
@@ -223,7 +223,7 @@ class Flex(Policy):
         rs = self.run_size
         act = self.act
         while True:
-            k = min(range(len(rs)), key=rs.__getitem__)
+            k = smallest(rs)
             small = rs[k]
             if small == 0:  # an idle worker: nothing was feasible for it
                 self.thresh = 0

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
+from shepherd.core.rules.flex import largest_feasible
+
 COMPACT_AT = 4096
 
 
@@ -59,41 +61,11 @@ class DeadlineQueues:
 
     def largest_feasible(self, m: int, now: int, lat: list[int], max_batch: int,
                          mono: bool = True) -> tuple[int, int]:
-        """Largest b ≤ max_batch such that b queued requests all have deadline ≥ now + ℓ(b).
-
-        Returns (b, i0): the batch is the b earliest-deadline requests from
-        list index ``i0`` (those with deadline ≥ now + ℓ(b)); b = 0 if none.
-        On a monotone table (``mono``) feasibility holds for every b up to the answer, so a bisection
-        finds it; otherwise the sizes are tried from the largest down (a dip, ℓ(2) < ℓ(1), can make
-        b = 2 feasible where b = 1 is not: :mod:`shepherd.core.rules.latency`).
-        """
+        """Largest b ≤ max_batch such that b queued requests all have deadline ≥ now + ℓ(b), and the list
+        index ``i0`` of the first (the batch is the b earliest-deadline requests from there); b = 0 if none.
+        The rule is :func:`shepherd.core.rules.flex.largest_feasible`, which Flex's kernel compiles."""
         qd = self.d[m]
-        h = self.h[m]
-        n = len(qd)
-        top = n - h
-        if top <= 0:
-            return 0, h
-        if top > max_batch:
-            top = max_batch
-        if not mono:
-            for b in range(top, 0, -1):
-                i = bisect_left(qd, now + lat[b], h)
-                if n - i >= b:
-                    return b, i
-            return 0, h
-        i = bisect_left(qd, now + lat[top], h)
-        if n - i >= top:
-            return top, i
-        lo, hi = 0, top - 1  # invariant: b = lo feasible, b = hi + 1 infeasible
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            if n - bisect_left(qd, now + lat[mid], h) >= mid:
-                lo = mid
-            else:
-                hi = mid - 1
-        if lo == 0:
-            return 0, h
-        return lo, bisect_left(qd, now + lat[lo], h)
+        return largest_feasible(qd, self.h[m], len(qd), now, lat, max_batch, mono)
 
     def take(self, m: int, i0: int, b: int) -> list[int]:
         """Dequeue the ``b`` requests starting at list index ``i0``."""

@@ -78,7 +78,6 @@ schedulability rule (:attr:`Symphony.work_conserving`).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -95,7 +94,7 @@ from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
 from shepherd.core.rules.latency import monotone, prefix_min
-from shepherd.core.rules.symphony import window_rate
+from shepherd.core.rules.symphony import fit, frontrun, window_rate, window_start
 
 INF = 1 << 62
 
@@ -254,16 +253,6 @@ class Symphony(Policy):
             rec.popleft()
         return window_rate(len(rec), self.window, now - self.first_arrival[m] if self.first_arrival[m] >= 0 else 0)
 
-    def _fit(self, m: int, d: int, now: int, g: int, top: int) -> int:
-        """Largest b ≤ ``top`` whose batch, started at ``max(g, now + delay(b))``, ends by ``d`` (a bisection of
-        each table where both are monotone; else the sizes from ``top`` down)."""
-        if self.mono[m]:
-            return min(bisect_right(self.lat[m], d - g, 1, top + 1), bisect_right(self.ld[m], d - now, 1, top + 1)) - 1
-        lat, ld, b = self.lat[m], self.ld[m], top
-        while b > 0 and (lat[b] > d - g or ld[b] > d - now):
-            b -= 1
-        return b
-
     def _cutoff(self, m: int, now: int, g: int, queued: int) -> int:
         """The earliest deadline a batch of model ``m`` can still meet: ``max(g + ℓ(1), now + ℓ(1) + delay(1))``
         on monotone tables; on a dipping one (:mod:`shepherd.core.rules.latency`) the least such end over the
@@ -298,26 +287,10 @@ class Symphony(Policy):
             dead += got
         n = q.length(m)
         h = q.h[m]
-        if n and self.window_prune:
-            # f(i) = fit(d[i]) is non-decreasing in i, n − i decreasing: the best window starts at the
-            # first i with f(i) ≥ n − i, or just before it
-            lo, hi = h, h + n  # first i in [h, h+n) with f(i) ≥ h + n − i (h + n if none)
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if self._fit(m, qd[mid], now, g, self.maxb) >= h + n - mid:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            best_i, best_b = h, self._fit(m, qd[h], now, g, min(n, self.maxb))
-            for i in (lo - 1, lo):
-                if h <= i < h + n:
-                    b = self._fit(m, qd[i], now, g, min(h + n - i, self.maxb))
-                    if b > best_b:
-                        best_i, best_b = i, b
-            # only when the head's own batch is below 3/4 of the best one: a backlog that shrinks batches
-            # (overload) is cut, a burst's slightly later deadlines never cost requests for a slot or two
-            if best_i > h and 4 * self._fit(m, qd[h], now, g, min(n, self.maxb)) < 3 * best_b:
-                dead = dead + q.take(m, h, best_i - h)
+        if n and self.window_prune:  # (the rule: :func:`shepherd.core.rules.symphony.window_start`)
+            start, _ = window_start(qd, h, h + n, self.lat[m], ld, now, g, self.maxb, self.mono[m])
+            if start > h:
+                dead = dead + q.take(m, h, start - h)
                 n = q.length(m)
         if dead:
             self.act.drop(dead, now)
@@ -325,9 +298,8 @@ class Symphony(Policy):
         if n == 0:
             return None
         dl = qd[q.h[m]]
-        b = self._fit(m, dl, now, g, min(n, self.maxb))
-        full = b >= self.maxb or b < n
-        sched_at = dl - ld[b] if b >= self.maxb else dl - ld[b + 1]
+        b = fit(self.lat[m], ld, dl, now, g, min(n, self.maxb), self.mono[m])
+        sched_at, full = frontrun(ld, dl, b, n, self.maxb)
         if self.work_conserving or full or now >= sched_at:
             ok = True
         else:

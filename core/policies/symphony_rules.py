@@ -25,7 +25,6 @@ at simulated time 0 (theirs at the dispatcher's start); the estimator's batch se
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Sequence
 
 from shepherd.core.rules import symphony as numbers
@@ -48,38 +47,22 @@ def canonical(rule: str) -> str:
 class BucketMeter:
     """The authors' ``RpsMeter``: arrivals counted in ``buckets`` buckets of ``span_us`` (100 × 50 ms = 5 s),
     the current, partial bucket included; :meth:`get` gives the mean and the sample standard deviation of the
-    buckets' rates (req/s) over the buckets since time 0, at most ``buckets`` of them."""
+    buckets' rates (req/s) over the buckets since time 0, at most ``buckets`` of them. A ring of buckets kept by
+    :func:`shepherd.core.rules.symphony.meter_hit` / ``meter_evict``, which Symphony's kernel compiles."""
 
-    __slots__ = ("span", "size", "counts", "total", "sumsq")
+    __slots__ = ("span", "size", "state", "bucket", "count")
 
     def __init__(self, span_us: int = METER_SPAN_US, buckets: int = METER_BUCKETS) -> None:
         self.span, self.size = span_us, buckets
-        self.counts: deque[list[int]] = deque()  #: [bucket index, count], non-empty buckets in order
-        self.total = 0
-        self.sumsq = 0
-
-    def _evict(self, now: int) -> int:
-        cur = now // self.span
-        while self.counts and self.counts[0][0] <= cur - self.size:
-            _, c = self.counts.popleft()
-            self.total -= c
-            self.sumsq -= c * c
-        return cur
+        self.state = [0, 0, 0, 0]  #: head, non-empty buckets, their total count and sum of squared counts
+        self.bucket, self.count = [0] * buckets, [0] * buckets
 
     def hit(self, now: int) -> None:
-        cur = self._evict(now)
-        if self.counts and self.counts[-1][0] == cur:
-            c = self.counts[-1][1]
-            self.counts[-1][1] = c + 1
-            self.sumsq += 2 * c + 1
-        else:
-            self.counts.append([cur, 1])
-            self.sumsq += 1
-        self.total += 1
+        numbers.meter_hit(self.state, self.bucket, self.count, now, self.span)
 
     def get(self, now: int) -> tuple[float, float]:
-        cur = self._evict(now)
-        return numbers.meter_rates(self.total, self.sumsq, min(cur + 1, self.size), self.span)
+        cur = numbers.meter_evict(self.state, self.bucket, self.count, now, self.span)
+        return numbers.meter_rates(self.state[2], self.state[3], min(cur + 1, self.size), self.span)
 
 
 def target_batch(lat: Sequence[float], budget_us: float, d_data_us: float, rate: float, std: float,
@@ -95,13 +78,8 @@ secant_beta_s = numbers.secant_beta_s
 def early(rule: str, b: int, lam_window: float, beta_s: float, meter: BucketMeter | None, lat: Sequence[float],
           budget_us: float, d_data_us: float, max_batch: int, now: int) -> bool:
     """Whether a candidate of ``b`` requests is schedulable before its ``sched_at`` under ``rule``
-    (module docstring). ``lam_window`` is §4.3's λ (the ``text`` rule), ``beta_s`` the profile's β."""
-    if rule == "text":
-        return b >= beta_s * lam_window
-    if rule == "frontrun":
-        return False
-    avg, std = meter.get(now)
-    target = target_batch(lat, budget_us, d_data_us, avg, std, max_batch)
-    if rule == "target-batch":
-        return b >= target
-    return b >= secant_beta_s(lat, b, min(target, max_batch)) * avg
+    (module docstring; :func:`shepherd.core.rules.symphony.early`, which Symphony's kernel compiles).
+    ``lam_window`` is §4.3's λ (the ``text`` rule), ``beta_s`` the profile's β."""
+    avg, std = meter.get(now) if meter is not None and rule in RULES[2:] else (0.0, 0.0)
+    return numbers.early(RULES.index(rule), b, beta_s, lam_window, avg, std, lat, budget_us, d_data_us, max_batch,
+                         XRPS, XSTD)

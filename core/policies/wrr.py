@@ -1,4 +1,5 @@
-"""Smooth weighted round-robin: spread a stream's requests over its allocations by weight.
+"""Smooth weighted round-robin: spread a stream's requests over its allocations by weight
+(:func:`shepherd.core.rules.nexus.swrr_pick`, which Nexus's kernel compiles).
 
 The nginx rule a Nexus frontend applies to a session's backends (Nexus, SOSP '19
 §6.2: requests are routed to the session's GPUs in proportion to their
@@ -19,6 +20,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+
+from shepherd.core.rules.nexus import swrr_pick
 
 #: entries above this are scanned with numpy (below, a Python scan is faster)
 VECTOR_MIN_ENTRIES = 16
@@ -48,15 +51,9 @@ class SmoothWeightedRoundRobin:
         if n == 1:
             return 0
         cur = self.current
-        if n > VECTOR_MIN_ENTRIES:
-            cur += self.weights
-            best = int(cur.argmax())
-        else:
-            w = self.weights
-            best = 0
-            for i in range(n):
-                cur[i] += w[i]
-                if cur[i] > cur[best]:
-                    best = i
+        if n <= VECTOR_MIN_ENTRIES:
+            return swrr_pick(cur, self.weights, 0, n, self.total)
+        cur += self.weights
+        best = int(cur.argmax())
         cur[best] -= self.total
         return best

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+
+from shepherd.core.rules.latency import least
 
 
 def preempt_need(lam: float, size: int) -> int:
@@ -11,6 +14,17 @@ def preempt_need(lam: float, size: int) -> int:
     computed as ``ceil(λ·size − 1e-9)`` so that a product a rounding error above an integer is that integer
     (``FlexConfig.validate``)."""
     return math.ceil(lam * size - 1e-9)
+
+
+def smallest(sizes) -> int:
+    """The worker the preemption check considers (Algorithm 1 lines 14–19; a choice where §5.2 is silent,
+    :mod:`shepherd.core.policies.flex`): the one running the smallest batch (``sizes``, 0 = idle), the lowest
+    index on ties — with one size comparison per GPU, the first that qualifies whenever any does."""
+    k = 0
+    for x in range(1, len(sizes)):
+        if sizes[x] < sizes[k]:
+            k = x
+    return k
 
 
 def exit_delay(start: int, end: int, exits: int, now: int) -> int:
@@ -26,3 +40,47 @@ def exit_delay(start: int, end: int, exits: int, now: int) -> int:
     if nxt > exits:
         return -1
     return start + nxt * span // (exits + 1) - now
+
+
+def expiry_floor(lat, hws, top: int) -> list[int]:
+    """BATCHGEN's expiry cutoff per model (Algorithm 1; the policy's module docstring: a request that cannot
+    finish even alone is dropped): the least ℓ(b), b ≤ ``top``, of model m's table ``lat[h][m]`` over the
+    group's hardware ``hws`` — ℓ(1) on a monotone table (:func:`~shepherd.core.rules.latency.least`)."""
+    return [min((least(lat[h][m], top) for h in hws), default=1 << 62) for m in range(len(lat[0]))]
+
+
+def largest_feasible(qd, h: int, n: int, now: int, lat, max_batch: int, mono: bool) -> tuple[int, int]:
+    """BATCHGEN's step for one model (§5.2, Algorithm 1 lines 5, 8, 13): the largest b ≤ ``max_batch`` such
+    that b of the queued deadlines ``qd[h:n]`` (sorted) are all ≥ ``now + ℓ(b)`` (``lat[b]``), and the slot
+    ``i0`` of the first of them — the batch is the b earliest such requests; (0, h) if none.
+
+    For 1 ≤ b ≤ n − h, "at least b queued deadlines ≥ x" holds exactly when ``qd[n − b] ≥ x`` (one load per
+    try); the slot is ``h`` when the head qualifies (the usual case), else the first deadline ≥ x in
+    ``[h, n − b]``. On a monotone table (``mono``) feasibility holds for every b up to the answer, so a
+    bisection finds it; otherwise the sizes are tried from the largest down (a dip, ℓ(2) < ℓ(1), can make
+    b = 2 feasible where b = 1 is not: :mod:`shepherd.core.rules.latency`)."""
+    top = n - h
+    if top <= 0:
+        return 0, h
+    if top > max_batch:
+        top = max_batch
+    if not mono:
+        for b in range(top, 0, -1):
+            x = now + lat[b]
+            if qd[n - b] >= x:
+                return b, (h if qd[h] >= x else bisect_left(qd, x, h, n - b))
+        return 0, h
+    x = now + lat[top]
+    if qd[n - top] >= x:
+        return top, (h if qd[h] >= x else bisect_left(qd, x, h, n - top))
+    lo, hi = 0, top - 1  # invariant: b = lo feasible (0: none), b = hi + 1 infeasible
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if qd[n - mid] >= now + lat[mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return 0, h
+    x = now + lat[lo]
+    return lo, (h if qd[h] >= x else bisect_left(qd, x, h, n - lo))

@@ -4,6 +4,7 @@ and ``kBetaLambda``): what :mod:`shepherd.core.policies.symphony_rules` calls an
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 
 
 def target_batch(lat, budget_us: float, d_data_us: float, rate: float, std: float, max_batch: int,
@@ -41,6 +42,23 @@ def secant_beta_s(lat, b: int, target: int) -> float:
     return (lat[x] - alpha * x) / 1e6
 
 
+def early(rule: int, b: int, beta_s: float, lam: float, avg: float, std: float, lat, budget_us: float,
+          d_data_us: float, max_batch: int, xrps: float, xstd: float) -> bool:
+    """Whether a candidate of ``b`` requests that can still grow may go before its ``sched_at`` under rule
+    number ``rule`` of :data:`shepherd.core.policies.symphony_rules.RULES` (§4.3 and the authors' rules, that
+    module's docstring): ``text`` — b ≥ β·λ (``beta_s`` the profile's β, ``lam`` §4.3's window λ); ``frontrun``
+    — never; ``target-batch`` — b ≥ the target batch (:func:`target_batch` at the meter's ``avg``, ``std``);
+    ``beta-lambda-authors`` — b ≥ the secant's β (:func:`secant_beta_s`) · ``avg``."""
+    if rule == 0:
+        return b >= beta_s * lam
+    if rule == 1:
+        return False
+    target = target_batch(lat, budget_us, d_data_us, avg, std, max_batch, xrps, xstd)
+    if rule == 2:
+        return b >= target
+    return b >= secant_beta_s(lat, b, min(target, max_batch)) * avg
+
+
 def meter_rates(total: int, sumsq: int, k: int, span_us: int) -> tuple[float, float]:
     """The authors' ``RpsMeter::Get``: over ``k`` buckets of ``span_us`` holding ``total`` arrivals (their
     counts' squares summing to ``sumsq``), the mean and the sample standard deviation of the buckets' rates
@@ -56,3 +74,82 @@ def window_rate(n: int, window_us: int, since_first_us: int) -> float:
     first arrival); 0 before any (``since_first_us`` 0)."""
     span = min(window_us, since_first_us)
     return n * 1e6 / span if span > 0 else 0.0
+
+
+def fit(lat, ld, d: int, now: int, g: int, top: int, mono) -> int:
+    """The largest b ≤ ``top`` whose batch, started at ``max(g, now + delay(b))`` (a GPU free at ``g``), ends
+    by the deadline ``d``: ``ℓ(b) ≤ d − g`` and ``ℓ(b) + delay(b) = ld[b] ≤ d − now`` (§4.3, Appendix C
+    ``exec_at``); 0 if none. ``mono``: both tables non-decreasing (bisected: the largest b of the first, then,
+    if its ``ld`` is over, the second's below it); otherwise the sizes from ``top`` down
+    (:mod:`shepherd.core.rules.latency`)."""
+    if mono:
+        b = bisect_right(lat, d - g, 1, top + 1) - 1
+        if b > 0 and ld[b] > d - now:
+            b = bisect_right(ld, d - now, 1, b + 1) - 1
+        return b
+    b = top
+    while b > 0 and (lat[b] > d - g or ld[b] > d - now):
+        b -= 1
+    return b
+
+
+def frontrun(ld, dl: int, b: int, n: int, max_batch: int) -> tuple[int, bool]:
+    """A candidate of ``b`` of its model's ``n`` queued requests, ``dl`` the head's deadline (§4.3, Appendix C
+    ``Candidate``; b from :func:`fit`): its ``sched_at``, the latest moment it can still grow by one request
+    (``dl − ld[b + 1]``; ``dl − ld[b]`` at the max batch), and whether it is full (the max batch, or not every
+    queued request in it)."""
+    return (dl - ld[b] if b >= max_batch else dl - ld[b + 1]), b >= max_batch or b < n
+
+
+def window_start(qd, h: int, e: int, lat, ld, now: int, g: int, max_batch: int, mono) -> tuple[int, int]:
+    """``prune="window"`` (a deviation from §4.3, written down in :mod:`shepherd.core.policies.symphony`): the
+    slot from which the queue ``qd[h:e]`` (sorted deadlines) is kept — ``h``, or the start of the earliest of
+    the largest feasible windows of consecutive deadlines (:func:`fit` of its first deadline, at most its
+    length) when the head's own batch is below ¾ of that window's. ``f(i) = fit(qd[i])`` is non-decreasing in
+    i and ``e − i`` decreasing, so the best window starts at the first i with ``f(i) ≥ e − i``, or just before.
+    Returns (that slot, the head's own batch: the candidate's when nothing is cut)."""
+    lo, hi = h, e
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if fit(lat, ld, qd[mid], now, g, max_batch, mono) >= e - mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    head_b = fit(lat, ld, qd[h], now, g, min(e - h, max_batch), mono)
+    best_i, best_b = h, head_b
+    for i in (lo - 1, lo):
+        if h <= i < e:
+            b = fit(lat, ld, qd[i], now, g, min(e - i, max_batch), mono)
+            if b > best_b:
+                best_i, best_b = i, b
+    # only when the head's own batch is below 3/4 of the best one: a backlog that shrinks batches (overload) is
+    # cut, a burst's slightly later deadlines never cost requests for a slot or two
+    return (best_i if best_i > h and 4 * head_b < 3 * best_b else h), head_b
+
+
+def meter_evict(st, bucket, count, now: int, span: int) -> int:
+    """The authors' ``RpsMeter`` (§4.2's rate λ as their dispatcher measures it), its expired buckets dropped;
+    returns the current bucket's index ``now // span``. The meter is a ring of ``len(bucket)`` buckets
+    (index, count) and ``st = [head, n, total, sumsq]``: the ``n`` non-empty ones from ``head`` in order,
+    their counts' sum and sum of squares."""
+    cur, size = now // span, len(bucket)
+    while st[1] > 0 and bucket[st[0]] <= cur - size:
+        c = count[st[0]]
+        st[2] -= c
+        st[3] -= c * c
+        st[0] = (st[0] + 1) % size
+        st[1] -= 1
+    return cur
+
+
+def meter_hit(st, bucket, count, now: int, span: int) -> None:
+    """``RpsMeter::Hit``: one arrival at ``now`` counted in the current bucket (:func:`meter_evict`)."""
+    cur, size = meter_evict(st, bucket, count, now, span), len(bucket)
+    last = (st[0] + st[1] - 1) % size
+    if st[1] == 0 or bucket[last] != cur:  # a new bucket
+        last = (last + 1) % size
+        bucket[last], count[last] = cur, 0
+        st[1] += 1
+    st[3] += 2 * count[last] + 1
+    count[last] += 1
+    st[2] += 1

@@ -23,7 +23,7 @@ from collections import namedtuple
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic, overload, register_jitable
 
 from shepherd.core.rules import latency as latency_rules
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
@@ -124,15 +124,9 @@ def _std_bisect_left(a, x, lo, hi):
     return lambda a, x, lo, hi: bisect_left(a, x, lo, hi)
 
 
-#: the table search every policy uses (:mod:`shepherd.core.rules.latency`), compiled as it is
-_largest_within = njit(cache=True, inline='always')(latency_rules.largest_within)
-
-
-@overload(latency_rules.largest_within)
-def _rule_largest_within(lat, budget, top, mono):
-    """A rule of :mod:`shepherd.core.rules` that calls :func:`~shepherd.core.rules.latency.largest_within`
-    compiles to the compiled copy of that same function."""
-    return lambda lat, budget, top, mono: _largest_within(lat, budget, top, mono)
+#: the table search every policy uses (:mod:`shepherd.core.rules.latency`): a kernel or a rule that calls it
+#: compiles the very function
+register_jitable(latency_rules.largest_within)
 
 
 @njit(cache=True, inline='always')
@@ -310,46 +304,6 @@ def q_take(qh, qe, qd, qr, m, i0, b):
             qd[j - b] = qd[j]
             qr[j - b] = qr[j]
         qe[m] = e - b
-
-
-@njit(cache=True, inline='always')
-def largest_feasible(qh, qe, qd, m, now, lat, hw, maxb, mono):
-    """(b, i0): the largest b ≤ maxb such that b queued requests all meet ``now + ℓ(b)``, and the slot of the
-    first (``DeadlineQueues.largest_feasible``: the same tries, in the same order); ``ℓ(b)`` is
-    ``lat[hw, m, b]`` (indexed, not sliced: a slice is a reference-counted view).
-
-    The reference asks, per try, whether ``n − bisect_left(qd, x) ≥ b`` (at least b queued deadlines
-    ≥ x). The live part ``[h, n)`` is sorted, so for 1 ≤ b ≤ n − h that holds exactly when
-    ``qd[n − b] ≥ x``: one load instead of a bisection. Only the answer's slot needs one — the first
-    deadline ≥ x, which lies in ``[h, n − b]``: ``h`` itself when the head qualifies (the usual case), else
-    a bisection over that range. The same (b, i0) as the reference for any latency table: a table that is not
-    non-decreasing (``mono`` false) is tried from the largest size down, as the reference does."""
-    h, n = qh[m], qe[m]
-    top = n - h
-    if top <= 0:
-        return 0, h
-    if top > maxb:
-        top = maxb
-    if not mono:
-        for b in range(top, 0, -1):
-            x = now + lat[hw, m, b]
-            if qd[n - b] >= x:
-                return b, (h if qd[h] >= x else bisect_left(qd, x, h, n - b))
-        return 0, h
-    x = now + lat[hw, m, top]
-    if qd[n - top] >= x:
-        return top, (h if qd[h] >= x else bisect_left(qd, x, h, n - top))
-    lo, hi = 0, top - 1
-    while lo < hi:
-        mid = (lo + hi + 1) >> 1
-        if qd[n - mid] >= now + lat[hw, m, mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    if lo == 0:
-        return 0, h
-    x = now + lat[hw, m, lo]
-    return lo, (h if qd[h] >= x else bisect_left(qd, x, h, n - lo))
 
 
 # ---------------------------------------------------------------------- the scheduler clock

@@ -9,9 +9,9 @@ preemption check against the smallest running batch, cascading, with the policy'
 (:func:`_check_preempt`, :func:`_preempt`: the batch stops at its next exit point, line 19's re-entry). The
 scheduler clock, admission control, queues and batch log are :mod:`.common`'s. A batch's requests get their
 rows when it starts (a preemption takes them back); per worker only the running batch's requests are kept.
-``preempt_need`` and ``exit_delay`` are the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled
-here; BATCHGEN's scan and the queues are mirrored: the policy's are Python lists with a head offset, which
-numba cannot take (:func:`.common.largest_feasible` reads one deadline per try where they bisect: same answer).
+``preempt_need``, ``exit_delay``, ``smallest`` and BATCHGEN's per-model step ``largest_feasible`` are the
+policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here; BATCHGEN's scan over the models and the
+queues are mirrored: the policy's queues are Python lists with a head offset, which numba cannot take.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF, ST_LAST,
                                               ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run, Sched,
-                                              chunk_end, cttz, decider, finish, grow_log, largest_feasible, must_pause,
+                                              chunk_end, cttz, decider, finish, grow_log, must_pause,
                                               next_event, nz_clear, nz_set, queues, q_expire, q_push, ready_at, resume,
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
@@ -34,6 +34,8 @@ from shepherd.core.rules import latency
 #: the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here
 _preempt_need = njit(cache=True, inline='always')(rules.preempt_need)
 _exit_delay = njit(cache=True, inline='always')(rules.exit_delay)
+_largest_feasible = njit(cache=True, inline='always')(rules.largest_feasible)
+_smallest = njit(cache=True, inline='always')(rules.smallest)
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
 #: model's exit points, each model's least ℓ(b) over the group's hardware (the expiry cutoff: ℓ(1) on a
@@ -63,7 +65,8 @@ def _batchgen(g, now, hw, need):
                 continue
             if q.qe[m] - q.qh[m] < need:
                 continue
-            b, i0 = largest_feasible(q.qh, q.qe, q.qd, m, now, g.pol.lat, hw, g.pol.maxb, g.pol.mono[hw, m])
+            b, i0 = _largest_feasible(q.qd, q.qh[m], q.qe[m], now, g.pol.lat[hw, m], g.pol.maxb,
+                                      g.pol.mono[hw, m])
             if b > best_b or (b == best_b and b > 0 and q.qd[i0] < best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, q.qd[i0]
     return best_m, best_b, best_i
@@ -76,9 +79,7 @@ def make(params, runtime, max_batch, sched, chunk, lat, w_hw):
 
     lam, preemption, exits = params
     n_workers, n_models = len(w_hw), lat.shape[1]
-    lat1 = np.empty(n_models, np.int64)  # the least ℓ(b) over the group's hardware: the expiry cutoff (policy's)
-    for m in range(n_models):
-        lat1[m] = min(int(latency.least(lat[h, m], max_batch)) for h in set(w_hw.tolist())) if n_workers else INF
+    lat1 = np.array(rules.expiry_floor(lat, sorted(set(w_hw.tolist())), max_batch), np.int64)  # the policy's
     mono = np.array([[latency.monotone(t, max_batch) for t in per_hw] for per_hw in lat], np.bool_)
     st = np.zeros(ST_LEN, np.int64)
     st[ST_THRESH], st[ST_NIDLE] = 0 if preemption else INF, n_workers
@@ -184,10 +185,7 @@ def _check_preempt(g, m_arr, now, i, full, nb, n_run):
     Returns the policy's incremental threshold as it keeps it, the next batch id and the running count."""
     w, pol = g.w, g.pol
     while True:
-        kk = 0
-        for x in range(1, len(w.size)):
-            if w.size[x] < w.size[kk]:
-                kk = x
+        kk = _smallest(w.size)
         small = w.size[kk]
         if small == 0:
             return 0, nb, n_run
@@ -223,7 +221,7 @@ def _preempt(g, kk, need, full, m_arr, now, i, nb, n_run):
         m, b, i0 = _batchgen(g, t_eff, hk, need)
     else:
         m = m_arr
-        b, i0 = largest_feasible(q.qh, q.qe, q.qd, m, t_eff, g.pol.lat, hk, g.pol.maxb, g.pol.mono[hk, m])
+        b, i0 = _largest_feasible(q.qd, q.qh[m], q.qe[m], t_eff, g.pol.lat[hk, m], g.pol.maxb, g.pol.mono[hk, m])
     if b < need:
         return nb, -1 - n_run
     # preempt (Resources.preempt): the batch stops at its exit point, the time it ran is waste

@@ -5,7 +5,8 @@ arrays, with the reference engine's tables for ``core/policies/nexus.py`` (``tes
   on the reference (``Nexus.fast_path``'s ``covers``).
 * Nothing is drawn or planned here: :func:`plans` flattens the policy object's schedule (built as the reference
   builds it: :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule`).
-* The token bucket's refill is the policy's own rule (:mod:`shepherd.core.rules.nexus`), compiled here.
+* The token bucket's refill and the frontends' router are the policy's own rules (:mod:`shepherd.core.rules.nexus`),
+  compiled here.
 * Each helper mirrors the policy method it names, whose docstring gives the rules; the loop keeps the clock's
   order (:mod:`..clock`: completions in batch order, then timers in the order set — ``on_start`` is a timer at
   0, set first — then arrivals); the scheduler clock, admission control and batch log are :mod:`.common`'s.
@@ -23,20 +24,23 @@ from numba import njit
 
 from shepherd.core.engine.fast import timers
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Sched, arrive, chunk_end, decide, finish,
-                                              first_chunk_end, log_batch, ready_us, record, shed_request)
+                                              first_chunk_end, log_batch, next_completion, ready_us, record,
+                                              shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 from shepherd.core.rules import nexus as rules
 
-#: the policy's own rule (:mod:`shepherd.core.rules.nexus`), compiled here
+#: the policy's own rules (:mod:`shepherd.core.rules.nexus`), compiled here
 _refill = njit(cache=True, inline='always')(rules.refill)
+_swrr_pick = njit(cache=True, inline='always')(rules.swrr_pick)
 
 #: the group's requests: the recorder's arrival, deadline, shed and outcome columns (written in place) and ``rq``
 Requests = namedtuple("Requests", "t d shed outcome rq")
 #: per request: session, frontend, admission coin, the next request in its slot's FIFO, and the recorder's
 #: start, finish, worker and batch (copied from and to its columns around the run)
 REQUEST = record("sess front coin nxt start finish worker batch", coin=np.float32)
-#: every epoch's plan, flattened: ``ew[e, w]``, ``es[e, s]``, ``ent[x]``, ``slot[j]``, ``scale[e]``, ``phase[f, x]``
-Plans = namedtuple("Plans", "ew es ent slot scale phase")
+#: every epoch's plan, flattened: ``ew[e, w]``, ``es[e, s]``, ``ent[x]`` (and its weight ``wt[x]``), ``slot[j]``,
+#: ``scale[e]``, ``phase[f, x]``
+Plans = namedtuple("Plans", "ew es ent wt slot scale phase")
 #: per epoch and worker: its duty cycle and slots ``[sb, sb + ns)``
 EPOCH_WORKER = record("duty sb ns")
 #: per epoch and session: planned, its bucket (rate, depth), its allocations ``[eb, eb + ne)``, their total weight
@@ -80,13 +84,8 @@ def _set_timer(heap, run, at, payload):
 def _enqueue(req, plan, sl, rt, es, r):
     """``Nexus._enqueue``: request ``r`` appended to the FIFO of the allocation of its session (record ``es``)
     that its frontend's router picks (``SmoothWeightedRoundRobin.pick``); returns that allocation's worker."""
-    best, cur, f, rq = es.eb, rt.cur, req.rq[r].front, req.rq
-    if es.ne != 1:
-        for y in range(es.eb, es.eb + es.ne):
-            cur[f, y] += plan.ent[y].w
-            if cur[f, y] > cur[f, best]:
-                best = y
-        cur[f, best] -= es.total
+    rq = req.rq
+    best = es.eb if es.ne == 1 else _swrr_pick(rt.cur[rq[r].front], plan.wt, es.eb, es.eb + es.ne, es.total)
     q = sl[plan.ent[best].slot]
     if q.length == 0:
         q.head = r
@@ -215,17 +214,6 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
     return blog
 
 
-@njit(cache=True, inline='always')
-def _next_completion(wk):
-    """The worker whose batch completes next: earliest end, then lowest batch id; −1 if none runs."""
-    k = -1
-    for w in range(len(wk)):
-        x = wk[w]
-        if x.bid >= 0 and (k < 0 or x.end < wk[k].end or (x.end == wk[k].end and x.bid < wk[k].bid)):
-            k = w
-    return k
-
-
 @njit(cache=True)
 def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
     """One group's Nexus run over the whole trace, writing the request columns and worker records in place;
@@ -241,7 +229,7 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
     cend = first_chunk_end(rs.i, 0, sc.chunk)
     while True:
         if dirty:
-            k, dirty = _next_completion(wk), False
+            k, dirty = next_completion(wk.bid, wk.end), False
         ce = wk[k].end if k >= 0 else INF
         te = heap[0, 0] if rs.hsize > 0 else INF
         i = rs.i
@@ -312,7 +300,8 @@ def plans(schedule: Any, session_model: dict[int, int], n_workers: int) -> tuple
                 total += weight
             es[e, s] = (True, *ep.rates[s], len(ents), len(tg), total)
             ents += [(int(ew["sb"][e, w]) + j, w, weight) for (w, j), weight in zip(tg, ep.weights[s])]
-    return Plans(ew, es, np.array(ents, ENTRY), np.array(slots, SLOT),
+    ent = np.array(ents, ENTRY)
+    return Plans(ew, es, ent, np.ascontiguousarray(ent["w"]), np.array(slots, SLOT),
                  np.array([ep.scale for ep in schedule.epochs], np.float64),
                  np.ascontiguousarray(np.concatenate([ep.phase for ep in schedule.epochs], axis=1)))
 

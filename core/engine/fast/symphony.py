@@ -8,8 +8,8 @@ or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_
 ``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
 share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-The target batch, the secant β, the meter's rates and the window's λ are the policy's own rules (:mod:`shepherd.core.rules.
-symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
+The candidate's fit and sched_at, the window prune, the rate meter, the target batch, the secant β and the window's λ are the policy's
+own rules (:mod:`shepherd.core.rules.symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
 queues and records (the policy's are Python lists and objects, which numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
 the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
 control, the queues, the batch log. Per model and per worker the state is one structured array
@@ -22,19 +22,19 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, chunk_end,
                                               decide, finish, first_chunk_end, log_batch, next_completion, q_expire,
                                               q_push, q_take, queues, record, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
 from shepherd.core.rules import symphony as rules
-from shepherd.core.rules.latency import largest_within
 
 #: the policy's counters (``Symphony.counters``); the kernel's array has one more slot, the timer sequence
 COUNTERS = ("batches", "dropped_pruned", "stale_timer_fired", "timers_cancelled", "booked_ahead")
 C_BATCHES, C_DROPPED, C_CANCELLED, C_TIMER_SEQ = 0, 1, 3, len(COUNTERS)
 #: the schedulability rules, in the order of ``symphony_rules.RULES`` (the policy passes the index)
-R_TEXT, R_FRONTRUN, R_TARGET_BATCH, R_BETA_LAMBDA_AUTHORS = 0, 1, 2, 3
+R_TEXT, R_TARGET_BATCH = 0, 2
 
 #: the policy's constants (``Symphony.__init__``; ``span``, ``xrps``, ``xstd``: ``symphony_rules``'s meter, estimator)
 Policy = namedtuple("Policy", "lat maxb window wc rule window_prune rank_all span xrps xstd")
@@ -47,10 +47,10 @@ Clock = namedtuple("Clock", "s decision_ns per_request_ns arrival_ns active admi
 def model_dtype(max_batch: int, buckets: int) -> np.dtype:
     """Per model: ℓ(b) on the group's first worker, β (s), λ's arrivals (``[rate_lo, n_arrived)`` in the window),
     the SLO at the latest arrival, the live timer (−1: none) and its sequence, and the authors' rate meter
-    (``BucketMeter``): its non-empty buckets, a ring of ``buckets`` slots, ``meter_n`` of them from ``meter_head``."""
-    scalars = "n_arrived rate_lo slo timer_at timer_seq meter_head meter_n meter_total meter_sumsq mono".split()
+    (``BucketMeter``: its state and ring of buckets, :func:`shepherd.core.rules.symphony.meter_hit`)."""
+    scalars = "n_arrived rate_lo slo timer_at timer_seq mono".split()
     return np.dtype([("lat", np.int64, (max_batch + 1,)), ("floor", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
-                    + [("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
+                    + [("meter", np.int64, (4,)), ("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
 
 
 #: per worker: hardware, last completion (the policy's ``free_at`` while idle), running batch (start, end, id;
@@ -58,77 +58,34 @@ def model_dtype(max_batch: int, buckets: int) -> np.dtype:
 WORKER = record("hw free start end bid busy")
 
 
-@njit(cache=True, inline='always')
-def _fit(lat_m, dd, top, mono):
-    """Largest b ≤ ``top`` with ℓ(b) ≤ ``dd`` (``Symphony._fit`` with g = now and zero delays: the rule of
-    :mod:`shepherd.core.rules.latency`, compiled; ``mono`` ≠ 0: the table is non-decreasing)."""
-    return largest_within(lat_m, dd, top, mono != 0)
-
-
-@njit(cache=True, inline='always')
-def _meter_evict(mr, now, span):
-    """``BucketMeter._evict`` on model record ``mr``: drop the expired buckets; returns the current one."""
-    cur, size = now // span, len(mr.bucket)
-    while mr.meter_n > 0 and mr.bucket[mr.meter_head] <= cur - size:
-        c = mr.bucket_count[mr.meter_head]
-        mr.meter_total -= c
-        mr.meter_sumsq -= c * c
-        mr.meter_head = (mr.meter_head + 1) % size
-        mr.meter_n -= 1
-    return cur
-
-
 #: the policy's own rules (:mod:`shepherd.core.rules.symphony`), compiled here
-_target_batch = njit(cache=True)(rules.target_batch)
-_secant_beta_s = njit(cache=True, inline='always')(rules.secant_beta_s)
+_early_rule = njit(cache=True, inline='always')(rules.early)
 _meter_rates = njit(cache=True, inline='always')(rules.meter_rates)
 _window_rate = njit(cache=True, inline='always')(rules.window_rate)
+_fit = njit(cache=True, inline='always')(rules.fit)
+_frontrun = njit(cache=True, inline='always')(rules.frontrun)
+_window_start = njit(cache=True, inline='always')(rules.window_start)
+_meter_evict = njit(cache=True, inline='always')(rules.meter_evict)
+_meter_hit = njit(cache=True, inline='always')(rules.meter_hit)
+for _called in (rules.fit, rules.meter_evict, rules.secant_beta_s, rules.target_batch):  # rules that rules call
+    register_jitable(_called)
 
 
 @njit(cache=True, inline='always')
 def _early(p, q, mr, m, now, b):
-    """``symphony_rules.early``: may a candidate of ``b`` that can still grow go before its ``sched_at``?"""
+    """``symphony_rules.early`` (the rule compiled) on the kernel's λ or rate meter: may a candidate of ``b``
+    that can still grow go before its ``sched_at``?"""
+    lam, avg, std = 0.0, 0.0, 0.0
     if p.rule == R_TEXT:  # λ as Symphony.rate: the arrivals in (now − window, now], over min(window, now − first)
         j, end, arrived = mr.rate_lo, mr.n_arrived, q.arrived
         while j < end and arrived[q.base[m] + j] <= now - p.window:
             j += 1
         mr.rate_lo = j
-        return b >= mr.beta * _window_rate(end - j, p.window, now - arrived[q.base[m]] if end > 0 else 0)
-    if p.rule == R_FRONTRUN:
-        return False
-    k = min(_meter_evict(mr, now, p.span) + 1, len(mr.bucket))  # BucketMeter.get
-    avg, std = _meter_rates(mr.meter_total, mr.meter_sumsq, k, p.span)
-    target = _target_batch(mr.lat, mr.slo, 0.0, avg, std, p.maxb, p.xrps, p.xstd)
-    if p.rule == R_TARGET_BATCH:
-        return b >= target
-    return b >= _secant_beta_s(mr.lat, b, min(target, p.maxb)) * avg
-
-
-@njit(cache=True, inline='always')
-def _window_prune(q, lat_m, mono, maxb, m, now, r_outcome):
-    """``prune="window"`` (``Symphony.candidate``) on ≥ 2 queued requests (one has only the head's window): drops
-    the heads before the best window when the head's own batch is below ¾ of it; the head's batch, −1 after a cut."""
-    h, e, qd = q.h[m], q.e[m], q.d
-    lo, hi = h, e  # the first i with fit(d[i]) ≥ e − i (the best window starts there or just before)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if _fit(lat_m, qd[mid] - now, maxb, mono) >= e - mid:
-            hi = mid
-        else:
-            lo = mid + 1
-    head_b = _fit(lat_m, qd[h] - now, min(e - h, maxb), mono)
-    best_i, best_b = h, head_b
-    for i in (lo - 1, lo):
-        if h <= i < e:
-            b = _fit(lat_m, qd[i] - now, min(e - i, maxb), mono)
-            if b > best_b:
-                best_i, best_b = i, b
-    if best_i > h and 4 * head_b < 3 * best_b:
-        for x in range(h, best_i):
-            r_outcome[q.r[x]] = DROPPED
-        q_take(q.h, q.e, q.d, q.r, m, h, best_i - h)
-        return -1
-    return head_b
+        lam = _window_rate(end - j, p.window, now - arrived[q.base[m]] if end > 0 else 0)
+    elif p.rule >= R_TARGET_BATCH:
+        k = min(_meter_evict(mr.meter, mr.bucket, mr.bucket_count, now, p.span) + 1, len(mr.bucket))  # .get
+        avg, std = _meter_rates(mr.meter[2], mr.meter[3], k, p.span)
+    return _early_rule(p.rule, b, mr.beta, lam, avg, std, mr.lat, mr.slo, 0.0, p.maxb, p.xrps, p.xstd)
 
 
 @njit(cache=True, inline='always')
@@ -137,16 +94,20 @@ def _candidate(p, q, mr, m, now, r_outcome, counters):
     lat_m, n0 = mr.lat, q.e[m] - q.h[m]
     while q_expire(q.h, q.e, q.d, q.r, m, now + mr.floor[max(1, min(p.maxb, q.e[m] - q.h[m]))], r_outcome, DROPPED):
         pass  # Symphony._cutoff with g = now and zero delays: the least ℓ(b) the queue allows (ℓ(1) if monotone)
-    head_b = _window_prune(q, lat_m, mr.mono, p.maxb, m, now, r_outcome) if p.window_prune and q.e[m] - q.h[m] > 1 \
-        else -1
+    h = q.h[m]
+    cut, b = _window_start(q.d, h, q.e[m], lat_m, lat_m, now, now, p.maxb, mr.mono) \
+        if p.window_prune and q.e[m] - h > 1 else (h, -1)
+    for x in range(h, cut):  # prune="window" (Symphony.candidate)
+        r_outcome[q.r[x]] = DROPPED
+    q_take(q.h, q.e, q.d, q.r, m, h, cut - h)
     n = q.e[m] - q.h[m]
     counters[C_DROPPED] += n0 - n  # (the expiry and the prune take heads only)
     if n == 0:
         return False, 0, 0, False
     dl = q.d[q.h[m]]
-    b = head_b if head_b >= 0 else _fit(lat_m, dl - now, min(n, p.maxb), mr.mono)
-    full = b >= p.maxb or b < n
-    sched_at = dl - lat_m[b] if b >= p.maxb else dl - lat_m[b + 1]
+    if cut > h or b < 0:  # else the head's own batch, as the prune found it
+        b = _fit(lat_m, lat_m, dl, now, now, min(n, p.maxb), mr.mono)
+    sched_at, full = _frontrun(lat_m, dl, b, n, p.maxb)
     return True, b, sched_at, p.wc or full or now >= sched_at or _early(p, q, mr, m, now, b)
 
 
@@ -227,15 +188,7 @@ def _admit(p, q, mr, m, i, dl, now):
     mr.n_arrived += 1
     if p.rule >= R_TARGET_BATCH:
         mr.slo = dl - now
-        cur, size = _meter_evict(mr, now, p.span), len(mr.bucket)
-        last = (mr.meter_head + mr.meter_n - 1) % size
-        if mr.meter_n == 0 or mr.bucket[last] != cur:  # a new bucket
-            last = (last + 1) % size
-            mr.bucket[last], mr.bucket_count[last] = cur, 0
-            mr.meter_n += 1
-        mr.meter_sumsq += 2 * mr.bucket_count[last] + 1
-        mr.bucket_count[last] += 1
-        mr.meter_total += 1
+        _meter_hit(mr.meter, mr.bucket, mr.bucket_count, now, p.span)
 
 
 @njit(cache=True)
