@@ -59,12 +59,16 @@ class LiveEngine(Engine):
 
     __slots__ = ("pool", "drain_us", "failures", "timings", "ended_by", "kill_at", "received")
 
-    def __init__(self, pool: Any, drain_s: float, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        lat, groups, hardware, nodes, names = args[10], args[6], args[7], args[8], args[9]
+    def __init__(self, pool: Any, drain_s: float, arrival: np.ndarray, deadline: np.ndarray, model: np.ndarray,
+                 stream: np.ndarray, group_of: np.ndarray | None, n_groups: int, groups: list[int],
+                 hardware: list[int], nodes: list[int], names: list[str], lat: list[list[list[int]]],
+                 overhead: Any, config: Any, summary_only: bool = False) -> None:
+        """``pool`` and ``drain_s``, then :class:`~shepherd.core.engine.loop.Engine`'s own parameters."""
+        super().__init__(arrival, deadline, model, stream, group_of, n_groups, groups, hardware, nodes, names, lat,
+                         overhead, config, summary_only)
         self.pool = pool
         self.res = LiveResources(pool, self.clock, self.rec, lat, groups, hardware, nodes, names,
-                                 self.admission.decide, False, args[5])
+                                 self.admission.decide, False, n_groups)
         self.allocs = _Unsupported("multi-worker allocations")
         self.paths = _Unsupported("batches on reserved paths")
         self.drain_us = int(drain_s * 1e6)
