@@ -77,10 +77,10 @@ class Fig7(Experiment):
         headlines, claims = [], []
         top = results["load"].max()
         for w, (vs_cw, vs_nx, nexus_util) in PAPER.items():
-            r_cw = c.paired_ratio(results, "shepherd", "clockwork", "goodput_rps", workload=w, load=top)
-            r_nx = c.paired_ratio(results, "shepherd", "nexus", "goodput_rps", workload=w, load=top)
-            headlines += [Headline(f"MAF-{w} @ {top/1000:g}k: Shepherd / Clockwork goodput", vs_cw, *r_cw, "×"),
-                          Headline(f"MAF-{w} @ {top/1000:g}k: Shepherd / Nexus goodput", vs_nx, *r_nx, "×")]
+            r_cw = c.seed_ratios(results, "shepherd", "clockwork", "goodput_rps", workload=w, load=top)
+            r_nx = c.seed_ratios(results, "shepherd", "nexus", "goodput_rps", workload=w, load=top)
+            headlines += [Headline.of_seeds(f"MAF-{w} @ {top/1000:g}k: Shepherd / Clockwork goodput", vs_cw, r_cw, "×"),
+                          Headline.of_seeds(f"MAF-{w} @ {top/1000:g}k: Shepherd / Nexus goodput", vs_nx, r_nx, "×")]
             ci = mean_ci(results.filter(pl.col("workload") == w), ["system", "load"], "goodput_rps")
             # intervals over seeds only: utilization per (system, load), then the load of interest
             util = mean_ci(results.filter(pl.col("workload") == w), ["system", "load"], "utilization")

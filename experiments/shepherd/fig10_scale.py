@@ -52,10 +52,10 @@ class Fig10(Experiment):
         for w in ("stable", "bursty"):
             part = results.filter(pl.col("workload") == w)
             headlines += [
-                Headline(f"MAF-{w}, N={top}: Shepherd / Clockwork", 2.5,
-                         *c.paired_ratio(part, "shepherd", "clockwork", "goodput_rps", workers=top), "×"),
-                Headline(f"MAF-{w}, N={top}: Shepherd / Nexus", 1.8,
-                         *c.paired_ratio(part, "shepherd", "nexus", "goodput_rps", workers=top), "×"),
+                Headline.of_seeds(f"MAF-{w}, N={top}: Shepherd / Clockwork", 2.5,
+                                  c.seed_ratios(part, "shepherd", "clockwork", "goodput_rps", workers=top), "×"),
+                Headline.of_seeds(f"MAF-{w}, N={top}: Shepherd / Nexus", 1.8,
+                                  c.seed_ratios(part, "shepherd", "nexus", "goodput_rps", workers=top), "×"),
             ]
             ci = mean_ci(part, ["system", "workers"], "goodput_rps")
             cw = ci.filter(pl.col("system") == "clockwork").sort("workers")

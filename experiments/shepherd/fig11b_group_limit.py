@@ -52,8 +52,8 @@ class Fig11b(Experiment):
         figures = save_figure(fig, figures_dir, "shepherd-fig11b")
         top = results["workers"].max()
         frame = results.filter(pl.col("workers") == top).with_columns(pl.col("limit").alias("system"))
-        headlines = [Headline(f"N={top}: Ḡ=12 / Ḡ=∞", 2.5, *c.paired_ratio(frame, "12", "inf", "goodput_rps"), "×"),
-                     Headline(f"N={top}: Ḡ=12 / Ḡ=1", 1.7, *c.paired_ratio(frame, "12", "1", "goodput_rps"), "×")]
+        headlines = [Headline.of_seeds(f"N={top}: Ḡ=12 / Ḡ=∞", 2.5, c.seed_ratios(frame, "12", "inf", "goodput_rps"), "×"),
+                     Headline.of_seeds(f"N={top}: Ḡ=12 / Ḡ=1", 1.7, c.seed_ratios(frame, "12", "1", "goodput_rps"), "×")]
         ci = mean_ci(frame, ["limit"], "goodput_rps")
         g12, g1, ginf = (c.lookup(ci, limit=k) for k in ("12", "1", "inf"))
         g = "goodput_rps"
