@@ -26,6 +26,7 @@ RULES = [
     ("symphony", "symphony", "_frontrun", "symphony", "frontrun"),
     ("nexus", "nexus", "_refill", "nexus", "refill"),
     ("wrr", "nexus", "_swrr_pick", "nexus", "swrr_pick"),  # the frontends' router (Nexus's SmoothWeightedRoundRobin)
+    ("nexus", "nexus", "_head_misses", "nexus", "head_misses"),  # a duty-cycle slot's head drop
 ]
 
 

@@ -99,7 +99,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
-from shepherd.core.rules.nexus import refill
+from shepherd.core.rules.nexus import head_misses, refill
 from shepherd.core.policies.nexus_schedule import Planner, draws, group_seed, make_schedule
 
 
@@ -422,7 +422,7 @@ class Nexus(Policy):
             lat = self.lat[m]
             dead = []
             # the batch is at most ``cap``; drop heads that would miss their deadline in it
-            while q and q[0][0] < t + lat[min(cap, len(q))]:
+            while q and head_misses(q[0][0], t, lat, cap, len(q)):
                 dead.append(q.popleft()[1])
             self.act.drop(dead, now)
             if not q:

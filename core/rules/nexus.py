@@ -23,3 +23,10 @@ def swrr_pick(cur, weights, lo: int, hi: int, total: float) -> int:
             best = i
     cur[best] -= total
     return best
+
+
+def head_misses(head_deadline: int, ready: int, lat, cap: int, queued: int) -> bool:
+    """Nexus's duty-cycle slot drops its head when the head would miss its deadline in the slot's batch
+    (Nexus §6.1: a slot's batch is at most its planned size ``cap``): the batch of min(``cap``, ``queued``)
+    requests started at ``ready`` ends after ``head_deadline`` (``lat``: the model's ℓ(b), µs, by size)."""
+    return head_deadline < ready + lat[min(cap, queued)]

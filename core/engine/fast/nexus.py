@@ -5,8 +5,8 @@ arrays, with the reference engine's tables for ``core/policies/nexus.py`` (``tes
   on the reference (``Nexus.fast_path``'s ``covers``).
 * Nothing is drawn or planned here: :func:`plans` flattens the policy object's schedule (built as the reference
   builds it: :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule`).
-* The token bucket's refill and the frontends' router are the policy's own rules (:mod:`shepherd.core.rules.nexus`),
-  compiled here.
+* The token bucket's refill, the frontends' router and the slot's head drop are the policy's own rules
+  (:mod:`shepherd.core.rules.nexus`), compiled here.
 * Each helper mirrors the policy method it names, whose docstring gives the rules; the loop keeps the clock's
   order (:mod:`..clock`: completions in batch order, then timers in the order set — ``on_start`` is a timer at
   0, set first — then arrivals); the scheduler clock, admission control and batch log are :mod:`.common`'s.
@@ -32,6 +32,7 @@ from shepherd.core.rules import nexus as rules
 #: the policy's own rules (:mod:`shepherd.core.rules.nexus`), compiled here
 _refill = njit(cache=True, inline='always')(rules.refill)
 _swrr_pick = njit(cache=True, inline='always')(rules.swrr_pick)
+_head_misses = njit(cache=True, inline='always')(rules.head_misses)
 
 #: the group's requests: the recorder's arrival, deadline, shed and outcome columns (written in place) and ``rq``
 Requests = namedtuple("Requests", "t d shed outcome rq")
@@ -155,7 +156,7 @@ def _admit(req, plan, sl, rt, run, r, now):
 @njit(cache=True, inline='always')
 def _batch_size(req, q, lat0, cap, m, ready):
     """Drop the heads of slot ``q`` that would miss their deadline in its batch; that batch's size (0: none)."""
-    while q.length > 0 and req.d[q.head] < ready + lat0[m, min(cap, q.length)]:
+    while q.length > 0 and _head_misses(req.d[q.head], ready, lat0[m], cap, q.length):
         req.outcome[q.head] = DROPPED
         q.head = req.rq[q.head].nxt
         q.length -= 1
