@@ -75,14 +75,13 @@ def summarize(model: str, raw: dict[str, Any], layers: int, seed: int) -> tuple[
     busy = ~idle
     turn = (raw["dispatch_us"] + raw["report_us"])[busy] / 1000.0
     hop = raw["hop_us"] / 1000.0
-    cpu, wall = raw["cpu_us"].sum(), raw["exec_us"].sum()
     meta = {
         "model": model, "seed": seed, "batches": int(len(size)), "repeats": int(len(size) // int(size.max())),
         "decision_delay_ms": {"mean": float(turn.mean()) if len(turn) else math.nan, "median": _q(turn, 50),
                               "p99": _q(turn, 99)},
         "dispatch_ms": {"mean": float(raw["dispatch_us"].mean() / 1000.0), "p99": _q(raw["dispatch_us"] / 1000, 99)},
         "hop_ms": {"mean": float(hop.mean()) if len(hop) else math.nan, "median": _q(hop, 50), "p99": _q(hop, 99)},
-        "core_wait_share": float(1.0 - cpu / wall) if wall > 0 else math.nan,
+        "core_wait_share": _core_wait(raw),
         "busy_over_idle": _busy_over_idle(size, exec_ms, idle),
         "non_monotone": non_monotone([0.0, *means.tolist()]),
         "trace": {"seed_stream": ["seed", "0xCA1B"], "rate_rps": raw["trace_rate_rps"], "duration_s": raw["trace_s"],
@@ -92,6 +91,12 @@ def summarize(model: str, raw: dict[str, Any], layers: int, seed: int) -> tuple[
         "layers": layers,
     }
     return frame, meta
+
+
+def _core_wait(raw: dict[str, Any]) -> float:
+    """Share of the batches' wall time the pinned worker waited for its core (1 − CPU / wall)."""
+    cpu, wall = raw["cpu_us"].sum(), raw["exec_us"].sum()
+    return float(1.0 - cpu / wall) if wall > 0 else math.nan
 
 
 def _busy_over_idle(size: np.ndarray, exec_ms: np.ndarray, idle: np.ndarray) -> float:
@@ -203,9 +208,8 @@ def speed_probe(model: str, profiles: pl.DataFrame, max_batch: int, repeats: int
 
     raw = run_calibration(model, max_batch, repeats, seed, stream=(PROBE_STREAM, phase))
     ratios = probe_ratios(profiles, model, raw)
-    cpu, wall = raw["cpu_us"].sum(), raw["exec_us"].sum()
     return {"phase": phase, "ratios": ratios.tolist(), "median": float(np.median(ratios)),
-            "core_wait_share": float(1.0 - cpu / wall) if wall > 0 else math.nan, "batches": int(len(ratios))}
+            "core_wait_share": _core_wait(raw), "batches": int(len(ratios))}
 
 
 def tracked_execution(profiles: pl.DataFrame, ratios: list[float] | np.ndarray, seed: int = 0):

@@ -315,35 +315,29 @@ def error_table(results: pl.DataFrame) -> pl.DataFrame:
             "att_err_before_pts": float(((att["sim_before"] - att["live"]) * 100).mean()),
             "att_err_calibrated_pts": _mean_pts(att, "sim_calibrated"),
             "att_err_probe_before_pts": _mean_pts(att, "sim_probe_before"),
-            "p99_err_calibrated_pct": _mean_rel(p99, "sim_calibrated"),
             "probe_before": _mean_col(att, "probe_before"), "probe_after": _mean_col(att, "probe_after"),
             "att_exec_pts": float((att["err_execution"] * 100).mean()),
             "att_sched_pts": float((att["err_scheduling"] * 100).mean()),
             "p99_err_pct": float(np.mean(e)) if e else math.nan, "p99_err_pct_hw": half_width(e), "p99_err_pct_seeds": e,
             "sens_att": float(att["sens_attainment_pts_per_pct"].mean()),
             "core_wait_max": float(max(att["core_wait_share"].max(),
-                                       att["probe_core_wait"].max() if "probe_core_wait" in att.columns
-                                       and att["probe_core_wait"].null_count() < att.height else 0.0)),
+                                       att["probe_core_wait"].max() if _has(att, "probe_core_wait") else 0.0)),
             "exec_ratio": float(att["exec_ratio"].mean())})
     return pl.DataFrame(rows)
 
 
+def _has(cell: pl.DataFrame, col: str) -> bool:
+    """Whether the cell's rows carry ``col`` (results of a grid without speed probes do not)."""
+    return col in cell.columns and cell[col].null_count() < cell.height
+
+
 def _mean_col(cell: pl.DataFrame, col: str) -> float:
-    return float(cell[col].mean()) if col in cell.columns and cell[col].null_count() < cell.height else math.nan
+    return float(cell[col].mean()) if _has(cell, col) else math.nan
 
 
 def _mean_pts(att: pl.DataFrame, col: str) -> float:
     """Mean attainment error (points) of the simulation in ``col`` (nan where the cells have none)."""
-    if col not in att.columns or att[col].null_count() == att.height:
-        return math.nan
-    return float(((att[col] - att["live"]) * 100).mean())
-
-
-def _mean_rel(p99: pl.DataFrame, col: str) -> float:
-    """Mean relative p99 error (%) of the simulation in ``col`` (nan where the cells have none)."""
-    if col not in p99.columns or p99[col].null_count() == p99.height or not p99.height:
-        return math.nan
-    return float(((p99[col] / p99["live"] - 1) * 100).mean())
+    return float(((att[col] - att["live"]) * 100).mean()) if _has(att, col) else math.nan
 
 
 def draw_errors(table: pl.DataFrame):

@@ -171,8 +171,8 @@ class EPScheduler(Policy):
     # ---- events ------------------------------------------------------------------------------
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         q = Query(rid, model, int(self.inst[rid]), int(self.prio[rid]), now, deadline, left=int(self.inst[rid]))
-        if self.config.window > 0 and (q.priority != HIGH or self.config.predictor != "live"):
-            live = self.config.predictor == "live"
+        live = self.config.predictor == "live"
+        if self.config.window > 0 and not (live and q.priority == HIGH):
             n = self.required_depth(q)
             processing, window = self.lat_us(model, n, q.instances), self.config.window * (deadline - now)
             ep = self.live_ep_times(now, (n, processing, window)) if live else self.ep_times
@@ -197,7 +197,6 @@ class EPScheduler(Policy):
         stream queues thousands). A High-priority arrival is never dropped, and under ``live`` nothing keeps
         its prediction, so :meth:`on_arrival` does not ask for one."""
         at = dict.fromkeys(self.eps, 0.0)
-        waiting: list[Query] = []
         for q in self.active.values():
             t = float(q.alloc.end)
             for b in q.buffer:  # BBS: runs on this EP set after q, in order
@@ -206,7 +205,7 @@ class EPScheduler(Policy):
                 at[w] = t
         ep = [at[w] for w in self.eps]
         for q in (*self.high, *self.low):
-            if drop_test is not None and predict(ep, now, *drop_test[:2], LOW, drop_test[2]).drop:
+            if drop_test is not None and predict(ep, now, drop_test[0], drop_test[1], LOW, drop_test[2]).drop:
                 return ep
             n = self.required_depth(q)
             ep = update(ep, predict(ep, now, n, self.lat_us(q.model, n, q.left), HIGH, 0.0))
