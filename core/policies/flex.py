@@ -46,7 +46,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.flex import exit_delay, expiry_floor, preempt_need, smallest
+from shepherd.core.rules.flex import better_batch, exit_delay, expiry_floor, preempt_need, smallest
 from shepherd.core.rules.latency import monotone
 
 INF = 1 << 62
@@ -153,7 +153,7 @@ class Flex(Policy):
             if dead:
                 self.act.drop(dead, now)
             b, i0 = q.largest_feasible(m, now, lat[m], self.maxb, mono[m])
-            if b > best_b or (b == best_b and b and qd_all[m][i0] < best_d):
+            if better_batch(b, qd_all[m], i0, best_b, best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd_all[m][i0]
         return best_m, best_b, best_i
 

@@ -49,6 +49,14 @@ def expiry_floor(lat, hws, top: int) -> list[int]:
     return [min((least(lat[h][m], top) for h in hws), default=1 << 62) for m in range(len(lat[0]))]
 
 
+def better_batch(b: int, qd, i0: int, best_b: int, best_d: int) -> bool:
+    """BATCHGEN's choice across the queues (§5.2, Algorithm 1 lines 4–13): a model's largest feasible batch of
+    ``b`` requests, the first at slot ``i0`` of its deadlines ``qd``, beats the best so far (``best_b`` requests,
+    the first due at ``best_d``) when it is larger, or as large (and not empty) with an earlier first deadline —
+    so the greatest (b, then the earliest first deadline, then the lowest model in scan order) is chosen."""
+    return b > best_b or (b == best_b and b > 0 and qd[i0] < best_d)
+
+
 def largest_feasible(qd, h: int, n: int, now: int, lat, max_batch: int, mono: bool) -> tuple[int, int]:
     """BATCHGEN's step for one model (§5.2, Algorithm 1 lines 5, 8, 13): the largest b ≤ ``max_batch`` such
     that b of the queued deadlines ``qd[h:n]`` (sorted) are all ≥ ``now + ℓ(b)`` (``lat[b]``), and the slot

@@ -23,7 +23,7 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF, ST_LAST,
                                               ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run, Sched,
-                                              chunk_end, cttz, decider, finish, grow_log, must_pause,
+                                              chunk_end, compiled, cttz, decider, finish, grow_log, must_pause,
                                               next_event, nz_clear, nz_set, queues, q_expire, q_push, ready_at, resume,
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
@@ -32,10 +32,8 @@ from shepherd.core.rules import flex as rules
 from shepherd.core.rules import latency
 
 #: the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here
-_preempt_need = njit(cache=True, inline='always')(rules.preempt_need)
-_exit_delay = njit(cache=True, inline='always')(rules.exit_delay)
-_largest_feasible = njit(cache=True, inline='always')(rules.largest_feasible)
-_smallest = njit(cache=True, inline='always')(rules.smallest)
+_preempt_need, _exit_delay, _largest_feasible, _better_batch, _smallest = compiled(
+    rules.preempt_need, rules.exit_delay, rules.largest_feasible, rules.better_batch, rules.smallest)
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
 #: model's exit points, each model's least ℓ(b) over the group's hardware (the expiry cutoff: ℓ(1) on a
@@ -67,7 +65,7 @@ def _batchgen(g, now, hw, need):
                 continue
             b, i0 = _largest_feasible(q.qd, q.qh[m], q.qe[m], now, g.pol.lat[hw, m], g.pol.maxb,
                                       g.pol.mono[hw, m])
-            if b > best_b or (b == best_b and b > 0 and q.qd[i0] < best_d):
+            if _better_batch(b, q.qd, i0, best_b, best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, q.qd[i0]
     return best_m, best_b, best_i
 
