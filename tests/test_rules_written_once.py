@@ -42,6 +42,9 @@ RULES = [
     ("nexus", "nexus", "_cycle_wake", "nexus", "cycle_wake"),
     ("wrr", "nexus", "_swrr_pick", "nexus", "swrr_pick"),  # the frontends' router (Nexus's SmoothWeightedRoundRobin)
     ("nexus", "nexus", "_head_misses", "nexus", "head_misses"),  # a duty-cycle slot's head drop
+    ("ppipe", "ppipe", "_admit_from", "ppipe", "admit_from"),  # Algorithm 1: rule (b), rule (e), the wait
+    ("ppipe", "ppipe", "_fill_wake", "ppipe", "fill_wake"),
+    ("ppipe", "ppipe", "_wait_until", "ppipe", "wait_until"),
 ]
 
 
@@ -115,3 +118,35 @@ def test_compiled_and_python_queue_rules_agree(steps, deadlines, now, max_batch,
     dls = np.array(deadlines, np.int64)
     assert nexus._reroute_order(dls, ids).tolist() == nexus_rules.reroute_order(dls, ids).tolist() == \
         sorted(range(len(ids)), key=lambda x: (deadlines[x], ids[x]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15)), max_size=12), st.integers(0, 300),
+       st.integers(0, 30), st.integers(0, 300), st.integers(1, 30))
+def test_ppipe_s_reservation_rules_are_the_tables_own_and_compile_to_the_same_numbers(gaps, t, length, start, dur):
+    """Algorithm 2's earliestSlot and markReserved: the reservation tables call the rules PPipe's kernel compiles,
+    and both forms give the same slot over the same intervals."""
+    from shepherd.core.engine.fast import ppipe as kernel
+    from shepherd.core.pipelines import table
+    from shepherd.core.rules import ppipe as ppipe_rules
+
+    assert table.earliest_slot is ppipe_rules.earliest_slot and table.insert_at is ppipe_rules.insert_at
+    assert kernel._earliest_slot.py_func is ppipe_rules.earliest_slot
+    assert kernel._insert_at.py_func is ppipe_rules.insert_at
+    starts, ends, at = [], [], 0
+    for gap, d in gaps:  # sorted intervals, the gaps between them as drawn
+        starts.append(at + gap)
+        ends.append(at + gap + d)
+        at = ends[-1]
+    busy_from = starts[-1] if starts else 0
+    for i in range(len(starts) - 1, 0, -1):  # the start of the final gap-free block
+        if ends[i - 1] == starts[i]:
+            busy_from = starts[i - 1]
+        else:
+            break
+    arr = np.array([starts + [0], ends + [0]], np.int64)
+    n, last = len(starts), at
+    assert kernel._earliest_slot(arr[:1], arr[1:], 0, 0, n, last, busy_from, t, length) == \
+        ppipe_rules.earliest_slot([starts], [ends], 0, 0, n, last, busy_from, t, length)
+    assert kernel._insert_at(arr[0], arr[1], 0, n, start, start + dur) == \
+        ppipe_rules.insert_at(starts, ends, 0, n, start, start + dur)
