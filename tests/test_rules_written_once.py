@@ -20,6 +20,8 @@ RULES = [
     ("flex", "flex", "_smallest", "flex", "smallest"),
     ("queues", "flex", "_largest_feasible", "flex", "largest_feasible"),  # BATCHGEN's step, Flex's queues call it
     ("flex", "flex", "_better_batch", "flex", "better_batch"),  # BATCHGEN's choice across the queues
+    ("flex", "flex", "_check_at", "flex", "check_at"),  # the preemption check's time, line 19's re-entry
+    ("flex", "flex", "_reenters", "flex", "reenters"),
     ("clockwork", "clockwork", "_batch_for", "clockwork", "batch_for"),
     ("clockwork", "clockwork", "_expiry_cutoff", "clockwork", "expiry_cutoff"),
     ("clockwork", "clockwork", "_urgency", "clockwork", "urgency"),  # the head scan's order

@@ -42,6 +42,20 @@ def exit_delay(start: int, end: int, exits: int, now: int) -> int:
     return start + nxt * span // (exits + 1) - now
 
 
+def check_at(now: int, delay: int, ready: int) -> int:
+    """When the preemption check's BATCHGEN looks at the queues (Algorithm 1 lines 14–18; §6): at the running
+    batch's next exit point, ``now`` + ``delay`` (:func:`exit_delay`), or at the decision's own time ``ready``
+    if that is later."""
+    return now + delay if now + delay > ready else ready
+
+
+def reenters(deadline: int, stop: int, least: int) -> bool:
+    """Algorithm 1 line 19: a request of a preempted batch (stopped at ``stop``) re-enters the queues as a new
+    arrival when it can still meet its ``deadline`` in the least time a batch takes (``least``: the policy's
+    expiry floor, :func:`expiry_floor`); otherwise it is dropped."""
+    return deadline >= stop + least
+
+
 def expiry_floor(lat, hws, top: int) -> list[int]:
     """BATCHGEN's expiry cutoff per model (Algorithm 1; the policy's module docstring: a request that cannot
     finish even alone is dropped): the least ℓ(b), b ≤ ``top``, of model m's table ``lat[h][m]`` over the

@@ -5,8 +5,8 @@ declaration covers: one hardware type, urgency ``deadline``, ``admission="none"`
 The loop re-enacts the clock (:mod:`..clock`) and the policy's rules: the idle workers tried lowest first on
 an arrival, a freed worker at its completion, each given the largest batch its most urgent feasible head's
 deadline allows (:func:`_pick`). Queues, scheduler clock, admission control and batch log: :mod:`.common`.
-The batch size is the policy's own rule (:mod:`shepherd.core.rules.clockwork`), compiled here; the scan over
-the queues' heads is mirrored (the policy's queues are Python lists, which numba cannot take).
+The batch size, the expiry cutoff and the heads' urgency are the policy's own rules (:mod:`shepherd.core.rules.
+clockwork`), compiled here; the loop over the queues' heads is mirrored (the policy's queues are Python lists).
 """
 
 from __future__ import annotations
