@@ -135,6 +135,8 @@ def test_ppipe_s_reservation_rules_are_the_tables_own_and_compile_to_the_same_nu
     assert table.earliest_slot is ppipe_rules.earliest_slot and table.insert_at is ppipe_rules.insert_at
     assert kernel._earliest_slot.py_func is ppipe_rules.earliest_slot
     assert kernel._insert_at.py_func is ppipe_rules.insert_at
+    from shepherd.core.pipelines import reservations
+    assert reservations.stage_score is ppipe_rules.stage_score and kernel._stage_score.py_func is ppipe_rules.stage_score
     starts, ends, at = [], [], 0
     for gap, d in gaps:  # sorted intervals, the gaps between them as drawn
         starts.append(at + gap)

@@ -38,6 +38,15 @@ def insert_at(starts, ends, lo: int, hi: int, start: int, end: int) -> int:
     return i
 
 
+def stage_score(start: int, length: int, by_uplink: bool, uplink_last_end: int) -> int:
+    """Algorithm 2's score of a stage's candidate vGPU (the smaller, the better; ties to the first in pool
+    order): its finish, ``start`` + ``length`` — with rule (a) (``by_uplink``: the artifact's score, for every
+    stage but the last) at least its server uplink's last reservation end, through which the next transfer
+    leaves."""
+    finish = start + length
+    return uplink_last_end if by_uplink and uplink_last_end > finish else finish
+
+
 def admit_from(planned: int) -> int:
     """Rule (b) (the artifact's head drop): the smallest batch that may serve a new head — a head is admitted
     only if some batch of round(0.95·``planned``) … ``planned`` meets its deadline (at least 1)."""

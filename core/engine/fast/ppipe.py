@@ -8,7 +8,8 @@ artifact rules of :class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`, `
 mode ``none``, one serving group (``tests/test_engine_fast_ppipe.py``; the rest runs on the reference: the policy's
 ``FastPath``). Rules (c), (d), (f) (:mod:`shepherd.core.pipelines.rules`) only shape the
 links and transfer times that ``prepare_pipelines`` builds; (a) is :func:`_probe`'s scored scan; (b) and (e)
-are branches of :func:`_decide`. The kernel's own:
+are branches of :func:`_decide`. Their numbers, earliestSlot and the gap insert are the rules the policy and the
+tables call (:mod:`shepherd.core.rules.ppipe`), compiled here. The kernel's own:
 
 * its clock has only arrivals and timers (``record`` mode books no event): at equal times the timers in the
   order they were set, then the arrivals in trace order;
@@ -31,8 +32,9 @@ from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
 from shepherd.core.rules import ppipe as numbers
 
 #: the policy's and the tables' own rules (:mod:`shepherd.core.rules.ppipe`), compiled here
-_earliest_slot, _insert_at, _admit_from, _fill_wake, _wait_until = compiled(
-    numbers.earliest_slot, numbers.insert_at, numbers.admit_from, numbers.fill_wake, numbers.wait_until)
+_earliest_slot, _insert_at, _stage_score, _admit_from, _fill_wake, _wait_until = compiled(
+    numbers.earliest_slot, numbers.insert_at, numbers.stage_score, numbers.admit_from, numbers.fill_wake,
+    numbers.wait_until)
 
 NEVER = np.int64(1) << 62
 #: what the kernel returns as its error: none, a reservation overlapping another, a slot of zero length
@@ -123,9 +125,7 @@ def _probe(pl, rv, rules, run, p, bs, now, buf):
                 start = max(now, rv.res[cd.w].last_end)
             else:
                 start = _fit(rv, cd.w, ts + ln, li)
-            score = start + li
-            if rules.scored and j < last_j and rv.res[cd.up].last_end > score:
-                score = rv.res[cd.up].last_end
+            score = _stage_score(start, li, rules.scored and j < last_j, rv.res[cd.up].last_end)
             if score < best:
                 best, bw, bts, bstart = score, c, ts, start
                 if start <= floor and not rules.scored:
