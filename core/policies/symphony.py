@@ -252,12 +252,6 @@ class Symphony(Policy):
             rec.popleft()
         return window_rate(len(rec), self.window, now - self.first_arrival[m] if self.first_arrival[m] >= 0 else 0)
 
-    def _cutoff(self, m: int, now: int, g: int, queued: int) -> int:
-        """The earliest deadline a batch of model ``m`` can still meet: ``max(g + ℓ(1), now + ℓ(1) + delay(1))``
-        on monotone tables; on a dipping one (:mod:`shepherd.core.rules.latency`) the least such end over the
-        sizes the ``queued`` requests allow, so a head a batch of two would serve is kept."""
-        return cutoff(self.lat[m], self.ld[m], now, g, max(1, min(self.maxb, queued)), self.mono[m])
-
     def candidate(self, m: int, now: int, g: int) -> Candidate | None:
         """Prune model ``m``'s queue for a GPU available at ``g`` and return its candidate (or None).
 
@@ -271,12 +265,13 @@ class Symphony(Policy):
         requests for a slot or two).
         """
         q = self.q
-        ld = self.ld[m]
+        ld, lat, mono = self.ld[m], self.lat[m], self.mono[m]
         qd = q.d[m]
-        # heads that cannot finish in any batch the queue allows are dropped (alone, on a monotone table)
+        # heads that cannot finish in any batch the queue allows are dropped (:func:`~shepherd.core.rules.symphony.
+        # cutoff`: alone on a monotone table; on a dipping one the least end over the sizes the queue allows)
         dead: list[int] = []
         while True:
-            got = q.expire(m, self._cutoff(m, now, g, q.length(m)))
+            got = q.expire(m, cutoff(lat, ld, now, g, max(1, min(self.maxb, q.length(m))), mono))
             if not got:
                 break
             dead += got

@@ -89,7 +89,7 @@ def _candidate(p, q, mr, m, now, r_outcome, counters):
     lat_m, n0 = mr.lat, q.e[m] - q.h[m]
     while q_expire(q.h, q.e, q.d, q.r, m, _cutoff(lat_m, lat_m, now, now, max(1, min(p.maxb, q.e[m] - q.h[m])),
                                                   mr.mono), r_outcome, DROPPED):
-        pass  # Symphony._cutoff (g = now, zero delays)
+        pass  # Symphony.candidate's expiry (g = now, zero delays)
     h = q.h[m]
     cut, b = _window_start(q.d, h, q.e[m], lat_m, lat_m, now, now, p.maxb, mr.mono) \
         if p.window_prune and q.e[m] - h > 1 else (h, -1)
