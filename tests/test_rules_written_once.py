@@ -19,14 +19,34 @@ RULES = [
     ("flex", "flex", "_exit_delay", "flex", "exit_delay"),
     ("flex", "flex", "_smallest", "flex", "smallest"),
     ("queues", "flex", "_largest_feasible", "flex", "largest_feasible"),  # BATCHGEN's step, Flex's queues call it
+    ("flex", "flex", "_better_batch", "flex", "better_batch"),  # BATCHGEN's choice across the queues
+    ("flex", "flex", "_check_at", "flex", "check_at"),  # the preemption check's time, line 19's re-entry
+    ("flex", "flex", "_reenters", "flex", "reenters"),
     ("clockwork", "clockwork", "_batch_for", "clockwork", "batch_for"),
+    ("clockwork", "clockwork", "_expiry_cutoff", "clockwork", "expiry_cutoff"),
+    ("clockwork", "clockwork", "_urgency", "clockwork", "urgency"),  # the head scan's order
+    ("symphony", "symphony", "_window_lo", "symphony", "window_lo"),  # λ's window, the expiry cutoff
+    ("symphony", "symphony", "_cutoff", "symphony", "cutoff"),
+    ("symphony", "symphony", "_goes_now", "symphony", "goes_now"),  # the grant: schedulable, timers, GPU, rank
+    ("symphony", "symphony", "_retry_at", "symphony", "retry_at"),
+    ("symphony", "symphony", "_earlier_gpu", "symphony", "earlier_gpu"),
+    ("symphony", "symphony", "_prefers_waiting", "symphony", "prefers_waiting"),
     ("symphony", "symphony", "_window_rate", "symphony", "window_rate"),
     ("symphony", "symphony", "_window_start", "symphony", "window_start"),
     ("symphony", "symphony", "_fit", "symphony", "fit"),
     ("symphony", "symphony", "_frontrun", "symphony", "frontrun"),
-    ("nexus", "nexus", "_refill", "nexus", "refill"),
+    ("nexus", "nexus", "_admits", "nexus", "admits"),  # admission under overload, then the token bucket
+    ("nexus", "nexus", "_take_token", "nexus", "take_token"),
+    ("nexus", "nexus", "_router_start", "nexus", "router_start"),  # an epoch's configuration: routers, re-routing
+    ("nexus", "nexus", "_reroute_order", "nexus", "reroute_order"),
+    ("nexus", "nexus", "_cycle_over", "nexus", "cycle_over"),  # the duty cycle: its end, slot order, wake-up
+    ("nexus", "nexus", "_cycle_slot", "nexus", "cycle_slot"),
+    ("nexus", "nexus", "_cycle_wake", "nexus", "cycle_wake"),
     ("wrr", "nexus", "_swrr_pick", "nexus", "swrr_pick"),  # the frontends' router (Nexus's SmoothWeightedRoundRobin)
     ("nexus", "nexus", "_head_misses", "nexus", "head_misses"),  # a duty-cycle slot's head drop
+    ("ppipe", "ppipe", "_admit_from", "ppipe", "admit_from"),  # Algorithm 1: rule (b), rule (e), the wait
+    ("ppipe", "ppipe", "_fill_wake", "ppipe", "fill_wake"),
+    ("ppipe", "ppipe", "_wait_until", "ppipe", "wait_until"),
 ]
 
 
@@ -43,8 +63,7 @@ def test_symphony_s_estimator_rules_are_compiled_from_the_module_symphony_rules_
     from shepherd.core.rules import symphony as numbers
 
     assert symphony_rules.numbers is numbers
-    for compiled, name in (("_early_rule", "early"), ("_meter_rates", "meter_rates"), ("_meter_evict", "meter_evict"),
-                           ("_meter_hit", "meter_hit")):
+    for compiled, name in (("_early_rule", "early"), ("_meter_get", "meter_get"), ("_meter_hit", "meter_hit")):
         assert getattr(kernel, compiled).py_func is getattr(numbers, name)
 
 
@@ -57,8 +76,8 @@ def test_compiled_and_python_forms_agree(tokens, last, rate, depth, now, n, wind
     from shepherd.core.rules import symphony as symphony_rules
 
     now = max(now, last)
-    assert nexus._refill(tokens, np.int64(last), rate, depth, np.int64(now)) == \
-        nexus_rules.refill(tokens, last, rate, depth, now)
+    assert nexus._take_token(tokens, np.int64(last), rate, depth, np.int64(now)) == \
+        nexus_rules.take_token(tokens, last, rate, depth, now)
     assert symphony._window_rate(n, window, since) == symphony_rules.window_rate(n, window, since)
 
 
@@ -89,9 +108,49 @@ def test_compiled_and_python_queue_rules_agree(steps, deadlines, now, max_batch,
             b = symphony_rules.fit(lat, lat, qd[h], now, now, min(n - h, top), int(mono))
             assert symphony._fit(arr, arr, qd[h], now, now, min(n - h, top), int(mono)) == b
             assert symphony._frontrun(arr, qd[h], b, n - h, top) == symphony_rules.frontrun(lat, qd[h], b, n - h, top)
+            assert symphony._cutoff(arr, arr, now, now + head, top, mono) == \
+                symphony_rules.cutoff(lat, lat, now, now + head, top, mono)
     weights = [float(x) for x in steps]
     cur_py, cur_nb = [0.0] * len(weights), np.zeros(len(weights))
     for _ in range(5):
         assert nexus._swrr_pick(cur_nb, np.array(weights), 0, len(weights), sum(weights)) == \
             nexus_rules.swrr_pick(cur_py, weights, 0, len(weights), sum(weights))
     assert cur_nb.tolist() == cur_py
+    ids = np.array([(7 * x) % 31 for x in range(len(deadlines))], np.int64)
+    dls = np.array(deadlines, np.int64)
+    assert nexus._reroute_order(dls, ids).tolist() == nexus_rules.reroute_order(dls, ids).tolist() == \
+        sorted(range(len(ids)), key=lambda x: (deadlines[x], ids[x]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15)), max_size=12), st.integers(0, 300),
+       st.integers(0, 30), st.integers(0, 300), st.integers(1, 30))
+def test_ppipe_s_reservation_rules_are_the_tables_own_and_compile_to_the_same_numbers(gaps, t, length, start, dur):
+    """Algorithm 2's earliestSlot and markReserved: the reservation tables call the rules PPipe's kernel compiles,
+    and both forms give the same slot over the same intervals."""
+    from shepherd.core.engine.fast import ppipe as kernel
+    from shepherd.core.pipelines import table
+    from shepherd.core.rules import ppipe as ppipe_rules
+
+    assert table.earliest_slot is ppipe_rules.earliest_slot and table.insert_at is ppipe_rules.insert_at
+    assert kernel._earliest_slot.py_func is ppipe_rules.earliest_slot
+    assert kernel._insert_at.py_func is ppipe_rules.insert_at
+    from shepherd.core.pipelines import reservations
+    assert reservations.stage_score is ppipe_rules.stage_score and kernel._stage_score.py_func is ppipe_rules.stage_score
+    starts, ends, at = [], [], 0
+    for gap, d in gaps:  # sorted intervals, the gaps between them as drawn
+        starts.append(at + gap)
+        ends.append(at + gap + d)
+        at = ends[-1]
+    busy_from = starts[-1] if starts else 0
+    for i in range(len(starts) - 1, 0, -1):  # the start of the final gap-free block
+        if ends[i - 1] == starts[i]:
+            busy_from = starts[i - 1]
+        else:
+            break
+    arr = np.array([starts + [0], ends + [0]], np.int64)
+    n, last = len(starts), at
+    assert kernel._earliest_slot(arr[:1], arr[1:], 0, 0, n, last, busy_from, t, length) == \
+        ppipe_rules.earliest_slot([starts], [ends], 0, 0, n, last, busy_from, t, length)
+    assert kernel._insert_at(arr[0], arr[1], 0, n, start, start + dur) == \
+        ppipe_rules.insert_at(starts, ends, 0, n, start, start + dur)

@@ -41,6 +41,7 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 
 from shepherd.core.pipelines.table import PRUNE, Reservations
+from shepherd.core.rules.ppipe import stage_score
 
 __all__ = ["PipeRuntime", "Reservations", "probe", "probe_scored", "reserve", "stage_views"]
 
@@ -325,9 +326,7 @@ def probe_scored(res: Reservations, pipe: PipeRuntime, bs: int, now: int,
             else:
                 ts = tg
             start = fit(w, ts + ln, li)
-            score = start + li
-            if score_up and last_end[upw] > score:
-                score = last_end[upw]
+            score = stage_score(start, li, score_up, last_end[upw])
             if score < best:
                 best, pick = score, (c, ts, start)
         (w, down, upw), ts, start = pick

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 
+from shepherd.core.rules.ppipe import earliest_slot, insert_at
+
 #: reserve() prunes a resource's finished intervals once it keeps more than this many
 PRUNE = 32
 
@@ -100,19 +102,8 @@ class Reservations:
 
     def fit(self, r: int, t: int, length: int) -> int:
         """Earliest ``s ≥ t`` at which resource ``r`` alone is free for ``length``."""
-        last = self.last_end[r]
-        if last <= t or length <= 0:  # a zero-length use (no feature map) needs no slot
-            return t
-        if t >= self.busy_from[r]:  # inside the final gap-free block: free only after it
-            return last
-        starts, ends = self.starts[r], self.ends[r]
-        i = bisect_right(ends, t)  # first interval ending after t
-        n = len(ends)
-        while i < n and starts[i] < t + length:
-            if ends[i] > t:
-                t = ends[i]
-            i += 1
-        return t
+        return earliest_slot(self.starts, self.ends, r, 0, len(self.ends[r]), self.last_end[r], self.busy_from[r], t,
+                             length)  # (:mod:`shepherd.core.rules.ppipe`)
 
     def earliest(self, res: tuple[int, ...] | list[int], t: int, length: int) -> int:
         """``earliestSlot(res, t, l)`` of Algorithm 2."""
@@ -151,8 +142,8 @@ class Reservations:
             self.last_end[r] = end
             self._appended(r, last, start, end)
             return
-        i = bisect_right(starts, start)
-        if (i > 0 and ends[i - 1] > start) or (i < len(starts) and starts[i] < end):
+        i = insert_at(starts, ends, 0, len(starts), start, end)
+        if i < 0:
             raise RuntimeError(f"resource {r}: [{start}, {end}) overlaps a reservation")
         starts.insert(i, start)  # into a gap before the last reservation: last_end is unchanged
         ends.insert(i, end)

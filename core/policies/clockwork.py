@@ -95,7 +95,7 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.clockwork import batch_for, expiry_cutoff
+from shepherd.core.rules.clockwork import batch_for, expiry_cutoff, urgency
 from shepherd.core.rules.latency import monotone, prefix_min
 
 INF = 1 << 62
@@ -234,7 +234,7 @@ class Clockwork(Policy):
             d = q.head_deadline(m)
             if d is None:
                 continue
-            key = d - self.lat[hw][m][1] if self.slack else d
+            key = urgency(d, self.lat[hw][m], self.slack)
             if key < best_key:
                 best_m, best_d, best_key = m, d, key
         if best_m < 0:

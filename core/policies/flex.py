@@ -46,7 +46,8 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.flex import exit_delay, expiry_floor, preempt_need, smallest
+from shepherd.core.rules.flex import (better_batch, check_at, exit_delay, expiry_floor, preempt_need, reenters,
+                                     smallest)
 from shepherd.core.rules.latency import monotone
 
 INF = 1 << 62
@@ -153,7 +154,7 @@ class Flex(Policy):
             if dead:
                 self.act.drop(dead, now)
             b, i0 = q.largest_feasible(m, now, lat[m], self.maxb, mono[m])
-            if b > best_b or (b == best_b and b and qd_all[m][i0] < best_d):
+            if better_batch(b, qd_all[m], i0, best_b, best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, qd_all[m][i0]
         return best_m, best_b, best_i
 
@@ -237,7 +238,7 @@ class Flex(Policy):
             if delay < 0:  # past its last exit point: it finishes shortly
                 self.thresh = need
                 return
-            t_eff = max(now + delay, act.decision_time(now))
+            t_eff = check_at(now, delay, act.decision_time(now))
             hw = self.hw_of[k]
             if full:
                 m, b, i0 = self.batchgen(t_eff, hw)
@@ -256,7 +257,7 @@ class Flex(Policy):
             for r in victims:
                 mr = int(vmodel[r])
                 d = int(vdeadline[r])
-                if d >= stop + lat1[mr]:
+                if reenters(d, stop, lat1[mr]):
                     self.q.push(mr, d, r)  # line 19: treated as a new arrival
                 else:
                     dropped.append(r)

@@ -99,7 +99,8 @@ from shepherd.core.errors import UserError
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
 from shepherd.core.policies.wrr import SmoothWeightedRoundRobin
-from shepherd.core.rules.nexus import head_misses, refill
+from shepherd.core.rules.nexus import (admits, cycle_over, cycle_slot, cycle_wake, head_misses, reroute_order,
+                                      router_start, take_token)
 from shepherd.core.policies.nexus_schedule import Planner, draws, group_seed, make_schedule
 
 
@@ -301,10 +302,11 @@ class Nexus(Policy):
         self.fronts = []
         for phase in plan.phase:  # per frontend: each router's entries start at w · n · u
             it = iter(phase.tolist())
-            self.fronts.append({s: SmoothWeightedRoundRobin(ws, [w * len(ws) * next(it) for w in ws])
+            self.fronts.append({s: SmoothWeightedRoundRobin(ws, [router_start(w, len(ws), next(it)) for w in ws])
                                 for s, ws in self.weights.items()})
         dropped = []
-        for d, r, s in sorted(queued):  # s: the session
+        order = reroute_order(np.array([x[0] for x in queued], np.int64), np.array([x[1] for x in queued], np.int64))
+        for d, r, s in (queued[i] for i in order.tolist()):  # s: the session
             if s in self.targets:
                 self._enqueue(s, d, r)
             else:
@@ -341,7 +343,7 @@ class Nexus(Policy):
 
     def on_arrival(self, now: int, rid: int, model: int, deadline: int, stream: int) -> None:
         s = self.session_of.get(stream, -1)
-        if s < 0 or not self.planned[s] or self.coin[rid] >= self.scale:
+        if s < 0 or not admits(self.planned[s], self.coin[rid], self.scale):
             self.act.drop([rid], now)
         elif not self._admit(now, s, deadline, rid):
             self.act.drop([rid], now)
@@ -367,7 +369,7 @@ class Nexus(Policy):
         known = ids[at] == streams
         session = self.session_lut[at]
         planned = known & self.planned[session]
-        passed = planned & (self.coin[np.asarray(rs[lo:end], dtype=np.int64)] < self.scale)
+        passed = admits(planned, self.coin[np.asarray(rs[lo:end], dtype=np.int64)], self.scale)
         until = act.until
         last = lo - 1
         refused = []
@@ -391,11 +393,10 @@ class Nexus(Policy):
         """Session ``s``'s token bucket (rate s · peak, depth one peak window); an admitted
         request is queued on one of the session's allocations. False: refused."""
         b = self.bucket[s]
-        b[0] = refill(b[0], b[1], b[2], b[3], now)
+        ok, b[0] = take_token(b[0], b[1], b[2], b[3], now)
         b[1] = now
-        if b[0] < 1.0:
+        if not ok:
             return False
-        b[0] -= 1.0
         k = self._enqueue(s, deadline, rid)
         if k in self.idle:
             self._dispatch(k, now)
@@ -409,11 +410,11 @@ class Nexus(Policy):
         t = self.act.decision_time(now)
         n = len(slots)
         served = self.served[k]
-        if now >= self.cycle_end[k]:
+        if cycle_over(now, self.cycle_end[k]):
             self.cycle_end[k] = now + self.duty[k]
             served.clear()
         for step in range(n):
-            j = (self.rr[k] + step) % n
+            j = cycle_slot(self.rr[k], step, n)
             if j in served:
                 continue
             q = queues[j]
@@ -430,13 +431,14 @@ class Nexus(Policy):
             take = [q.popleft()[1] for _ in range(min(cap, len(q)))]
             self.act.start(self.workers[k], m, take, now)
             served.add(j)
-            self.rr[k] = (j + 1) % n
+            self.rr[k] = cycle_slot(j, 1, n)
             self.idle.discard(k)
             return
         self.idle.add(k)
-        if served and self.wake[k] != self.cycle_end[k] and self.cycle_end[k] > now:
-            self.wake[k] = self.cycle_end[k]
-            self.act.set_timer(self.cycle_end[k], -k - 1)
+        at = cycle_wake(bool(served), self.wake[k], self.cycle_end[k], now)
+        if at >= 0:
+            self.wake[k] = at
+            self.act.set_timer(at, -k - 1)
 
     def on_completion(self, now: int, worker: int) -> None:
         self._dispatch(self.local[worker], now)

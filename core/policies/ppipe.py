@@ -51,6 +51,7 @@ from shepherd.core.engine.overhead import OverheadConfig
 from shepherd.core.pipelines.reservations import PipeRuntime, Reservations, probe, probe_scored, reserve
 from shepherd.core.policies.base import Policy
 from shepherd.core.policies.registry import register
+from shepherd.core.rules.ppipe import admit_from, fill_wake, wait_until
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ class PPipePolicy(Policy):
             if head_drop and q[0][0] != self.admitted[m]:
                 # rule (b): a new head is admitted only if a batch of round(0.95·bs) … bs meets its deadline
                 if finish > deadline:
-                    lowest = max(1, int(0.95 * best.batch + 0.5))
+                    lowest = admit_from(best.batch)
                     for b in range(best.batch - 1, lowest - 1, -1):
                         self.probes += 1
                         if probe(res, best, b, now)[0] <= deadline:
@@ -233,17 +234,17 @@ class PPipePolicy(Policy):
                     rid, _ = q.popleft()
                     act.drop([rid], now)
                     continue
-                wake = deadline - (small - now - wait_small) + 1
+                wake = fill_wake(deadline, small, now, wait_small)
                 self.wait_until[m] = wake
                 self.wait_need[m] = 0  # every arrival re-decides (the artifact's load balancer runs on each)
                 act.set_timer(wake, m)
                 return
             if len(q) < bs:
-                slack = deadline - finish
-                if self.config.wait and slack > 0 and not last_moment:
-                    self.wait_until[m] = now + slack
+                wake = wait_until(self.config.wait, deadline, finish, now, last_moment)
+                if wake >= 0:
+                    self.wait_until[m] = wake
                     self.wait_need[m] = bs
-                    act.set_timer(now + slack, m)
+                    act.set_timer(wake, m)
                     return
                 bs = len(q)  # the last moment: send what is queued
                 finish, _, resv = probe(res, best, bs, now)

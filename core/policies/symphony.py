@@ -93,8 +93,9 @@ from shepherd.core.policies.base import Policy
 from shepherd.core.policies.queues import DeadlineQueues
 from shepherd.core.policies import symphony_rules as rules
 from shepherd.core.policies.registry import register
-from shepherd.core.rules.latency import monotone, prefix_min
-from shepherd.core.rules.symphony import fit, frontrun, window_rate, window_start
+from shepherd.core.rules.latency import monotone
+from shepherd.core.rules.symphony import (cutoff, earlier_gpu, fit, frontrun, goes_now, prefers_waiting, retry_at,
+                                          window_lo, window_rate, window_start)
 
 INF = 1 << 62
 
@@ -218,7 +219,6 @@ class Symphony(Policy):
         #: both tables non-decreasing (the searches bisect) — a measured CPU table may dip
         #: (:mod:`shepherd.core.rules.latency`)
         self.mono = [monotone(self.lat[m], self.maxb) and monotone(self.ld[m], self.maxb) for m in range(n_models)]
-        self.floor = [prefix_min(self.lat[m], self.maxb) for m in range(n_models)]  #: the kernel's cutoffs
         self.beta_s = [max(0.0, (2 * self.lat[m][1] - self.lat[m][2]) / 1e6) if top > 2 else self.lat[m][1] / 1e6
                        for m in range(n_models)]
         self.window = max(1, int(round(config.rate_window_ms * 1000)))
@@ -248,20 +248,9 @@ class Symphony(Policy):
     def rate(self, m: int, now: int) -> float:
         """λ of model ``m`` in requests/s (module docstring)."""
         rec = self.recent[m]
-        lo = now - self.window
-        while rec and rec[0] <= lo:
+        for _ in range(window_lo(rec, 0, len(rec), now, self.window)):
             rec.popleft()
         return window_rate(len(rec), self.window, now - self.first_arrival[m] if self.first_arrival[m] >= 0 else 0)
-
-    def _cutoff(self, m: int, now: int, g: int, queued: int) -> int:
-        """The earliest deadline a batch of model ``m`` can still meet: ``max(g + ℓ(1), now + ℓ(1) + delay(1))``
-        on monotone tables; on a dipping one (:mod:`shepherd.core.rules.latency`) the least such end over the
-        sizes the ``queued`` requests allow, so a head a batch of two would serve is kept."""
-        lat, ld = self.lat[m], self.ld[m]
-        if self.mono[m]:
-            return max(g + lat[1], now + ld[1])
-        top = max(1, min(self.maxb, queued))
-        return min(max(g + lat[b], now + ld[b]) for b in range(1, top + 1))
 
     def candidate(self, m: int, now: int, g: int) -> Candidate | None:
         """Prune model ``m``'s queue for a GPU available at ``g`` and return its candidate (or None).
@@ -276,12 +265,13 @@ class Symphony(Policy):
         requests for a slot or two).
         """
         q = self.q
-        ld = self.ld[m]
+        ld, lat, mono = self.ld[m], self.lat[m], self.mono[m]
         qd = q.d[m]
-        # heads that cannot finish in any batch the queue allows are dropped (alone, on a monotone table)
+        # heads that cannot finish in any batch the queue allows are dropped (:func:`~shepherd.core.rules.symphony.
+        # cutoff`: alone on a monotone table; on a dipping one the least end over the sizes the queue allows)
         dead: list[int] = []
         while True:
-            got = q.expire(m, self._cutoff(m, now, g, q.length(m)))
+            got = q.expire(m, cutoff(lat, ld, now, g, max(1, min(self.maxb, q.length(m))), mono))
             if not got:
                 break
             dead += got
@@ -300,9 +290,8 @@ class Symphony(Policy):
         dl = qd[q.h[m]]
         b = fit(self.lat[m], ld, dl, now, g, min(n, self.maxb), self.mono[m])
         sched_at, full = frontrun(ld, dl, b, n, self.maxb)
-        if self.work_conserving or full or now >= sched_at:
-            ok = True
-        else:
+        ok = goes_now(self.work_conserving, full, now, sched_at)
+        if not ok:
             ok = rules.early(self.rule, b, self.rate(m, now) if self.rule == "text" else 0.0, self.beta_s[m],
                              self.meter[m] if self.meter else None, self.lat[m], self.slo[m] - self.dctl,
                              self.ddat, self.maxb, now)
@@ -327,7 +316,11 @@ class Symphony(Policy):
         pool = self.idle if self.idle else self.ahead
         if not pool:
             return None
-        return min(pool, key=lambda k: (self.free_at[k], k))
+        k = -1
+        for x in pool:
+            if earlier_gpu(self.free_at[x], x, self.free_at[k], k):
+                k = x
+        return k
 
     def _grant(self, k: int, now: int, models) -> bool:
         """Give worker ``k`` the schedulable candidate with the earliest sched_at; False if none.
@@ -354,13 +347,12 @@ class Symphony(Policy):
                 best = c
         if k in self.idle:
             for c in waiting:  # an idle GPU takes it the moment it becomes schedulable
-                self._set_model_timer(c.model, max(now + 1, c.sched_at))
+                self._set_model_timer(c.model, retry_at(now, c.sched_at))
         if best is None:
             return False
-        if self.rank_all:
-            urgent = min(waiting, key=lambda c: c.sched_at, default=None)
-            if urgent is not None and urgent.sched_at < best.sched_at:
-                best = urgent
+        urgent = min(waiting, key=lambda c: c.sched_at, default=None) if self.rank_all else None
+        if urgent is not None and prefers_waiting(best.sched_at, urgent.sched_at, self.rank_all):
+            best = urgent
         m = best.model
         self._set_model_timer(m, None)
         rids = self.q.take(m, self.q.h[m], best.bs)

@@ -48,7 +48,7 @@ class BucketMeter:
     """The authors' ``RpsMeter``: arrivals counted in ``buckets`` buckets of ``span_us`` (100 × 50 ms = 5 s),
     the current, partial bucket included; :meth:`get` gives the mean and the sample standard deviation of the
     buckets' rates (req/s) over the buckets since time 0, at most ``buckets`` of them. A ring of buckets kept by
-    :func:`shepherd.core.rules.symphony.meter_hit` / ``meter_evict``, which Symphony's kernel compiles."""
+    :func:`shepherd.core.rules.symphony.meter_hit` / ``meter_get``, which Symphony's kernel compiles."""
 
     __slots__ = ("span", "size", "state", "bucket", "count")
 
@@ -61,8 +61,7 @@ class BucketMeter:
         numbers.meter_hit(self.state, self.bucket, self.count, now, self.span)
 
     def get(self, now: int) -> tuple[float, float]:
-        cur = numbers.meter_evict(self.state, self.bucket, self.count, now, self.span)
-        return numbers.meter_rates(self.state[2], self.state[3], min(cur + 1, self.size), self.span)
+        return numbers.meter_get(self.state, self.bucket, self.count, now, self.span)
 
 
 def target_batch(lat: Sequence[float], budget_us: float, d_data_us: float, rate: float, std: float,

@@ -15,6 +15,12 @@ def batch_for(lat, slack_us: int, max_batch: int, queued: int, mono: bool = True
     return largest_within(lat, slack_us, top, mono)
 
 
+def urgency(deadline: int, lat, slack: bool) -> int:
+    """How urgent a queue's head is (Clockwork's ``urgency``; the smaller the sooner it is served): its deadline,
+    or with ``slack`` its latest start alone, deadline − ℓ(1)."""
+    return deadline - lat[1] if slack else deadline
+
+
 def expiry_cutoff(floor, start: int, max_batch: int, queued: int) -> int:
     """Clockwork's ``expire``: a queued request whose deadline is below this cannot be served by any batch
     that starts at ``start`` — ``start`` plus the least ℓ(b) over b ≤ min(``max_batch``, ``queued``)

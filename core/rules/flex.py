@@ -42,11 +42,33 @@ def exit_delay(start: int, end: int, exits: int, now: int) -> int:
     return start + nxt * span // (exits + 1) - now
 
 
+def check_at(now: int, delay: int, ready: int) -> int:
+    """When the preemption check's BATCHGEN looks at the queues (Algorithm 1 lines 14–18; §6): at the running
+    batch's next exit point, ``now`` + ``delay`` (:func:`exit_delay`), or at the decision's own time ``ready``
+    if that is later."""
+    return now + delay if now + delay > ready else ready
+
+
+def reenters(deadline: int, stop: int, least: int) -> bool:
+    """Algorithm 1 line 19: a request of a preempted batch (stopped at ``stop``) re-enters the queues as a new
+    arrival when it can still meet its ``deadline`` in the least time a batch takes (``least``: the policy's
+    expiry floor, :func:`expiry_floor`); otherwise it is dropped."""
+    return deadline >= stop + least
+
+
 def expiry_floor(lat, hws, top: int) -> list[int]:
     """BATCHGEN's expiry cutoff per model (Algorithm 1; the policy's module docstring: a request that cannot
     finish even alone is dropped): the least ℓ(b), b ≤ ``top``, of model m's table ``lat[h][m]`` over the
     group's hardware ``hws`` — ℓ(1) on a monotone table (:func:`~shepherd.core.rules.latency.least`)."""
     return [min((least(lat[h][m], top) for h in hws), default=1 << 62) for m in range(len(lat[0]))]
+
+
+def better_batch(b: int, qd, i0: int, best_b: int, best_d: int) -> bool:
+    """BATCHGEN's choice across the queues (§5.2, Algorithm 1 lines 4–13): a model's largest feasible batch of
+    ``b`` requests, the first at slot ``i0`` of its deadlines ``qd``, beats the best so far (``best_b`` requests,
+    the first due at ``best_d``) when it is larger, or as large (and not empty) with an earlier first deadline —
+    so the greatest (b, then the earliest first deadline, then the lowest model in scan order) is chosen."""
+    return b > best_b or (b == best_b and b > 0 and qd[i0] < best_d)
 
 
 def largest_feasible(qd, h: int, n: int, now: int, lat, max_batch: int, mono: bool) -> tuple[int, int]:

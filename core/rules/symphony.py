@@ -69,6 +69,22 @@ def meter_rates(total: int, sumsq: int, k: int, span_us: int) -> tuple[float, fl
     return avg * per_s, math.sqrt(max(0.0, var)) * per_s
 
 
+def meter_get(st, bucket, count, now: int, span: int) -> tuple[float, float]:
+    """``RpsMeter::Get`` at ``now`` (:func:`meter_evict`, then :func:`meter_rates` over the buckets since time 0,
+    at most the ring's size)."""
+    cur = meter_evict(st, bucket, count, now, span)
+    k = cur + 1 if cur + 1 < len(bucket) else len(bucket)
+    return meter_rates(st[2], st[3], k, span)
+
+
+def window_lo(arrived, lo: int, end: int, now: int, window_us: int) -> int:
+    """§4.3's window: the first of the arrival times ``arrived[lo:end]`` (in order) inside ``(now − window, now]``
+    — the earlier ones leave λ's window for good."""
+    while lo < end and arrived[lo] <= now - window_us:
+        lo += 1
+    return lo
+
+
 def window_rate(n: int, window_us: int, since_first_us: int) -> float:
     """§4.3's λ (req/s): the ``n`` arrivals of the last ``window_us`` over min(window, the time since the model's
     first arrival); 0 before any (``since_first_us`` 0)."""
@@ -91,6 +107,45 @@ def fit(lat, ld, d: int, now: int, g: int, top: int, mono) -> int:
     while b > 0 and (lat[b] > d - g or ld[b] > d - now):
         b -= 1
     return b
+
+
+def cutoff(lat, ld, now: int, g: int, top: int, mono) -> int:
+    """The earliest deadline a batch can still meet, a GPU free at ``g`` (§4.3's pruning: a head no batch can
+    serve in time is dropped): the least ``max(g + ℓ(b), now + ld[b])`` over b ≤ ``top`` (the sizes the queue
+    allows) — b = 1 on monotone tables (``mono``), so a head a batch of two would serve on a dipping table
+    (:mod:`shepherd.core.rules.latency`) is kept."""
+    best = max(g + lat[1], now + ld[1])
+    if not mono:
+        for b in range(2, top + 1):
+            end = max(g + lat[b], now + ld[b])
+            if end < best:
+                best = end
+    return best
+
+
+def goes_now(work_conserving: bool, full: bool, now: int, sched_at: int) -> bool:
+    """Whether a candidate is schedulable whatever the early rule says (§4.3, Appendix C): work-conserving
+    Symphony, a full candidate (it cannot grow), or its ``sched_at`` reached."""
+    return work_conserving or full or now >= sched_at
+
+
+def retry_at(now: int, sched_at: int) -> int:
+    """When an idle GPU looks again at a candidate not yet schedulable: at its ``sched_at`` (Appendix C's model
+    timer), at least 1 µs ahead."""
+    return sched_at if sched_at > now + 1 else now + 1
+
+
+def earlier_gpu(free_x: int, x: int, free_k: int, k: int) -> bool:
+    """Whether GPU ``x`` (free since ``free_x``) is granted before GPU ``k`` (−1: none yet): the one freed
+    earliest, then the lower index (Appendix C: the earliest available GPU takes the candidate)."""
+    return k < 0 or free_x < free_k or (free_x == free_k and x < k)
+
+
+def prefers_waiting(best_at: int, wait_at: int, rank_all: bool) -> bool:
+    """``rank="all"`` (a labelled deviation, :mod:`shepherd.core.policies.symphony`): the earliest waiting
+    candidate (``sched_at`` ``wait_at``) goes instead of the earliest schedulable one (``best_at``) when it is
+    earlier."""
+    return rank_all and wait_at < best_at
 
 
 def frontrun(ld, dl: int, b: int, n: int, max_batch: int) -> tuple[int, bool]:

@@ -5,8 +5,8 @@ declaration covers: one hardware type, urgency ``deadline``, ``admission="none"`
 The loop re-enacts the clock (:mod:`..clock`) and the policy's rules: the idle workers tried lowest first on
 an arrival, a freed worker at its completion, each given the largest batch its most urgent feasible head's
 deadline allows (:func:`_pick`). Queues, scheduler clock, admission control and batch log: :mod:`.common`.
-The batch size is the policy's own rule (:mod:`shepherd.core.rules.clockwork`), compiled here; the scan over
-the queues' heads is mirrored (the policy's queues are Python lists, which numba cannot take).
+The batch size, the expiry cutoff and the heads' urgency are the policy's own rules (:mod:`shepherd.core.rules.
+clockwork`), compiled here; the loop over the queues' heads is mirrored (the policy's queues are Python lists).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast.common import (ARRIVAL, DONE, END, GROW, INF, SHED, ST_BOFF, ST_LAST, ST_LEN, ST_N,
-                                              ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, chunk_end,
+                                              ST_NB, ST_NIDLE, ST_OFF, Queues, Run, Sched, chunk_end, compiled,
                                               cttz, decider, finish, grow_log, must_pause, next_event, nz_clear,
                                               queues, q_expire, ready_at, resume, run_insert, save_loop, scratch,
                                               set_idle, start_batch, workers)
@@ -26,8 +26,7 @@ from shepherd.core.rules import clockwork as rules
 from shepherd.core.rules import latency
 
 #: the policy's own rules (:mod:`shepherd.core.rules.clockwork`), compiled here
-_batch_for = njit(cache=True, inline='always')(rules.batch_for)
-_expiry_cutoff = njit(cache=True, inline='always')(rules.expiry_cutoff)
+_batch_for, _expiry_cutoff, _urgency = compiled(rules.batch_for, rules.expiry_cutoff, rules.urgency)
 
 #: Clockwork's tables: ``lat[hw, model, b]`` (one hardware type: ``w_hw[0]``'s), each worker's hardware, the
 #: largest batch, and per hardware and model whether ℓ is non-decreasing (``mono``) and its prefix minima
@@ -53,7 +52,7 @@ def _pick(g, lat_h, mono_h, floor_h, ready):
                 nz_clear(nz, mm)
                 continue
             h = q.qh[mm]
-            if q.qd[h] < best_d:
+            if _urgency(q.qd[h], lat_h[mm], False) < best_d:  # (urgency="deadline": what the kernel covers)
                 best_m, best_d = mm, q.qd[h]
     if best_m < 0:
         return -1, 0

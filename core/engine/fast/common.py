@@ -129,6 +129,12 @@ def _std_bisect_left(a, x, lo, hi):
 register_jitable(latency_rules.largest_within)
 
 
+def compiled(*rules):
+    """The policy's own rules (:mod:`shepherd.core.rules`), each compiled as it is and inlined where a kernel
+    calls it (``njit(inline="always")(rule)``), in the order given."""
+    return tuple(njit(cache=True, inline='always')(rule) for rule in rules)
+
+
 @njit(cache=True, inline='always')
 def ceil_us(ns):
     return -((-ns) // 1000)

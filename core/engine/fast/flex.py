@@ -9,9 +9,10 @@ preemption check against the smallest running batch, cascading, with the policy'
 (:func:`_check_preempt`, :func:`_preempt`: the batch stops at its next exit point, line 19's re-entry). The
 scheduler clock, admission control, queues and batch log are :mod:`.common`'s. A batch's requests get their
 rows when it starts (a preemption takes them back); per worker only the running batch's requests are kept.
-``preempt_need``, ``exit_delay``, ``smallest`` and BATCHGEN's per-model step ``largest_feasible`` are the
-policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here; BATCHGEN's scan over the models and the
-queues are mirrored: the policy's queues are Python lists with a head offset, which numba cannot take.
+``preempt_need``, ``exit_delay``, ``smallest``, ``check_at``, ``reenters`` and BATCHGEN's per-model step
+``largest_feasible`` and choice ``better_batch`` are the policy's own rules (:mod:`shepherd.core.rules.flex`),
+compiled here; BATCHGEN's loop over the models and the queues are mirrored: the policy's queues are Python lists
+with a head offset, which numba cannot take.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from numba import njit
 
 from shepherd.core.engine.fast.common import (ARRIVAL, B_END, B_PRE, DONE, END, GROW, INF, NONE, SHED, ST_BOFF, ST_LAST,
                                               ST_LEN, ST_N, ST_NB, ST_NIDLE, ST_OFF, ST_THRESH, Queues, Run, Sched,
-                                              chunk_end, cttz, decider, finish, grow_log, must_pause,
+                                              chunk_end, compiled, cttz, decider, finish, grow_log, must_pause,
                                               next_event, nz_clear, nz_set, queues, q_expire, q_push, ready_at, resume,
                                               run_insert, run_remove, save_loop, scratch, set_idle, start_batch,
                                               workers)
@@ -32,10 +33,9 @@ from shepherd.core.rules import flex as rules
 from shepherd.core.rules import latency
 
 #: the policy's own rules (:mod:`shepherd.core.rules.flex`), compiled here
-_preempt_need = njit(cache=True, inline='always')(rules.preempt_need)
-_exit_delay = njit(cache=True, inline='always')(rules.exit_delay)
-_largest_feasible = njit(cache=True, inline='always')(rules.largest_feasible)
-_smallest = njit(cache=True, inline='always')(rules.smallest)
+_preempt_need, _exit_delay, _largest_feasible, _better_batch, _smallest, _check_at, _reenters = compiled(
+    rules.preempt_need, rules.exit_delay, rules.largest_feasible, rules.better_batch, rules.smallest, rules.check_at,
+    rules.reenters)
 
 #: Flex's tables: ``lat[hw, model, b]``, each worker's hardware, the largest batch, λ, whether it preempts, each
 #: model's exit points, each model's least ℓ(b) over the group's hardware (the expiry cutoff: ℓ(1) on a
@@ -67,7 +67,7 @@ def _batchgen(g, now, hw, need):
                 continue
             b, i0 = _largest_feasible(q.qd, q.qh[m], q.qe[m], now, g.pol.lat[hw, m], g.pol.maxb,
                                       g.pol.mono[hw, m])
-            if b > best_b or (b == best_b and b > 0 and q.qd[i0] < best_d):
+            if _better_batch(b, q.qd, i0, best_b, best_d):
                 best_m, best_b, best_i, best_d = m, b, i0, q.qd[i0]
     return best_m, best_b, best_i
 
@@ -215,7 +215,7 @@ def _preempt(g, kk, need, full, m_arr, now, i, nb, n_run):
     if delay < 0:  # past its last exit point: it finishes shortly
         return nb, -1 - n_run
     ready = ready_at(g, i, now)
-    t_eff = now + delay if now + delay > ready else ready
+    t_eff = _check_at(now, delay, ready)
     hk = g.pol.w_hw[kk]
     if full:
         m, b, i0 = _batchgen(g, t_eff, hk, need)
@@ -247,7 +247,7 @@ def _preempt(g, kk, need, full, m_arr, now, i, nb, n_run):
     for x in range(nv):  # line 19: re-enter as new arrivals what can still meet its deadline
         r = victims[x]
         mr = win.model[r]
-        if win.d[r] >= stop + lat1[mr]:
+        if _reenters(win.d[r], stop, lat1[mr]):
             q_push(q.base, q.qh, q.qe, q.qd, q.qr, mr, win.d[r], r)
             nz_set(g.scr.nz, mr)
         else:

@@ -5,8 +5,9 @@ arrays, with the reference engine's tables for ``core/policies/nexus.py`` (``tes
   on the reference (``Nexus.fast_path``'s ``covers``).
 * Nothing is drawn or planned here: :func:`plans` flattens the policy object's schedule (built as the reference
   builds it: :class:`~shepherd.core.policies.nexus_schedule.NexusSchedule`).
-* The token bucket's refill, the frontends' router and the slot's head drop are the policy's own rules
-  (:mod:`shepherd.core.rules.nexus`), compiled here.
+* Admission, the token bucket, the frontends' router and its start, the re-routing order, the duty cycle's slot
+  order and wake-up and the slot's head drop are the policy's own rules (:mod:`shepherd.core.rules.nexus`),
+  compiled here.
 * Each helper mirrors the policy method it names, whose docstring gives the rules; the loop keeps the clock's
   order (:mod:`..clock`: completions in batch order, then timers in the order set — ``on_start`` is a timer at
   0, set first — then arrivals); the scheduler clock, admission control and batch log are :mod:`.common`'s.
@@ -23,16 +24,16 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Sched, arrive, chunk_end, decide, finish,
-                                              first_chunk_end, log_batch, next_completion, ready_us, record,
-                                              shed_request)
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Sched, arrive, chunk_end, compiled, decide,
+                                              finish, first_chunk_end, log_batch, next_completion, ready_us,
+                                              record, shed_request)
 from shepherd.core.engine.outcomes import DROPPED, LATE, SERVED
 from shepherd.core.rules import nexus as rules
 
 #: the policy's own rules (:mod:`shepherd.core.rules.nexus`), compiled here
-_refill = njit(cache=True, inline='always')(rules.refill)
-_swrr_pick = njit(cache=True, inline='always')(rules.swrr_pick)
-_head_misses = njit(cache=True, inline='always')(rules.head_misses)
+(_admits, _take_token, _router_start, _reroute_order, _swrr_pick, _head_misses, _cycle_over, _cycle_slot,
+ _cycle_wake) = compiled(rules.admits, rules.take_token, rules.router_start, rules.reroute_order, rules.swrr_pick,
+                         rules.head_misses, rules.cycle_over, rules.cycle_slot, rules.cycle_wake)
 
 #: the group's requests: the recorder's arrival, deadline, shed and outcome columns (written in place) and ``rq``
 Requests = namedtuple("Requests", "t d shed outcome rq")
@@ -108,8 +109,8 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf, dq):
                 qbuf[nq] = r
                 nq += 1
                 r = req.rq[r].nxt
-    queued = np.sort(qbuf[:nq])
-    queued = queued[np.argsort(req.d[queued], kind="mergesort")]
+    queued = qbuf[:nq]
+    queued = queued[_reroute_order(req.d[queued], queued)]
     run[0].epoch = e
     for w in range(len(wk)):
         ew, x = plan.ew[e, w], wk[w]
@@ -122,7 +123,7 @@ def _configure(req, plan, wk, sl, rt, run, e, now, qbuf, dq):
             rt.bucket[s].last = now
             for x in range(es.eb, es.eb + es.ne):
                 for f in range(rt.cur.shape[0]):
-                    rt.cur[f, x] = plan.ent[x].w * es.ne * plan.phase[f, x]
+                    rt.cur[f, x] = _router_start(plan.ent[x].w, es.ne, plan.phase[f, x])
     for r in queued:
         s = req.rq[r].sess
         if plan.es[e, s].planned:
@@ -142,12 +143,11 @@ def _admit(req, plan, sl, rt, run, r, now):
     """``Nexus.on_arrival`` / ``_admit`` of request ``r`` up to its dispatch: its worker, or −1 (dropped)."""
     e, s = run[0].epoch, req.rq[r].sess
     es = plan.es[e, s]
-    if es.planned and req.rq[r].coin < plan.scale[e]:
+    if _admits(es.planned, req.rq[r].coin, plan.scale[e]):
         bk = rt.bucket[s]
-        bk.tokens = _refill(bk.tokens, bk.last, es.rate, es.depth, now)
+        ok, bk.tokens = _take_token(bk.tokens, bk.last, es.rate, es.depth, now)
         bk.last = now
-        if bk.tokens >= 1.0:
-            bk.tokens -= 1.0
+        if ok:
             return _enqueue(req, plan, sl, rt, es, r)
     req.outcome[r] = DROPPED
     return -1
@@ -191,14 +191,13 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
     ready = ready_us(s, req.t, req.shed, run[0].i, now, sc.active, sc.decision_ns, sc.arrival_ns)
     x = wk[k]
     b0, nsl = x.sb, x.ns
-    if now >= x.cyc:
+    if _cycle_over(now, x.cyc):
         x.cyc = now + x.duty
         for j in range(b0, b0 + nsl):
             sl[j].served = False
         x.nserved = 0
     for step in range(nsl):
-        j = x.rr + step
-        j = j - nsl if j >= nsl else j
+        j = _cycle_slot(x.rr, step, nsl)
         q, ps = sl[b0 + j], plan.slot[b0 + j]
         if q.served:
             continue
@@ -208,7 +207,7 @@ def _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, k, now):
         blog = _start(req, x, q, tb, sc, s, run, blog, k, ps.model, b, now)
         q.served = True
         x.nserved += 1
-        x.rr = j + 1 if j + 1 < nsl else 0
+        x.rr = _cycle_slot(j, 1, nsl)
         x.idle = False
         return blog
     x.idle = True
@@ -269,9 +268,10 @@ def run_nexus(req, plan, wk, sl, rt, tb, sc, run, epoch_us, last_epoch):
             blog = _dispatch(req, plan, wk, sl, tb, sc, s, run, blog, kk, now)
             x = wk[kk]
             dirty = dirty or not x.idle
-            if x.idle and x.nserved > 0 and x.wake != x.cyc and x.cyc > now:
-                x.wake = x.cyc
-                heap = _set_timer(heap, run, x.cyc, -kk - 1)
+            at = _cycle_wake(x.nserved > 0, x.wake, x.cyc, now) if x.idle else -1
+            if at >= 0:
+                x.wake = at
+                heap = _set_timer(heap, run, at, -kk - 1)
         if next_epoch >= 0:
             heap = _set_timer(heap, run, next_epoch * epoch_us, next_epoch)
         if rs.i > i:  # an arrival was handled

@@ -8,7 +8,8 @@ artifact rules of :class:`~shepherd.core.policies.ppipe.PPipeDataPlaneConfig`, `
 mode ``none``, one serving group (``tests/test_engine_fast_ppipe.py``; the rest runs on the reference: the policy's
 ``FastPath``). Rules (c), (d), (f) (:mod:`shepherd.core.pipelines.rules`) only shape the
 links and transfer times that ``prepare_pipelines`` builds; (a) is :func:`_probe`'s scored scan; (b) and (e)
-are branches of :func:`_decide`. The kernel's own:
+are branches of :func:`_decide`. Their numbers, earliestSlot and the gap insert are the rules the policy and the
+tables call (:mod:`shepherd.core.rules.ppipe`), compiled here. The kernel's own:
 
 * its clock has only arrivals and timers (``record`` mode books no event): at equal times the timers in the
   order they were set, then the arrivals in trace order;
@@ -26,8 +27,14 @@ import numpy as np
 from numba import njit
 
 from shepherd.core.engine.fast import timers
-from shepherd.core.engine.fast.common import bisect_right, record
+from shepherd.core.engine.fast.common import bisect_right, compiled, record
 from shepherd.core.engine.outcomes import DROPPED, LATE, PENDING, SERVED
+from shepherd.core.rules import ppipe as numbers
+
+#: the policy's and the tables' own rules (:mod:`shepherd.core.rules.ppipe`), compiled here
+_earliest_slot, _insert_at, _stage_score, _admit_from, _fill_wake, _wait_until = compiled(
+    numbers.earliest_slot, numbers.insert_at, numbers.stage_score, numbers.admit_from, numbers.fill_wake,
+    numbers.wait_until)
 
 NEVER = np.int64(1) << 62
 #: what the kernel returns as its error: none, a reservation overlapping another, a slot of zero length
@@ -73,21 +80,15 @@ DECISION = record("best kb bs finish head deadline")
 @njit(cache=True, inline='always')
 def _fit(rv, r, t, length):
     """``earliestSlot`` of one resource: the earliest ``s ≥ t`` at which ``r`` is free for ``length``."""
-    last = rv.res[r].last_end
-    if last <= t or length <= 0:
-        return t
-    if t >= rv.res[r].busy_from:  # inside the final gap-free block
-        return last
-    i, n = bisect_right(rv.IE[r], t, rv.res[r].ilo, rv.res[r].ihi), rv.res[r].ihi  # the first interval ending after t
-    while i < n and rv.IS[r, i] < t + length:  # t is before this interval's end (ends increase)
-        t = rv.IE[r, i]
-        i += 1
-    return t
+    x = rv.res[r]
+    return _earliest_slot(rv.IS, rv.IE, r, x.ilo, x.ihi, x.last_end, x.busy_from, t, length)
 
 
 @njit(cache=True, inline='always')
 def _link_slot(rv, up, down, ts, ln):
-    """The earliest start ≥ ``ts`` (``up`` free there) at which both links are free for ``ln``."""
+    """The earliest start ≥ ``ts`` (``up`` free there) at which both links are free for ``ln`` (the reference's
+    ``reservations._link_slot``, which takes the table's ``fit`` method as a value: numba cannot take a bound
+    method, so the six lines are here again over :func:`_fit`)."""
     while True:
         s = _fit(rv, down, ts, ln)
         if s == ts:
@@ -124,9 +125,7 @@ def _probe(pl, rv, rules, run, p, bs, now, buf):
                 start = max(now, rv.res[cd.w].last_end)
             else:
                 start = _fit(rv, cd.w, ts + ln, li)
-            score = start + li
-            if rules.scored and j < last_j and rv.res[cd.up].last_end > score:
-                score = rv.res[cd.up].last_end
+            score = _stage_score(start, li, rules.scored and j < last_j, rv.res[cd.up].last_end)
             if score < best:
                 best, bw, bts, bstart = score, c, ts, start
                 if start <= floor and not rules.scored:
@@ -190,8 +189,8 @@ def _reserve(rv, run, r, start, length):
                 rv.res[r].busy_from = start
         rv.res[r].last_end = end
         return True
-    a = bisect_right(rv.IS[r], start, lo, hi)  # the first interval starting after start
-    if (a > lo and rv.IE[r, a - 1] > start) or (a < hi and rv.IS[r, a] < end):
+    a = _insert_at(rv.IS[r], rv.IE[r], lo, hi, start, end)
+    if a < 0:
         return _fail(run, E_OVERLAP, r, start, length)
     for i in range(hi, a, -1):
         rv.IS[r, i] = rv.IS[r, i - 1]
@@ -259,7 +258,7 @@ def _decide(req, pl, rv, dn, sc, rules, run, m, now, last_moment):
     dc.deadline = req.d[dc.head]
     if rules.head_drop and dc.head != q.admitted:  # rule (b): admitted only if round(0.95·bs) … bs meets it
         if dc.finish > dc.deadline:
-            lowest = max(1, int(0.95 * planned + 0.5))
+            lowest = _admit_from(planned)
             if _largest_meeting(pl, rv, sc, rules, run, now, planned - 1, lowest, sc.bufs[1 - kb])[0] == 0:
                 return DROP
         q.admitted = dc.head
@@ -274,10 +273,10 @@ def _decide(req, pl, rv, dn, sc, rules, run, m, now, last_moment):
         small, wait_small = _probe(pl, rv, rules, run, best, queued + 1, now, sc.bufs[1 - kb])
         if small > dc.deadline:
             return DROP
-        return _wait(dn, run, m, dc.deadline - (small - now - wait_small) + 1, 0)  # every arrival re-decides
-    slack = dc.deadline - dc.finish
-    if rules.wait and slack > 0 and not last_moment:  # wait till the last moment
-        return _wait(dn, run, m, now + slack, dc.bs)
+        return _wait(dn, run, m, _fill_wake(dc.deadline, small, now, wait_small), 0)  # every arrival re-decides
+    wake = _wait_until(rules.wait, dc.deadline, dc.finish, now, last_moment)
+    if wake >= 0:  # wait till the last moment
+        return _wait(dn, run, m, wake, dc.bs)
     dc.bs = queued  # the last moment (or no waiting): send what is queued
     dc.finish, _ = _probe(pl, rv, rules, run, best, queued, now, sc.bufs[kb])
     return DROP if dc.finish > dc.deadline else SEND  # (a smaller batch is never slower)

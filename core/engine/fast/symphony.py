@@ -8,9 +8,11 @@ or ``none``. With zero delays no GPU is granted a batch ahead (Appendix C ``set_
 ``free_at`` is its last completion (``g = now``). Autoscaling reads the recorder during the run, several groups
 share one clock: those runs stay on the reference engine (the policy's ``FastPath``).
 
-The candidate's fit and sched_at, the window prune, the rate meter, the target batch, the secant β and the window's λ are the policy's
-own rules (:mod:`shepherd.core.rules.symphony`), compiled here; each other helper names the part of ``Symphony`` it mirrors over the kernel's
-queues and records (the policy's are Python lists and objects, which numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
+The expiry cutoff, the candidate's fit and sched_at, the window prune, the early rules (the rate meter, the target
+batch, the secant β, the window's λ), when a candidate goes or retries, which GPU is granted and ``rank="all"`` are
+the policy's own rules (:mod:`shepherd.core.rules.symphony`), compiled here; each helper names the part of
+``Symphony`` it mirrors over the kernel's queues and records (the policy's are Python lists and objects, which
+numba cannot take). At equal times the clock (:mod:`..clock`) takes completions in batch order, then timers in
 the order set (a cancelled one never fires), then arrivals. :mod:`.common`: the scheduler clock, admission
 control, the queues, the batch log. Per model and per worker the state is one structured array
 (:func:`model_dtype`, :data:`WORKER`): a namedtuple handed to an inlined helper costs a refcount per member.
@@ -24,7 +26,7 @@ import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
-from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, chunk_end,
+from shepherd.core.engine.fast.common import (B_COLS, INF, NONE, S_SHED, Window, arrive, chunk_end, compiled,
                                               decide, finish, first_chunk_end, log_batch, next_completion, q_expire,
                                               q_push, q_take, queues, record, serve_rows, shed_request)
 from shepherd.core.engine.outcomes import DROPPED
@@ -49,7 +51,7 @@ def model_dtype(max_batch: int, buckets: int) -> np.dtype:
     the SLO at the latest arrival, the live timer (−1: none) and its sequence, and the authors' rate meter
     (``BucketMeter``: its state and ring of buckets, :func:`shepherd.core.rules.symphony.meter_hit`)."""
     scalars = "n_arrived rate_lo slo timer_at timer_seq mono".split()
-    return np.dtype([("lat", np.int64, (max_batch + 1,)), ("floor", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
+    return np.dtype([("lat", np.int64, (max_batch + 1,)), ("beta", np.float64)] + [(f, np.int64) for f in scalars]
                     + [("meter", np.int64, (4,)), ("bucket", np.int64, (buckets,)), ("bucket_count", np.int64, (buckets,))])
 
 
@@ -59,15 +61,11 @@ WORKER = record("hw free start end bid busy")
 
 
 #: the policy's own rules (:mod:`shepherd.core.rules.symphony`), compiled here
-_early_rule = njit(cache=True, inline='always')(rules.early)
-_meter_rates = njit(cache=True, inline='always')(rules.meter_rates)
-_window_rate = njit(cache=True, inline='always')(rules.window_rate)
-_fit = njit(cache=True, inline='always')(rules.fit)
-_frontrun = njit(cache=True, inline='always')(rules.frontrun)
-_window_start = njit(cache=True, inline='always')(rules.window_start)
-_meter_evict = njit(cache=True, inline='always')(rules.meter_evict)
-_meter_hit = njit(cache=True, inline='always')(rules.meter_hit)
-for _called in (rules.fit, rules.meter_evict, rules.secant_beta_s, rules.target_batch):  # rules that rules call
+(_early_rule, _meter_get, _meter_hit, _window_lo, _window_rate, _fit, _frontrun, _window_start, _cutoff, _goes_now,
+ _retry_at, _earlier_gpu, _prefers_waiting) = compiled(
+    rules.early, rules.meter_get, rules.meter_hit, rules.window_lo, rules.window_rate, rules.fit, rules.frontrun,
+    rules.window_start, rules.cutoff, rules.goes_now, rules.retry_at, rules.earlier_gpu, rules.prefers_waiting)
+for _called in (rules.fit, rules.meter_evict, rules.meter_rates, rules.secant_beta_s, rules.target_batch):  # rules call them
     register_jitable(_called)
 
 
@@ -77,14 +75,11 @@ def _early(p, q, mr, m, now, b):
     that can still grow go before its ``sched_at``?"""
     lam, avg, std = 0.0, 0.0, 0.0
     if p.rule == R_TEXT:  # λ as Symphony.rate: the arrivals in (now − window, now], over min(window, now − first)
-        j, end, arrived = mr.rate_lo, mr.n_arrived, q.arrived
-        while j < end and arrived[q.base[m] + j] <= now - p.window:
-            j += 1
-        mr.rate_lo = j
-        lam = _window_rate(end - j, p.window, now - arrived[q.base[m]] if end > 0 else 0)
+        base, end = q.base[m], mr.n_arrived
+        j = mr.rate_lo = _window_lo(q.arrived, base + mr.rate_lo, base + end, now, p.window) - base
+        lam = _window_rate(end - j, p.window, now - q.arrived[base] if end > 0 else 0)
     elif p.rule >= R_TARGET_BATCH:
-        k = min(_meter_evict(mr.meter, mr.bucket, mr.bucket_count, now, p.span) + 1, len(mr.bucket))  # .get
-        avg, std = _meter_rates(mr.meter[2], mr.meter[3], k, p.span)
+        avg, std = _meter_get(mr.meter, mr.bucket, mr.bucket_count, now, p.span)
     return _early_rule(p.rule, b, mr.beta, lam, avg, std, mr.lat, mr.slo, 0.0, p.maxb, p.xrps, p.xstd)
 
 
@@ -92,8 +87,9 @@ def _early(p, q, mr, m, now, b):
 def _candidate(p, q, mr, m, now, r_outcome, counters):
     """(present, b, sched_at, schedulable) of model ``m``'s candidate after pruning (``Symphony.candidate``)."""
     lat_m, n0 = mr.lat, q.e[m] - q.h[m]
-    while q_expire(q.h, q.e, q.d, q.r, m, now + mr.floor[max(1, min(p.maxb, q.e[m] - q.h[m]))], r_outcome, DROPPED):
-        pass  # Symphony._cutoff with g = now and zero delays: the least ℓ(b) the queue allows (ℓ(1) if monotone)
+    while q_expire(q.h, q.e, q.d, q.r, m, _cutoff(lat_m, lat_m, now, now, max(1, min(p.maxb, q.e[m] - q.h[m])),
+                                                  mr.mono), r_outcome, DROPPED):
+        pass  # Symphony.candidate's expiry (g = now, zero delays)
     h = q.h[m]
     cut, b = _window_start(q.d, h, q.e[m], lat_m, lat_m, now, now, p.maxb, mr.mono) \
         if p.window_prune and q.e[m] - h > 1 else (h, -1)
@@ -108,7 +104,7 @@ def _candidate(p, q, mr, m, now, r_outcome, counters):
     if cut > h or b < 0:  # else the head's own batch, as the prune found it
         b = _fit(lat_m, lat_m, dl, now, now, min(n, p.maxb), mr.mono)
     sched_at, full = _frontrun(lat_m, dl, b, n, p.maxb)
-    return True, b, sched_at, p.wc or full or now >= sched_at or _early(p, q, mr, m, now, b)
+    return True, b, sched_at, _goes_now(p.wc, full, now, sched_at) or _early(p, q, mr, m, now, b)
 
 
 @njit(cache=True, inline='always')
@@ -142,7 +138,7 @@ def _grant(p, q, ms, w, r_outcome, counters, now, m_lo, m_hi):
     model (−1: none schedulable), batch, whether a timer changed); the waiting ones' timers set in model order."""
     k = -1
     for x in range(len(w)):
-        if w[x].bid == NONE and (k < 0 or w[x].free < w[k].free):
+        if w[x].bid == NONE and _earlier_gpu(w[x].free, x, w[k].free, k):
             k = x
     best, best_b, best_s = -1, 0, INF
     wait, wait_b, wait_s = -1, 0, INF  # the earliest waiting candidate (rank="all")
@@ -154,13 +150,13 @@ def _grant(p, q, ms, w, r_outcome, counters, now, m_lo, m_hi):
         if not present:
             changed |= _set_timer(ms[m], -1, counters)
         elif not ok:
-            changed |= _set_timer(ms[m], max(now + 1, sched_at), counters)
+            changed |= _set_timer(ms[m], _retry_at(now, sched_at), counters)
             if sched_at < wait_s:
                 wait, wait_b, wait_s = m, b, sched_at
         elif sched_at < best_s:
             best, best_b, best_s = m, b, sched_at
     if best >= 0:
-        if p.rank_all and wait_s < best_s:
+        if _prefers_waiting(best_s, wait_s, p.rank_all):
             best, best_b = wait, wait_b
         changed |= _set_timer(ms[best], -1, counters)
     return k, best, best_b, changed
@@ -257,7 +253,7 @@ def run_group(params: tuple, make_policy, runtime, max_batch: int, common: tuple
     req = Window(t, d, m, *out)  # the trace's columns and the request columns the kernel writes in place
     models = np.zeros(n_models, model_dtype(max_batch, buckets))
     models["lat"], models["beta"] = lat[w_hw[0], :, :max_batch + 1], pol.beta_s
-    models["mono"], models["floor"] = pol.mono, pol.floor  # the policy's own tables
+    models["mono"] = pol.mono  # the policy's own table
     models["timer_at"] = -1
     workers = np.zeros(n_workers, WORKER)
     workers["hw"], workers["bid"] = w_hw, NONE
