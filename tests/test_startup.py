@@ -62,3 +62,18 @@ def test_the_help_lists_of_names_match_their_registries():
                                           .startswith("shepherd.")}
     assert list(plan.PLANNER_NAMES) == list(PLANNERS)
     assert set(plan.SOLVER_NAMES) == set(BACKENDS)
+
+
+@pytest.mark.parametrize("env, imported, want", [({}, False, "1"), ({"OMP_NUM_THREADS": "3"}, False, None),
+                                                 ({"OPENBLAS_NUM_THREADS": "4"}, False, "4"), ({}, True, None)])
+def test_simulate_starts_numpy_s_blas_with_one_thread_unless_told_otherwise(env, imported, want):
+    """``shepherd simulate`` sets ``OPENBLAS_NUM_THREADS=1`` before numpy loads (issue 43: a simulation makes no
+    floating-point BLAS call), unless the user set a thread count or numpy was loaded before (a caller's
+    process)."""
+    code = ("import os; " + ("import numpy; " if imported else "") +
+            "from shepherd.cli import simulate; simulate._one_blas_thread(); "
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=base | env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == str(want)

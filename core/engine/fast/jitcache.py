@@ -64,6 +64,7 @@ def family_of(module_name: str) -> str:
 
 def guard(module_name: str, dispatchers: list) -> None:
     """Wrap each ``cache=True`` dispatcher of module ``module_name`` (idempotent)."""
+    from shepherd.core.jit_load import without_refresh  # a cache hit: its code linked without a refresh
     family = family_of(module_name)
     _listen()
     for d in dispatchers:
@@ -75,7 +76,7 @@ def guard(module_name: str, dispatchers: list) -> None:
             continue
         _GUARDED[id(d)] = family
         d.compile = _locked(d.compile, family, lock_path)
-        _load_without_refresh(d._cache)
+        without_refresh(d._cache)
 
 
 def _locked(compile_: Any, family: str, lock_path: Path) -> Any:
@@ -85,34 +86,6 @@ def _locked(compile_: Any, family: str, lock_path: Path) -> Any:
 
     compile.__wrapped__ = compile_  # type: ignore[attr-defined]
     return compile
-
-
-def _load_without_refresh(cache: Any) -> None:
-    """Load ``cache``'s machine code without numba's refresh of its typing and target contexts (issue 43).
-
-    numba's ``Cache.load_overload`` first calls ``target_context.refresh()``: it imports some thirty modules of
-    lowering and typing code (``numba.cpython.unicode``, ``cffi``'s C parser, ``numba.np.arraymath`` …) and
-    installs their registries — 0.15–0.2 CPU-s, a fifth of a small run — none of which a *load* uses: a cache
-    entry is object code plus pickled descriptors, and the load links the code (numba's C helpers are
-    installed when the context is made, the NRT's by ``rtsys.initialize``, called here) and wraps its entry
-    point. The registries matter only to a *compile*, and numba refreshes both contexts at the start of every
-    compile (``CompilerBase.__init__``) and again on a lowering miss (``BaseContext.get_function``), so a
-    cache miss or a new signature after this load compiles exactly as before. Where numba's cache lacks the
-    two private names used (another numba), its own ``load_overload`` stays."""
-    load = getattr(cache, "_load_overload", None)
-    io_guard = getattr(cache, "_guard_against_spurious_io_errors", None)
-    if load is None or io_guard is None:
-        return
-
-    def load_overload(sig: Any, target_context: Any) -> Any:
-        from numba.core.runtime import rtsys
-
-        rtsys.initialize(target_context)  # the NRT's symbols and atomics: what a loaded kernel links against
-        with io_guard():
-            return load(sig, target_context)
-        return None  # the guard swallowed an I/O error (Windows only): numba compiles, as its own load does
-
-    cache.load_overload = load_overload
 
 
 @contextmanager
