@@ -77,3 +77,19 @@ def test_simulate_starts_numpy_s_blas_with_one_thread_unless_told_otherwise(env,
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=base | env, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == str(want)
+
+
+def test_the_shepherd_process_collects_cycles_less_often_and_a_caller_s_process_is_left_alone():
+    """The ``shepherd`` process sets the collector's thresholds (``cli/app.py`` ``GC_THRESHOLDS``, issue 43);
+    ``main(argv)`` called from another program (a test, the API) leaves that program's as they are."""
+    from shepherd.cli.app import GC_THRESHOLDS
+
+    code = ("import atexit, gc, sys; atexit.register(lambda: print(gc.get_threshold())); "
+            "from shepherd.cli.app import main; sys.argv = ['shepherd', '--version']; main()")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[-2] == str(GC_THRESHOLDS) != "(700, 10, 10)"
+    code = ("import gc; from shepherd.cli.app import main; before = gc.get_threshold(); "
+            "assert main(['--version']) == 0; print(gc.get_threshold() == before)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split()[-1] == "True", run.stderr[-2000:]
