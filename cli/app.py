@@ -181,9 +181,9 @@ def _collect_less() -> None:
 
     Start-up allocates some 120,000 lasting objects (numba, polars, pyarrow, typer): with Python's thresholds
     the collector scans them again and again as they arrive — 256 young, 23 middle and 2 full collections,
-    ≈ 0.12–0.16 CPU-s of a small ``simulate`` run's ≈ 0.8 (issue 43); with these, a few young ones. Garbage
-    with no cycle is freed at once as before; a cycle waits for at most 50,000 allocations (a few MB), and no
-    output depends on when it is freed."""
+    ≈ 0.12–0.16 CPU-s of a small ``simulate`` run's ≈ 0.8 (issue 43); with these, 23 young and 2 middle
+    ones, ≈ 0.05. Garbage with no cycle is freed at once as before; a cycle waits for at most 50,000
+    allocations (a few MB), and no output depends on when it is freed."""
     import gc
 
     gc.set_threshold(*GC_THRESHOLDS)
