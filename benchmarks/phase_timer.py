@@ -21,6 +21,13 @@ modules load; nothing is imported early):
 * ``exit`` — from the end of ``_write_outputs`` to the process's end as the parent sees it (``wait4``'s
   rusage: user + system CPU of the child), i.e. ``main()``'s return and interpreter teardown.
 
+Bytecode: a user's install has the project's ``.pyc`` files (pip compiles them; an editable checkout writes them
+on its first run), so by default both checkouts are compiled first (``python -m compileall``, ``--bytecode
+compiled``). A machine that sets ``PYTHONDONTWRITEBYTECODE`` and never compiled them recompiles every project
+module from source on every run (≈ 0.15 CPU-s of a small run, 2026-12-07): ``--bytecode none`` measures that
+(each checkout's own ``__pycache__`` folders deleted first, the children started with
+``PYTHONDONTWRITEBYTECODE=1``).
+
 ``cold``: ``NUMBA_CACHE_DIR`` and ``SHEPHERD_TRACE_CACHE`` fresh empty folders per run (every kernel the run
 needs compiles; a trace of ≥ 1 M requests is read from Parquet and its columns kept, ``core/trace_columns.py``);
 ``warm``: folders filled by one untimed run first (the kernels load from disk, a large trace is mapped). Sides alternate order per round. Prints per size, mode and side the
@@ -28,7 +35,7 @@ median CPU s per phase and the whole process's req/CPU-s, the sides' ratio, and 
 (``summary.parquet``, ``workers.parquet``) are byte-identical between sides. Not a test.
 
 Usage: python benchmarks/phase_timer.py [--sizes 100000,1000000,10000000] [--rounds 5] [--cold-rounds 1]
-       [--base OLD_PARENT] [--work DIR]   (OLD_PARENT: a folder whose ``shepherd`` entry is the other checkout)
+       [--base OLD_PARENT] [--work DIR] [--bytecode compiled|none]   (OLD_PARENT: a folder whose ``shepherd`` entry is the other checkout)
 """
 
 from __future__ import annotations
@@ -216,9 +223,25 @@ def parent_of(checkout: str, work: Path, side: str) -> str:
     parent = work / f"parent-{side}"
     parent.mkdir(exist_ok=True)
     link = parent / "shepherd"
+    if link.is_symlink() and link.resolve() != root:  # the work folder reused with another checkout
+        link.unlink()
     if not link.exists():
         link.symlink_to(root)
     return str(parent)
+
+
+def bytecode(parent: str, mode: str) -> None:
+    """Compile the checkout under ``parent`` to ``.pyc`` (``compiled``) or delete its own ``__pycache__`` folders
+    (``none``; the virtual environment's are left), as the module docstring says."""
+    root = (Path(parent) / "shepherd").resolve()
+    skip = ("/.venv/", "/.git/", "/results/")
+    if mode == "compiled":
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "-x", "|".join(s.replace(".", r"\.") for s in skip),
+                        str(root)], check=True, stdout=subprocess.DEVNULL)
+        return
+    for cache in root.rglob("__pycache__"):
+        if not any(s in str(cache) + "/" for s in skip):
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def one(parent: str, trace: Path, out: Path, cache: Path, extra: list[str]) -> dict:
@@ -257,15 +280,22 @@ def main() -> None:
                     "merge-base, or a folder holding it as shepherd/)")
     ap.add_argument("--work", default="", help="folder for traces and outputs (kept: traces are reused)")
     ap.add_argument("--cold-sizes", default="", help="sizes of the cold runs (default: all of --sizes)")
+    ap.add_argument("--bytecode", choices=("compiled", "none"), default="compiled",
+                    help="compiled: both checkouts' .pyc files made first (what an install has); none: deleted, "
+                    "and the runs write none (module docstring)")
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="phase-timer-"))
     work.mkdir(parents=True, exist_ok=True)
     sides = [("new", parent_of(str(Path(__file__).resolve().parent.parent), work, "new"))]
     sides += [("old", parent_of(args.base, work, "old"))] if args.base else []
+    for _, parent in sides:
+        bytecode(parent, args.bytecode)
+    if args.bytecode == "none":
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     sizes = [int(s) for s in args.sizes.split(",")]
     cold_sizes = [int(s) for s in args.cold_sizes.split(",")] if args.cold_sizes else sizes
     print(f"{os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
-          f"sides: {', '.join(f'{s}={p}' for s, p in sides)}", flush=True)
+          f"sides: {', '.join(f'{s}={p}' for s, p in sides)}, bytecode: {args.bytecode}", flush=True)
     results: dict[tuple[int, str, str], list[dict]] = {}
     for n in sizes:
         trace = work / f"served-{n}.parquet"

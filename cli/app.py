@@ -19,34 +19,59 @@ from typing import Annotated, Sequence
 import typer
 
 from shepherd import __version__
-from shepherd.cli import capacity as capacity_cmd
-from shepherd.cli import data as data_cmd
-from shepherd.cli import plan as plan_cmd
-from shepherd.cli import profile as profile_cmd
-from shepherd.cli import reproduce as reproduce_cmd
-from shepherd.cli import runs as runs_cmd
-from shepherd.cli import simulate as simulate_cmd
-from shepherd.cli import sweep as sweep_cmd
-from shepherd.cli import traces as traces_cmd
-from shepherd.cli import warmup as warmup_cmd
-from shepherd.cli import validate as validate_cmd
-from shepherd.cli import calibrate as calibrate_cmd
-from shepherd.cli import verify as verify_cmd
 from shepherd.core.errors import UserError, environment_error
 
-app = typer.Typer(
-    name="shepherd",
-    help=(
-        "Trace-driven experiments on DNN inference serving: Shepherd, PPipe, Symphony and "
-        "Accordion on one engine.\n\n"
-        "Stages pass Parquet artifacts: profile → traces → plan → simulate → report.\n\n"
-        "Example: shepherd profile --table shepherd-v100 -o profiles.parquet"
-    ),
-    no_args_is_help=True,
-    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+#: every command, in the order ``--help`` lists them: (name, its module in ``shepherd.cli``, the function or
+#: sub-app there, the module attribute holding its help text or None). A run imports only its own command's
+#: module (:func:`_app_for`); ``--help``, completion and an unknown name build the whole app (:data:`app`).
+COMMANDS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("profile", "profile", "app", None),
+    ("traces", "traces", "app", None),
+    ("plan", "plan", "plan", None),
+    ("plan-import", "plan", "plan_import", None),  # `plan import` once `plan` is a group (issue 13)
+    ("simulate", "simulate", "simulate", None),
+    ("reproduce", "reproduce", "reproduce", None),
+    ("report", "reproduce", "report_cmd", None),
+    ("sweep", "sweep", "sweep", None),
+    ("capacity", "capacity", "capacity", None),
+    ("runs", "runs", "app", None),
+    ("data", "data", "app", None),
+    ("warmup", "warmup", "warmup", None),
+    ("verify", "verify", "verify", None),
+    ("validate", "validate", "validate", "HELP"),  # heavy imports inside the command
+    ("calibrate", "calibrate", "calibrate", "HELP"),
 )
+
+
+def _root_app() -> typer.Typer:
+    """The ``shepherd`` app with its settings and root options, no command yet."""
+    root = typer.Typer(
+        name="shepherd",
+        help=(
+            "Trace-driven experiments on DNN inference serving: Shepherd, PPipe, Symphony and "
+            "Accordion on one engine.\n\n"
+            "Stages pass Parquet artifacts: profile → traces → plan → simulate → report.\n\n"
+            "Example: shepherd profile --table shepherd-v100 -o profiles.parquet"
+        ),
+        no_args_is_help=True,
+        add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+        pretty_exceptions_enable=False,
+        rich_markup_mode="rich",
+    )
+    root.callback()(_root)
+    return root
+
+
+def _add(root: typer.Typer, name: str, module: str, attr: str, help_attr: str | None) -> None:
+    """Register command ``name`` (importing its module) on ``root``."""
+    import importlib
+
+    mod = importlib.import_module(f"shepherd.cli.{module}")
+    target = getattr(mod, attr)
+    if isinstance(target, typer.Typer):
+        root.add_typer(target, name=name)
+    else:
+        root.command(name, help=getattr(mod, help_attr) if help_attr else None)(target)
 
 
 def _print_version(value: bool) -> None:
@@ -56,7 +81,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", help="Show tracebacks for errors.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
@@ -65,21 +89,24 @@ def _root(
     """Options before the command apply to every command."""
 
 
-app.add_typer(profile_cmd.app, name="profile")
-app.add_typer(traces_cmd.app, name="traces")
-app.command("plan")(plan_cmd.plan)
-app.command("plan-import")(plan_cmd.plan_import)  # `plan import` once `plan` is a group (issue 13)
-app.command("simulate")(simulate_cmd.simulate)
-app.command("reproduce")(reproduce_cmd.reproduce)
-app.command("report")(reproduce_cmd.report_cmd)
-app.command("sweep")(sweep_cmd.sweep)
-app.command("capacity")(capacity_cmd.capacity)
-app.add_typer(runs_cmd.app, name="runs")
-app.add_typer(data_cmd.app, name="data")
-app.command("warmup")(warmup_cmd.warmup)
-app.command("verify")(verify_cmd.verify)
-app.command("validate", help=validate_cmd.HELP)(validate_cmd.validate)  # heavy imports inside the command
-app.command("calibrate", help=calibrate_cmd.HELP)(calibrate_cmd.calibrate)
+_FULL: list[typer.Typer] = []
+
+
+def _whole_app() -> typer.Typer:
+    """The app with every command (built once, on first use)."""
+    if not _FULL:
+        root = _root_app()
+        for entry in COMMANDS:
+            _add(root, *entry)
+        _FULL.append(root)
+    return _FULL[0]
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # ``from shepherd.cli.app import app``: the whole app, built when first asked for (PEP 562)
+    if name == "app":
+        return _whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _one_line(message: str) -> str:
@@ -88,6 +115,8 @@ def _one_line(message: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and exits with) the process exit code."""
+    if argv is None:  # the shepherd process itself (not a caller's, e.g. a test's): fewer, larger collections
+        _collect_less()
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in args
     args = [a for a in args if a != "--verbose"]
@@ -143,23 +172,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+#: the cyclic garbage collector's thresholds in a ``shepherd`` process (Python's: 700, 10, 10)
+GC_THRESHOLDS = (50_000, 10, 10)
+
+
+def _collect_less() -> None:
+    """Run the cyclic garbage collector after 50,000 net allocations instead of 700 (:data:`GC_THRESHOLDS`).
+
+    Start-up allocates some 120,000 lasting objects (numba, polars, pyarrow, typer): with Python's thresholds
+    the collector scans them again and again as they arrive — 256 young, 23 middle and 2 full collections,
+    ≈ 0.12–0.16 CPU-s of a small ``simulate`` run's ≈ 0.8 (issue 43); with these, 23 young and 2 middle
+    ones, ≈ 0.05. Garbage with no cycle is freed at once as before; a cycle waits for at most 50,000
+    allocations (a few MB), and no output depends on when it is freed."""
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def _app_for(args: list[str]) -> typer.Typer:
-    """The app that runs ``args``: :data:`app` itself, or — when ``args`` start with a command's name and ask
-    for no help and no shell completion — a copy of it holding that one command. Building the click commands
-    of all sixteen costs ~0.05 CPU-s, a tenth of a small run's fixed cost (issue 43); the one command parses,
-    errs and runs as it does in the whole app (same root callback and settings)."""
-    import copy
+    """The app that runs ``args``: the whole app (:data:`app`), or — when ``args`` start with a command's name
+    and ask for no help and no shell completion — an app holding that one command, with only that command's
+    module imported. Building the click commands of all sixteen costs ~0.05 CPU-s and importing their modules
+    more, a tenth of a small run's fixed cost (issue 43); the one command parses, errs and runs as it does in
+    the whole app (same root callback and settings)."""
     import os
 
     if not args or args[0].startswith("-") or any(a in ("--help", "-h") for a in args) \
             or any(k.startswith("_SHEPHERD_COMPLETE") for k in os.environ):
-        return app
-    commands = [c for c in app.registered_commands if c.name == args[0]]
-    groups = [g for g in app.registered_groups if g.name == args[0]]
-    if len(commands) + len(groups) != 1:
-        return app  # an unknown name: the whole app's error, with its suggestions
-    one = copy.copy(app)
-    one.registered_commands, one.registered_groups = commands, groups
+        return _whole_app()
+    entries = [e for e in COMMANDS if e[0] == args[0]]
+    if len(entries) != 1:
+        return _whole_app()  # an unknown name: the whole app's error, with its suggestions
+    one = _root_app()
+    _add(one, *entries[0])
     return one
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import typing
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -72,6 +73,21 @@ def rule_options(policy: str, rules: str) -> dict:
     return got
 
 
+def _one_blas_thread() -> None:
+    """Start numpy's BLAS (OpenBLAS) with one thread unless the user chose (``OPENBLAS_NUM_THREADS`` or
+    ``OMP_NUM_THREADS`` set) or numpy is already loaded (a caller's process: left as it is).
+
+    OpenBLAS starts a thread per core, with its buffers, when numpy is imported: ≈ 0.04 CPU-s on a 2-core
+    machine, a twentieth of a small run (issue 43). A simulation makes no floating-point BLAS call — its kernels and the
+    reference engine are integer code, the summary's one ``np.dot`` multiplies int64 counts (numpy's own loop,
+    not BLAS) — so no output can depend on it; processes this one starts (``--jobs``) inherit the setting."""
+    import os
+
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def _policy_names(incomplete: str) -> list[str]:
     """Shell completion of ``--policy`` (imports the registry only when asked)."""
     from shepherd.core.policies import registry
@@ -108,6 +124,7 @@ def simulate(
 
     Example: shepherd simulate --policy flex --trace trace.parquet --gpus 12 --load 2 --record summary -o results/flex
     """
+    _one_blas_thread()  # before numpy's first import
     from shepherd.cli.common import progress
     from shepherd.core.artifacts import artifact_kind, check_output_dir
     from shepherd.core.checks import number

@@ -195,3 +195,34 @@ def test_a_compiling_run_of_one_chunk_also_compiles_what_longer_runs_call(monkey
         api.simulate(trace, policy="flex", gpus=2, engine=EngineConfig(path="fast", record="summary",
                                                                         stream_chunk=200))
         assert len(calls) >= 1
+
+
+LOADED = ("import sys, numpy as np, pkgx.family as m\n"
+          "print(m.kernel(1))\n"
+          "print('misses', sum(m.kernel.stats.cache_misses.values()))\n"
+          "print('refreshed', 'numba.np.arraymath' in sys.modules or 'numba.cpython.unicode' in sys.modules)\n"
+          "from numba import njit\n"
+          "@njit\n"
+          "def total(a):\n"
+          "    return np.sum(a)\n"
+          "print(total(np.arange(4)))\n")
+
+
+def test_a_cache_load_skips_numba_s_context_refresh_and_a_later_compile_still_works(tmp_path):
+    """A kernel loaded from the cache links its machine code without numba's refresh of the typing and target
+    contexts (the lowering registries, ~0.15 CPU-s of imports; issue 43): after the load none of those modules
+    is imported, and a compile afterwards in the same process — here of ``np.sum``, whose lowering only that
+    refresh installs — still finds what it needs (numba refreshes at every compile)."""
+    pkg = tmp_path / "pkgx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "dep.py").write_text(DEP.format(inc=1))
+    (pkg / "family.py").write_text(ANNOUNCED)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR",)}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(Path(shepherd.__file__).parent.parent)])
+    runs = [subprocess.run([sys.executable, "-c", LOADED], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
+    first, second = (r.stdout.split() for r in runs)
+    assert first[:3] == ["2", "misses", "1"] and first[-1] == "6"  # compiled: the refresh ran with the compile
+    assert second == ["2", "misses", "0", "refreshed", "False", "6"], second

@@ -62,3 +62,34 @@ def test_the_help_lists_of_names_match_their_registries():
                                           .startswith("shepherd.")}
     assert list(plan.PLANNER_NAMES) == list(PLANNERS)
     assert set(plan.SOLVER_NAMES) == set(BACKENDS)
+
+
+@pytest.mark.parametrize("env, imported, want", [({}, False, "1"), ({"OMP_NUM_THREADS": "3"}, False, None),
+                                                 ({"OPENBLAS_NUM_THREADS": "4"}, False, "4"), ({}, True, None)])
+def test_simulate_starts_numpy_s_blas_with_one_thread_unless_told_otherwise(env, imported, want):
+    """``shepherd simulate`` sets ``OPENBLAS_NUM_THREADS=1`` before numpy loads (issue 43: a simulation makes no
+    floating-point BLAS call), unless the user set a thread count or numpy was loaded before (a caller's
+    process)."""
+    code = ("import os; " + ("import numpy; " if imported else "") +
+            "from shepherd.cli import simulate; simulate._one_blas_thread(); "
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=base | env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == str(want)
+
+
+def test_the_shepherd_process_collects_cycles_less_often_and_a_caller_s_process_is_left_alone():
+    """The ``shepherd`` process sets the collector's thresholds (``cli/app.py`` ``GC_THRESHOLDS``, issue 43);
+    ``main(argv)`` called from another program (a test, the API) leaves that program's as they are."""
+    from shepherd.cli.app import GC_THRESHOLDS
+
+    code = ("import atexit, gc, sys; atexit.register(lambda: print(gc.get_threshold())); "
+            "from shepherd.cli.app import main; sys.argv = ['shepherd', '--version']; main()")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[-2] == str(GC_THRESHOLDS) != "(700, 10, 10)"
+    code = ("import gc; from shepherd.cli.app import main; before = gc.get_threshold(); "
+            "assert main(['--version']) == 0; print(gc.get_threshold() == before)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split()[-1] == "True", run.stderr[-2000:]

@@ -160,3 +160,29 @@ def test_the_verified_source_memo_is_keyed_by_the_bytes(tmp_path, monkeypatch):
     src.write_text("def f(x):\n    # a comment\n    return x < 1\n")
     fastpath._parsed.cache_clear()
     assert fastpath.normalised(src) == before  # the first code again: its remembered digest
+
+
+def test_the_file_s_digest_is_kept_with_its_entry_and_read_instead_of_the_file(cache, tmp_path, monkeypatch):
+    """The provenance's digest of a mapped trace comes from beside its entry (no second read of the file,
+    issue 43) and is the file's SHA-256; a rewritten trace is a new entry with its own digest."""
+    import hashlib
+
+    from shepherd.core import hashing
+
+    path = tmp_path / "t.parquet"
+    write_artifact(_trace(), path, "trace", make_provenance())
+    want = hashlib.sha256(path.read_bytes()).hexdigest()
+    read_trace_compact(path)  # the entry, and the digest beside it
+    assert [p.read_text().strip() for p in cache.glob("*.sha256")] == [want]
+    monkeypatch.setattr(hashing, "_KNOWN", {})  # as in a new process
+    assert read_trace_compact(path) is not None  # mapped
+    with monkeypatch.context() as m:
+        m.setattr(hashing.hashlib, "file_digest", lambda *a, **k: pytest.fail("the trace file was read again"))
+        assert make_provenance(inputs=[path])["inputs"] == {"t.parquet": want}
+    write_artifact(_trace(shift=7), path, "trace", make_provenance())
+    read_trace_compact(path)
+    again = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert again != want and make_provenance(inputs=[path])["inputs"] == {"t.parquet": again}
+    for entry in _entries(cache):  # an entry removed takes its digest along
+        trace_columns._remove(entry)
+    assert list(cache.glob("*.sha256")) == []

@@ -64,6 +64,7 @@ def family_of(module_name: str) -> str:
 
 def guard(module_name: str, dispatchers: list) -> None:
     """Wrap each ``cache=True`` dispatcher of module ``module_name`` (idempotent)."""
+    from shepherd.core.jit_load import without_refresh  # a cache hit: its code linked without a refresh
     family = family_of(module_name)
     _listen()
     for d in dispatchers:
@@ -75,6 +76,7 @@ def guard(module_name: str, dispatchers: list) -> None:
             continue
         _GUARDED[id(d)] = family
         d.compile = _locked(d.compile, family, lock_path)
+        without_refresh(d._cache)
 
 
 def _locked(compile_: Any, family: str, lock_path: Path) -> Any:

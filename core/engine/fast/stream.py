@@ -177,6 +177,21 @@ def _read_only(col: np.ndarray) -> np.ndarray:
     return view
 
 
+def _slide(win: Window, room: list, delta: int, fresh: tuple) -> tuple[Window, list]:
+    """The next window — ``win`` less its first ``delta`` requests, then ``fresh`` (arrival, deadline, model;
+    the written columns as :data:`WINDOW_FILL`) — in ``room``, arrays reused from chunk to chunk (a new array's
+    pages cost a fault each: ≈ 0.02 CPU-s a chunk of a million, issue 43): the values and types of new arrays.
+    A caller uses what it keeps of a window (``on_requests``) before the next call."""
+    kept, size = len(win.t) - delta, len(win.t) - delta + len(fresh[0])
+    if size > len(room[0]):  # the first chunk, or more in flight than ever: larger arrays, the kept ones first
+        room, delta = [np.concatenate((c[delta:], np.empty(size // 4 + LOG_ROOM + size - kept, c.dtype)))
+                       for c in win], 0
+    for j, col in enumerate(room):
+        col[:kept] = col[delta:delta + kept]  # (overlapping: numpy copies as if through a buffer)
+        col[kept:size] = fresh[j] if j < 3 else WINDOW_FILL[j]
+    return Window(*(_read_only(c[:size]) if j < 3 else c[:size] for j, c in enumerate(room))), room
+
+
 def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int,
             on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
@@ -197,7 +212,7 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
     pos, delta = 0, 0
     # ``oldest`` runs only between chunks: a run of one chunk that compiles its family calls it once at the
     # end, so a later run of many chunks loads it, not compiles it (one compile notice per family, issue 43)
-    called_oldest = False
+    called_oldest, room = False, list(win)  # room: the window's memory, reused chunk after chunk (_slide)
     while True:
         hi = min(n, pos + step)
         new_m = _piece(m_all, pos, hi).astype(np.int64, copy=False)
@@ -214,9 +229,7 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
         if direct:
             win = Window(*map(_read_only, fresh), *out)
         else:
-            win = Window(*(_read_only(c) if j < 3 else c for j, c in enumerate(
-                np.concatenate((col[delta:], fresh[j] if j < 3 else np.full(hi - pos, WINDOW_FILL[j], col.dtype)))
-                for j, col in enumerate(win))))
+            win, room = _slide(win, room, delta, fresh)
         st[ST_LAST] = hi == n
         blog = kernel.run(kernel.pol, kernel.sc, q, blog, w, s, st, win)
         nbl = st[ST_NB] - st[ST_BOFF]
