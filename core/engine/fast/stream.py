@@ -19,6 +19,7 @@ import polars as pl
 from shepherd.core.engine.fast.common import (B_COLS, B_END, B_MODEL, B_PRE, B_SIZE, B_START, B_WORKER, NONE, S_CP,
                                               S_SHED, ST_BOFF, ST_I, ST_LAST, ST_N, ST_NB, ST_OFF, Queues, Window,
                                               Workers, oldest, q_reserve, shift_running)
+from shepherd.core.engine.column_room import read_only, slide
 from shepherd.core.engine.fast import jitcache
 
 #: batch-log columns allocated beyond a chunk's requests before a kernel's loop asks for more (its GROW)
@@ -167,31 +168,6 @@ def _piece(col: Any, lo: int, hi: int) -> np.ndarray:
     return (part.to_physical() if part.dtype == pl.Enum else part).to_numpy()
 
 
-def _read_only(col: np.ndarray) -> np.ndarray:
-    """A read-only view of a trace column (no copy). numba compiles a function once per argument type, and a
-    read-only array is a type apart: a trace read from a file hands read-only columns, a chunked window
-    writable ones — without this, one kernel compiled twice (issue 43: Flex's second compile, ~25–40 s cold,
-    for ``--record all`` after ``--record summary``). The kernels only read these columns."""
-    view = col.view()
-    view.flags.writeable = False
-    return view
-
-
-def _slide(win: Window, room: list, delta: int, fresh: tuple) -> tuple[Window, list]:
-    """The next window — ``win`` less its first ``delta`` requests, then ``fresh`` (arrival, deadline, model;
-    the written columns as :data:`WINDOW_FILL`) — in ``room``, arrays reused from chunk to chunk (a new array's
-    pages cost a fault each: ≈ 0.02 CPU-s a chunk of a million, issue 43): the values and types of new arrays.
-    A caller uses what it keeps of a window (``on_requests``) before the next call."""
-    kept, size = len(win.t) - delta, len(win.t) - delta + len(fresh[0])
-    if size > len(room[0]):  # the first chunk, or more in flight than ever: larger arrays, the kept ones first
-        room, delta = [np.concatenate((c[delta:], np.empty(size // 4 + LOG_ROOM + size - kept, c.dtype)))
-                       for c in win], 0
-    for j, col in enumerate(room):
-        col[:kept] = col[delta:delta + kept]  # (overlapping: numpy copies as if through a buffer)
-        col[kept:size] = fresh[j] if j < 3 else WINDOW_FILL[j]
-    return Window(*(_read_only(c[:size]) if j < 3 else c[:size] for j, c in enumerate(room))), room
-
-
 def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndarray, step: int,
             on_requests: Any, on_batches: Any, out: tuple | None = None) -> tuple:
     """One group's kernel run over its requests fed ``step`` at a time (a window: the requests still queued
@@ -212,7 +188,7 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
     pos, delta = 0, 0
     # ``oldest`` runs only between chunks: a run of one chunk that compiles its family calls it once at the
     # end, so a later run of many chunks loads it, not compiles it (one compile notice per family, issue 43)
-    called_oldest, room = False, list(win)  # room: the window's memory, reused chunk after chunk (_slide)
+    called_oldest, room = False, list(win)  # room: the window's memory, reused chunk after chunk (slide)
     while True:
         hi = min(n, pos + step)
         new_m = _piece(m_all, pos, hi).astype(np.int64, copy=False)
@@ -227,9 +203,10 @@ def _stream(kernel: Kernel, t_all: np.ndarray, d_all: np.ndarray, m_all: np.ndar
         fresh = (_piece(t_all, pos, hi), _piece(d_all, pos, hi), new_m)
         direct = out is not None and pos == 0 and hi == n and isinstance(t_all, np.ndarray)
         if direct:
-            win = Window(*map(_read_only, fresh), *out)
+            win = Window(*map(read_only, fresh), *out)
         else:
-            win, room = _slide(win, room, delta, fresh)
+            cols, room = slide(win, room, delta, fresh, WINDOW_FILL, LOG_ROOM)
+            win = Window(*cols)
         st[ST_LAST] = hi == n
         blog = kernel.run(kernel.pol, kernel.sc, q, blog, w, s, st, win)
         nbl = st[ST_NB] - st[ST_BOFF]
