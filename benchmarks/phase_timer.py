@@ -268,7 +268,17 @@ def one(parent: str, trace: Path, out: Path, cache: Path, extra: list[str]) -> d
     cpu = ru.ru_utime + ru.ru_stime
     digests = {p.name: digest(p) for p in sorted(out.glob("*.parquet"))}
     return {"cpu": cpu, "wall": wall, "phases": phases(raw, cpu, wall, t0), "digests": digests,
-            "notices": [line for line in err.splitlines() if "compil" in line]}
+            "notices": [line for line in err.splitlines() if "compil" in line], "engine": engine_of(out)}
+
+
+def engine_of(out: Path) -> str:
+    """Which engine the run says it used (``summary.run.json``; "not recorded" for a checkout that writes no
+    provenance): a stale stamp silently times the reference engine otherwise."""
+    record = out / "summary.run.json"
+    if not record.exists():
+        return "not recorded"
+    engine = json.loads(record.read_text()).get("engine") or {}
+    return f"{engine.get('engine', '?')}: {engine.get('why', '')}".strip()
 
 
 def main() -> None:
@@ -350,6 +360,10 @@ def report(n: int, sides: list, results: dict) -> None:
                        for side in ("old", "new") for r in results[(n, mode, side)])
             print(f"{mode}: whole process new/old CPU ×{old / new:.2f} faster; outputs byte-identical: {same}")
     for mode, side in cols:
+        engines = sorted({r["engine"] for r in results[(n, mode, side)]})
+        print(f"{mode} {side} engine: " + " | ".join(engines)
+              + ("   <- NOT the fast path: the timings are the reference engine's" if any(
+                  e.startswith("reference") for e in engines) else ""))
         notes = results[(n, mode, side)][0]["notices"]
         if notes:
             print(f"{mode} {side} compile notices (first run): " + " | ".join(notes))
