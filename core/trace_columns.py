@@ -37,6 +37,8 @@ from typing import Any
 
 import polars as pl
 
+from shepherd.core.hashing import file_identity, remember, sha256_file
+
 #: traces shorter than this are read from Parquet every time (a few tens of ms: no entry worth its disk)
 MIN_ROWS = 1_000_000
 #: the most bytes the folder holds after a write (least recently used entries removed first)
@@ -60,11 +62,8 @@ def folder() -> Path | None:
     return cache_home() / "trace-columns"
 
 
-def identity(path: Path) -> tuple | None:
-    """What names ``path``'s entry (resolved path, size, mtime in ns, inode, device), or None if unreadable."""
-    from shepherd.core.hashing import file_identity
-
-    return file_identity(path)
+#: what names ``path``'s entry (resolved path, size, mtime in ns, inode, device), or None if unreadable
+identity = file_identity
 
 
 def entry_path(ident: tuple) -> Path | None:
@@ -132,7 +131,6 @@ def _digest(path: Path, ident: tuple, entry: Path) -> None:
     reads it instead of the file (≈ 0.06 CPU-s at 10 M requests). The entry's identity is the file's, so the
     digest is trusted as its columns are; none kept (the file read again) where it cannot be written or the
     file changed while it was read."""
-    from shepherd.core.hashing import remember, sha256_file
     from shepherd.core.outputs import write_bytes_atomic
 
     side = entry.with_suffix(DIGEST_SUFFIX)
