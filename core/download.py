@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from contextlib import contextmanager
-from http.client import HTTPException
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -76,6 +73,11 @@ class ResumableDownload:
         self.part, self.on_progress, self.timeout, self.hint = Path(part), on_progress, timeout, hint
 
     def __call__(self, url: str, output_file: str, pooch: object) -> None:  # noqa: ARG002 - pooch's interface
+        # local: urllib.request pulls in http, email and ssl (≈ 5 ms), which only a download needs (issue 43)
+        import urllib.error
+        import urllib.request
+        from http.client import HTTPException
+
         part = self.part
         have = part.stat().st_size if part.exists() else 0
         request = urllib.request.Request(url, headers={"User-Agent": "shepherd"})

@@ -23,9 +23,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 import shutil
-import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,12 +57,14 @@ def normal_mode(directory: bool = False) -> int:
 
 # --------------------------------------------------------------------------- temp names
 
-_HOST = socket.gethostname().replace(".", "-") or "host"
+# os.uname's node name is socket.gethostname() on POSIX, and os.urandom(4).hex() is secrets.token_hex(4): the
+# same names without importing socket and secrets (≈ 6 ms of every command, issue 43)
+_HOST = os.uname().nodename.replace(".", "-") or "host"
 
 
 def temp_name(dest: Path) -> Path:
     """``.NAME.HOST.PID.RANDOM.tmp`` beside ``dest``: unique per writer, owner readable from the name."""
-    return dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    return dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def _pid_alive(pid: int) -> bool:

@@ -10,6 +10,8 @@ working for one release with one notice.
 from __future__ import annotations
 
 import inspect
+import types
+import typing
 import warnings
 
 import pytest
@@ -36,11 +38,17 @@ def _commands(cmd=None, path=()):
         yield " ".join(path), cmd
 
 
+#: each option's annotation in its command's function, by the option object's id (filled by ``_options``)
+_ANNOTATIONS: dict[int, object] = {}
+
+
 def _options():
     """(command, option object) for every option of every command."""
     for name, cmd in _commands():
+        hints = typing.get_type_hints(inspect.unwrap(cmd.callback)) if cmd.callback else {}
         for param in cmd.params:
             if param.param_type_name == "option":
+                _ANNOTATIONS[id(param)] = hints[param.name]
                 yield name, param
 
 
@@ -71,12 +79,17 @@ def test_one_name_one_kind_of_value_everywhere():
 
 
 def _typename(param) -> str:
-    """The value's type as typer resolved it from the annotation: int, float, str, Path, or 'flag'."""
+    """The value's type from the command function's annotation, as typer reads it: int, float, str, Path, or
+    'flag' (read from the annotation rather than typer's private parameter objects, which change between
+    typer releases)."""
     if param.is_flag:
         return "flag"
-    kind = param.bare_type()
-    name = getattr(kind, "__name__", str(kind))
-    return name[5:-1] if name.startswith("list[") else name  # repeatable: the same kind of value, several times
+    kind = _ANNOTATIONS[id(param)]
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):  # Optional[X]: an unset X
+        (kind,) = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+    if typing.get_origin(kind) is list:  # repeatable: the same kind of value, several times
+        (kind,) = typing.get_args(kind)
+    return getattr(kind, "__name__", str(kind))
 
 
 def test_the_exceptions_are_real():
