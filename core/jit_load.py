@@ -16,7 +16,32 @@ of the fast wing; where numba's cache lacks the two private names it uses (anoth
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
+
+#: the file numba's configuration reads from the working directory, with PyYAML (numba/core/config.py)
+NUMBA_CONFIG_FILE = ".numba_config.yaml"
+
+
+def import_numba() -> None:
+    """Import numba, without PyYAML where numba would not use it (issue 43: ≈ 10 ms of every run's imports).
+
+    numba's configuration imports ``yaml`` when numba is imported, for one use: reading a ``.numba_config.yaml``
+    in the working directory. Where there is none (and nothing has imported yaml yet), yaml is hidden for
+    that one import: numba's settings come from its environment variables exactly as they would, and yaml
+    stays importable afterwards for whoever needs it (Ray's executor). Where the file exists, numba is imported
+    as usual and reads it. Called by :mod:`shepherd.core.engine.fast` before any of its modules imports numba.
+    """
+    if "numba" in sys.modules or "yaml" in sys.modules or os.path.exists(NUMBA_CONFIG_FILE):
+        import numba  # noqa: F401 - as usual
+        return
+    sys.modules["yaml"] = None  # type: ignore[assignment] - an import of yaml raises ImportError meanwhile
+    try:
+        import numba  # noqa: F401
+    finally:
+        if "yaml" in sys.modules and sys.modules["yaml"] is None:
+            del sys.modules["yaml"]
 
 
 def without_refresh(cache: Any) -> None:

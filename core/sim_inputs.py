@@ -17,9 +17,6 @@ def read_simulation_inputs(profiles: Path | None, plan: Path | None, trace: pl.D
     says which kinds it requires): profiles frame or block profiles; plan frame or pipeline plan.
     Without ``--profiles`` the built-in tables stand in when the policy requires ``profiles``; a
     ``--profiles`` artifact of another kind is handed over under its kind (``simulate(artifacts=…)``)."""
-    from shepherd.core.pipelines import blocks
-    from shepherd.core.pipelines.plan import from_frame
-
     models = sorted(trace["model"].unique().to_list())
     extra = {}
     kind = artifact_kind(profiles) if profiles is not None and Path(profiles).is_file() else None
@@ -27,6 +24,8 @@ def read_simulation_inputs(profiles: Path | None, plan: Path | None, trace: pl.D
         extra[kind] = read_artifact(profiles, kind).frame
         prof_obj = None
     elif kind == "block_profiles":
+        from shepherd.core.pipelines import blocks  # here: a model-level run needs no pipeline code
+
         block_frame = read_artifact(profiles, "block_profiles").frame
         known = set(block_frame["model"].unique().to_list())
         if set(models) - known:
@@ -42,6 +41,8 @@ def read_simulation_inputs(profiles: Path | None, plan: Path | None, trace: pl.D
                             "unprofiled)")
     plan_obj = None
     if plan is not None and artifact_kind(plan) == "pipeline_plan":
+        from shepherd.core.pipelines.plan import from_frame
+
         art = read_artifact(plan, "pipeline_plan")
         plan_obj = from_frame(art.frame, art.extra)
     elif plan is not None:

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import shepherd
 
 DEP = textwrap.dedent("""
@@ -226,3 +228,27 @@ def test_a_cache_load_skips_numba_s_context_refresh_and_a_later_compile_still_wo
     first, second = (r.stdout.split() for r in runs)
     assert first[:3] == ["2", "misses", "1"] and first[-1] == "6"  # compiled: the refresh ran with the compile
     assert second == ["2", "misses", "0", "refreshed", "False", "6"], second
+
+
+NUMBA_YAML = ("import sys, shepherd.core.engine.fast.stream\n"
+              "from numba.core import config\n"
+              "print('yaml' in sys.modules, config._HAVE_YAML, config.BOUNDSCHECK)\n"
+              "import yaml\n"
+              "print(yaml.safe_load('a: 1'))\n")
+
+
+@pytest.mark.parametrize("config_file", [False, True])
+def test_numba_is_imported_without_yaml_unless_its_config_file_is_there(tmp_path, config_file):
+    """The fast wing imports numba without PyYAML (issue 43) only where numba would not use it: with no
+    ``.numba_config.yaml`` in the working directory yaml stays unimported (and importable afterwards); with
+    one, numba reads it (here ``BOUNDSCHECK: 1``), exactly as without shepherd."""
+    if config_file:
+        (tmp_path / ".numba_config.yaml").write_text("BOUNDSCHECK: 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = str(Path(shepherd.__file__).parent.parent)
+    run = subprocess.run([sys.executable, "-c", NUMBA_YAML], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    first, second = run.stdout.splitlines()
+    assert first == ("True True 1" if config_file else "False False None")
+    assert second == "{'a': 1}"

@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
+from shepherd.core.jit_load import import_numba
+
+import_numba()  # before any module of the wing imports numba: without PyYAML where numba would not read it
+
 
 def run(engine: Any, fast_path: Any, params: Any, runtime: Any, max_batch: int,
         make_policy: Callable[[int], Any] | None = None) -> list[dict] | None:
