@@ -16,15 +16,6 @@ from typing import Annotated, Any, Callable, Iterator, Mapping
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from shepherd.cli.log import run_log
@@ -121,6 +112,17 @@ def progress(transient: bool = True) -> Iterator[Any]:
             yield lines
             lines.finish()
         return
+    # here: a run whose stderr is no terminal (a batch job, a benchmark) never draws a bar (issue 43)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),
