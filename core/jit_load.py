@@ -32,6 +32,8 @@ def import_numba() -> None:
     that one import: numba's settings come from its environment variables exactly as they would, and yaml
     stays importable afterwards for whoever needs it (Ray's executor). Where the file exists, numba is imported
     as usual and reads it. Called by :mod:`shepherd.core.engine.fast` before any of its modules imports numba.
+    (A config file put there later, in the same process, would not be read: numba would warn that PyYAML is
+    missing — where without this it would read it at its next configuration reload.)
     """
     if "numba" in sys.modules or "yaml" in sys.modules or os.path.exists(NUMBA_CONFIG_FILE):
         import numba  # noqa: F401 - as usual
