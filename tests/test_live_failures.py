@@ -268,8 +268,10 @@ def test_ctrl_c_prints_one_line_and_leaves_no_process(tmp_path):
     path = profile_file(tmp_path)
     cmd = [sys.executable, "-m", "shepherd.cli.app", "validate", "--policy", "flex", "--model", "TinyCNN",
            "--profiles", str(path), "--rate", "100", "--duration-s", "60", "-o", str(tmp_path / "v")]
+    # started as a shell in a terminal starts a command: SIGINT at its default (a test run launched in the
+    # background, e.g. under nohup, has it ignored, and a child would inherit that and never see the Ctrl-C)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     kids: list[tuple[int, str]] = []
     try:
         deadline = time.monotonic() + 120
