@@ -12,6 +12,7 @@ imports the engine, polars, numba, python-mip or seaborn inside its function
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
 from typing import Annotated, Sequence
@@ -89,17 +90,13 @@ def _root(
     """Options before the command apply to every command."""
 
 
-_FULL: list[typer.Typer] = []
-
-
+@functools.cache
 def _whole_app() -> typer.Typer:
     """The app with every command (built once, on first use)."""
-    if not _FULL:
-        root = _root_app()
-        for entry in COMMANDS:
-            _add(root, *entry)
-        _FULL.append(root)
-    return _FULL[0]
+    root = _root_app()
+    for entry in COMMANDS:
+        _add(root, *entry)
+    return root
 
 
 def __getattr__(name: str) -> typer.Typer:

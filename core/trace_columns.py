@@ -37,7 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from shepherd.core.hashing import file_identity, remember, sha256_file
+from shepherd.core.hashing import file_identity, is_sha256, remember, sha256_file
 
 #: traces shorter than this are read from Parquet every time (a few tens of ms: no entry worth its disk)
 MIN_ROWS = 1_000_000
@@ -138,7 +138,7 @@ def _digest(path: Path, ident: tuple, entry: Path) -> None:
         digest = side.read_text().strip()
     except OSError:
         digest = ""
-    if len(digest) != 64:
+    if not is_sha256(digest):
         try:
             digest = sha256_file(path)
         except OSError:
